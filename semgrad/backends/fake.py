@@ -1,0 +1,272 @@
+"""Fake LLMs for tests, doctests, demos and benchmarks (public, like httpcore's mocks).
+
+Every fake is an LLM in the sense of `semgrad.effects`: a callable from
+`LLMRequest` to a reply. They answer from request metadata (`purpose`, `node`,
+`sample`, `targets`), and the ``reply_*`` helpers write replies in the exact
+form the core's parsers read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import anyio
+
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, request_key
+from ..core._parse import format_backward, format_tagged
+
+__all__ = [
+    "FunctionLLM",
+    "HashLLM",
+    "LatencyLLM",
+    "RecordingLLM",
+    "ScriptedLLM",
+    "reply_backward",
+    "reply_critique",
+    "reply_forward",
+    "reply_rewrite",
+    "reply_summary",
+]
+
+
+
+def reply_forward(request: LLMRequest, value: Any) -> str:
+    """A forward reply whose parsed value is `value`."""
+    return str(value)
+
+
+def reply_backward(request: LLMRequest, feedback: Mapping[str, str]) -> str:
+    """A backward reply giving `feedback[target]` for each of the request's targets.
+
+    Raises:
+        ValueError: When `feedback` misses one of ``request.targets``.
+    """
+    missing = [t for t in request.targets if t not in feedback]
+    if missing:
+        raise ValueError(f"reply_backward: no feedback for target(s) {', '.join(map(repr, missing))}")
+    return format_backward({t: feedback[t] for t in request.targets})
+
+
+def reply_rewrite(request: LLMRequest, new_value: str) -> str:
+    """A rewrite reply proposing `new_value` for the parameter."""
+    return format_tagged("improved", new_value)
+
+
+def reply_critique(request: LLMRequest, text: str) -> str:
+    """A critique reply whose parsed critique is `text`."""
+    return format_tagged("critique", text)
+
+
+def reply_summary(request: LLMRequest, text: str) -> str:
+    """A summarize reply whose parsed summary is `text`."""
+    return format_tagged("summary", text)
+
+
+class FunctionLLM:
+    """An LLM from a function of the request: ``fn(request) -> str | LLMResponse``.
+
+    `fn` may be sync or async; the runner treats this LLM the same way.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> llm = FunctionLLM(lambda request: request.prompt.upper())
+        >>> llm(LLMRequest((Message("user", "hi"),)))
+        'HI'
+    """
+
+    def __init__(self, fn: Callable[[LLMRequest], Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"FunctionLLM needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+    def __call__(self, request: LLMRequest) -> Any:
+        return self.fn(request)
+
+    def __repr__(self) -> str:
+        return f"FunctionLLM({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def _digest(request: LLMRequest, salt: str) -> str:
+    return hashlib.sha256((salt + request_key(request)).encode()).hexdigest()
+
+
+class HashLLM:
+    """A deterministic LLM whose replies derive from `request_key` (and a salt).
+
+    Replies always parse: backward requests get one feedback per target,
+    rewrite/critique/summarize requests get their tagged block, anything else a
+    short text. Equal requests give equal replies in every process.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> r = LLMRequest((Message("user", "hi"),), node="a")
+        >>> HashLLM()(r) == HashLLM()(r), HashLLM()(r)[:2]
+        (True, 'a#')
+    """
+
+    is_async = False
+
+    def __init__(self, salt: str = "") -> None:
+        self.salt = salt
+
+    def __call__(self, request: LLMRequest) -> str:
+        text = f"{request.node or request.purpose}#{_digest(request, self.salt)[:10]}"
+        if request.purpose == "backward":
+            return reply_backward(request, {t: f"{text} says improve {t}" for t in request.targets})
+        if request.purpose == "rewrite":
+            return reply_rewrite(request, f"Improved instruction {text}.")
+        if request.purpose == "critique":
+            return reply_critique(request, f"Critique {text}.")
+        if request.purpose == "summarize":
+            return reply_summary(request, f"Summary {text}.")
+        return text
+
+
+class ScriptedLLM:
+    """Answers by matching request metadata, whatever order requests come in.
+
+    Each entry is ``(match, answer)``: `match` maps request fields (``purpose``,
+    ``node``, ``sample``, ``draw``, ``engine``, ``targets``) to the value they must
+    equal, plus the special key ``"prompt_contains"``; `answer` is text, an
+    `LLMResponse`, an `LLMError` (the call fails with it), or a function of the
+    request returning one of those. The first matching entry answers; with no
+    match, `default` answers, and without a default the call fails with an
+    ``LLMError(kind="unscripted")``.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> llm = ScriptedLLM([({"node": "answer"}, "42")], default="?")
+        >>> llm(LLMRequest((Message("user", "x"),), node="answer")), llm(LLMRequest((Message("user", "x"),)))
+        ('42', '?')
+    """
+
+    is_async = False
+    _FIELDS = ("purpose", "node", "sample", "draw", "engine", "targets")
+
+    def __init__(self, entries: Iterable[tuple[Mapping[str, Any], Any]] = (), *, default: Any = None) -> None:
+        self.entries = tuple((FrozenMap(match), answer) for match, answer in entries)
+        for match, _ in self.entries:
+            unknown = [k for k in match if k not in self._FIELDS and k != "prompt_contains"]
+            if unknown:
+                raise ValueError(f"ScriptedLLM cannot match on {unknown}; use {self._FIELDS} or 'prompt_contains'")
+        self.default = default
+
+    def _matches(self, match: Mapping[str, Any], request: LLMRequest) -> bool:
+        for key, expected in match.items():
+            if key == "prompt_contains":
+                if expected not in "\n".join(m.content for m in request.messages):
+                    return False
+            elif getattr(request, key) != (tuple(expected) if key == "targets" else expected):
+                return False
+        return True
+
+    def __call__(self, request: LLMRequest) -> Any:
+        for match, answer in self.entries:
+            if self._matches(match, request):
+                return _resolve(answer, request)
+        if self.default is not None:
+            return _resolve(self.default, request)
+        raise LLMFailure(
+            LLMError("unscripted", f"no script entry for purpose={request.purpose!r} node={request.node!r} sample={request.sample!r}")
+        )
+
+
+def _resolve(answer: Any, request: LLMRequest) -> Any:
+    value = answer(request) if callable(answer) else answer
+    if isinstance(value, LLMError):
+        raise LLMFailure(value)
+    return value
+
+
+class RecordingLLM:
+    """Wraps any LLM and keeps every request it sees, in call order.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> rec = RecordingLLM(lambda request: "ok")
+        >>> rec(LLMRequest((Message("user", "x"),), purpose="forward"))
+        'ok'
+        >>> rec.counts()
+        FrozenMap({'forward': 1})
+    """
+
+    def __init__(self, inner: Any) -> None:
+        from ..effects._protocol import is_async_llm
+
+        self.inner = inner
+        self.is_async = is_async_llm(inner)
+        self._requests: list[LLMRequest] = []
+
+    @property
+    def requests(self) -> tuple[LLMRequest, ...]:
+        """The requests seen so far."""
+        return tuple(self._requests)
+
+    def counts(self) -> FrozenMap[str, int]:
+        """Calls per purpose, in first-seen order."""
+        return FrozenMap(Counter(r.purpose for r in self._requests))
+
+    def clear(self) -> None:
+        """Forget the requests seen so far."""
+        self._requests.clear()
+
+    def __call__(self, request: LLMRequest) -> Any:
+        self._requests.append(request)
+        return self.inner(request)
+
+
+class LatencyLLM:
+    """Wraps any LLM with a delay per call: fixed, or seeded random per request.
+
+    With ``jitter=sigma`` the delay is log-normal around `latency` and derives
+    from the request's key and `seed`, so each request always gets the same
+    delay whatever order calls happen in; `latency_for` tells it in advance,
+    which lets benchmarks compute the critical-path limit.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> slow = LatencyLLM(lambda request: "ok", latency=0.01, jitter=0.5, seed=1)
+        >>> r = LLMRequest((Message("user", "x"),))
+        >>> slow.latency_for(r) == slow.latency_for(r) > 0
+        True
+    """
+
+    is_async = True
+
+    def __init__(
+        self,
+        inner: Any,
+        latency: float | Callable[[LLMRequest], float] = 0.0,
+        *,
+        jitter: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        if not callable(latency) and latency < 0:
+            raise ValueError(f"latency must be >= 0, got {latency}")
+        self.inner = inner
+        self.latency = latency
+        self.jitter = jitter
+        self.seed = seed
+
+    def latency_for(self, request: LLMRequest) -> float:
+        """The delay this request gets."""
+        base = self.latency(request) if callable(self.latency) else self.latency
+        if not self.jitter:
+            return float(base)
+        rng = random.Random(f"{self.seed}:{request_key(request)}")
+        return float(base * math.exp(rng.gauss(-self.jitter**2 / 2, self.jitter)))
+
+    async def __call__(self, request: LLMRequest) -> Any:
+        await anyio.sleep(self.latency_for(request))
+        result = self.inner(request)
+        if isinstance(result, Awaitable):
+            result = await result
+        return result
+

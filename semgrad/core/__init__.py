@@ -1,0 +1,72 @@
+"""The pure, synchronous core: values, graphs, programs, forward and backward machines.
+
+Nothing here performs I/O, reads a clock, or is async: anything that needs an LLM
+returns a `Program` whose requests `semgrad.effects` answers.
+"""
+
+from ._errors import GraphError, InputError, ProtocolError, SemgradError
+from ._forward import ForwardMachine, check_inputs, forward
+from ._frozen import FrozenMap, freeze
+from ._graph import Graph, GraphBuilder, Node, Parameter, Params, instruction_name
+from ._parse import ParseError, parse_backward, parse_tagged
+from ._program import Done, Program, Token, ask, bind, gather, map_, program, pure, traverse
+from ._prompts import render_forward
+from ._requests import (
+    ENGINES,
+    PURPOSES,
+    LLMError,
+    LLMFailure,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    Reply,
+    SampleId,
+    as_reply,
+    request_key,
+)
+from ._trace import NodeRun, Trace
+
+__all__ = [
+    "ENGINES",
+    "PURPOSES",
+    "Done",
+    "ForwardMachine",
+    "FrozenMap",
+    "Graph",
+    "GraphBuilder",
+    "GraphError",
+    "InputError",
+    "LLMError",
+    "LLMFailure",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "Node",
+    "NodeRun",
+    "Parameter",
+    "Params",
+    "ParseError",
+    "Program",
+    "ProtocolError",
+    "Reply",
+    "SampleId",
+    "SemgradError",
+    "Token",
+    "Trace",
+    "as_reply",
+    "ask",
+    "bind",
+    "check_inputs",
+    "forward",
+    "freeze",
+    "gather",
+    "instruction_name",
+    "map_",
+    "parse_backward",
+    "parse_tagged",
+    "program",
+    "pure",
+    "render_forward",
+    "request_key",
+    "traverse",
+]

@@ -1,0 +1,106 @@
+"""`FrozenMap`: a small immutable, hashable, insertion-ordered mapping.
+
+Values in semgrad are frozen attrs classes whose collections are tuples or
+`FrozenMap`, so every value is hashable and compares by content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar, overload
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+__all__ = ["FrozenMap", "freeze"]
+
+
+class FrozenMap(Mapping[K, V]):
+    """An immutable mapping that keeps insertion order and is hashable.
+
+    Equality is that of `dict` (order-insensitive); iteration order is insertion
+    order, so outputs built from it are deterministic.
+
+    Examples:
+        >>> m = FrozenMap({"b": 1, "a": 2})
+        >>> list(m), m["a"], m == {"a": 2, "b": 1}
+        (['b', 'a'], 2, True)
+        >>> m.set("c", 3)
+        FrozenMap({'b': 1, 'a': 2, 'c': 3})
+        >>> hash(m) == hash(FrozenMap({"a": 2, "b": 1}))
+        True
+    """
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
+        self._data: dict[K, V] = dict(items)
+        self._hash: int | None = None
+
+    def __getitem__(self, key: K) -> V:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenMap):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._data.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (tuple(self._data.items()),))
+
+    def set(self, key: K, value: V) -> FrozenMap[K, V]:
+        """Return a copy with `key` bound to `value` (appended if new)."""
+        data = dict(self._data)
+        data[key] = value
+        return _from_dict(data)
+
+    def update(self, other: Mapping[K, V] | Iterable[tuple[K, V]]) -> FrozenMap[K, V]:
+        """Return a copy with the items of `other` added or replaced."""
+        data = dict(self._data)
+        data.update(other)
+        return _from_dict(data)
+
+    def without(self, *keys: K) -> FrozenMap[K, V]:
+        """Return a copy without `keys` (missing keys are ignored)."""
+        return _from_dict({k: v for k, v in self._data.items() if k not in keys})
+
+    def to_dict(self) -> dict[K, V]:
+        """Return a new plain `dict` with the same items."""
+        return dict(self._data)
+
+
+def _from_dict(data: dict[Any, Any]) -> FrozenMap[Any, Any]:
+    fm: FrozenMap[Any, Any] = FrozenMap.__new__(FrozenMap)
+    fm._data = data
+    fm._hash = None
+    return fm
+
+
+@overload
+def freeze(value: Mapping[K, V]) -> FrozenMap[K, V]: ...
+@overload
+def freeze(value: Iterable[tuple[K, V]]) -> FrozenMap[K, V]: ...
+def freeze(value: Any) -> FrozenMap[Any, Any]:
+    """attrs converter: any mapping (or pairs) to a `FrozenMap`, reusing one."""
+    if isinstance(value, FrozenMap):
+        return value
+    return FrozenMap(value)

@@ -1,0 +1,407 @@
+"""Graphs: the structure of an agentic system, separate from its trainable values.
+
+A graph has four kinds of node:
+
+* ``input``: a per-sample field such as the question;
+* ``param``: a free trainable text variable (a solution, a shared system prompt)
+  that feeds nodes like an input and is rewritten from its gradients;
+* ``llm``: a computed node whose value one LLM call produces from its
+  instruction (the trainable parameter ``"<name>.instruction"``) and its inputs;
+* ``function``: a computed node whose value a plain Python function produces
+  (a tool, a join, a parser, or an elementary numeric function).
+
+`Graph` holds structure only; `Params` holds the trainable values, so an
+optimizer never touches structure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from ._errors import GraphError
+from ._frozen import FrozenMap, freeze
+
+__all__ = ["Graph", "GraphBuilder", "Node", "NodeKind", "Parameter", "Params", "instruction_name"]
+
+NodeKind = Literal["input", "param", "llm", "function"]
+
+
+def instruction_name(node: str) -> str:
+    """The name of an LLM node's instruction parameter.
+
+    Examples:
+        >>> instruction_name("answer")
+        'answer.instruction'
+    """
+    return f"{node}.instruction"
+
+
+@attrs.frozen
+class Node:
+    """One node of a graph (structure only; parameter values live in `Params`).
+
+    Attributes:
+        name: Unique name.
+        kind: "input", "param", "llm" or "function".
+        inputs: Names of the predecessors, in the order prompts show them.
+        role: A short description of what the value is, shown in prompts.
+        fn: For a function node, ``fn(*input_values) -> value``.
+        vjp: For a function node used with `rules.numeric()`,
+            ``vjp(input_values, output_value, output_gradient) -> tuple`` of
+            one gradient per input.
+    """
+
+    name: str
+    kind: NodeKind
+    inputs: tuple[str, ...] = ()
+    role: str = ""
+    fn: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
+    vjp: Callable[..., tuple[Any, ...]] | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def instruction(self) -> str | None:
+        """The instruction parameter's name for an LLM node, else None."""
+        return instruction_name(self.name) if self.kind == "llm" else None
+
+    @property
+    def computed(self) -> bool:
+        """True for nodes whose value is computed from inputs (llm, function)."""
+        return self.kind in ("llm", "function")
+
+
+@attrs.frozen
+class Parameter:
+    """A trainable text value.
+
+    Attributes:
+        name: ``"<node>.instruction"`` for instructions, the given name for free ones.
+        value: The current text.
+        role: What the text is, shown in prompts (e.g. "instruction of node 'answer'").
+        trainable: Whether optimizers may change it and backward sends it gradients.
+        node: For an instruction, the LLM node it belongs to; None for free parameters.
+    """
+
+    name: str
+    value: Any
+    role: str
+    trainable: bool = True
+    node: str | None = None
+
+    @property
+    def is_instruction(self) -> bool:
+        """True when this is an LLM node's instruction."""
+        return self.node is not None
+
+
+@attrs.frozen
+class Params(Mapping[str, Parameter]):
+    """The trainable values of a graph: an ordered, immutable mapping name -> `Parameter`.
+
+    Examples:
+        >>> b = GraphBuilder()
+        >>> q = b.input("question")
+        >>> _ = b.llm("answer", inputs=[q], instruction="Answer.")
+        >>> _, params = b.build(output="answer")
+        >>> params.value("answer.instruction")
+        'Answer.'
+        >>> params.with_values({"answer.instruction": "Answer briefly."}).texts()
+        FrozenMap({'answer.instruction': 'Answer briefly.'})
+    """
+
+    items_: FrozenMap[str, Parameter] = attrs.field(converter=freeze, alias="items")
+
+    def __getitem__(self, name: str) -> Parameter:
+        try:
+            return self.items_[name]
+        except KeyError:
+            raise KeyError(f"no parameter named {name!r}; known: {', '.join(self.items_) or 'none'}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.items_)
+
+    def __len__(self) -> int:
+        return len(self.items_)
+
+    def value(self, name: str) -> Any:
+        """The current value of parameter `name`."""
+        return self[name].value
+
+    def texts(self) -> FrozenMap[str, Any]:
+        """All values by name, in order."""
+        return FrozenMap((name, p.value) for name, p in self.items_.items())
+
+    def trainable(self) -> tuple[str, ...]:
+        """Names of the trainable parameters, in order."""
+        return tuple(name for name, p in self.items_.items() if p.trainable)
+
+    def with_values(self, values: Mapping[str, Any]) -> Params:
+        """A copy with some values replaced; unknown names raise `KeyError`."""
+        items = self.items_
+        for name, value in values.items():
+            items = items.set(name, attrs.evolve(self[name], value=value))
+        return Params(items)
+
+
+@attrs.frozen
+class Graph:
+    """The validated structure of an agentic system. Build one with `GraphBuilder`.
+
+    Nodes are kept in a deterministic topological order (ties broken by the order
+    they were added), and every query returns names in that order.
+    """
+
+    nodes: FrozenMap[str, Node] = attrs.field(converter=freeze)
+    output: str
+    _index: FrozenMap[str, int] = attrs.field(init=False, eq=False, repr=False)
+    _successors: FrozenMap[str, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)
+    _to_output: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    #: Positions of each node's inputs and successors, for the engines.
+    input_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    successor_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        index = {name: i for i, name in enumerate(self.nodes)}
+        succ: dict[str, list[str]] = {name: [] for name in self.nodes}
+        for node in self.nodes.values():
+            for parent in node.inputs:
+                succ[parent].append(node.name)
+        object.__setattr__(self, "_index", FrozenMap(index))
+        object.__setattr__(self, "_successors", FrozenMap((k, tuple(v)) for k, v in succ.items()))
+        reach = {self.output}
+        for name in reversed(tuple(self.nodes)):
+            if name in reach:
+                reach.update(self.nodes[name].inputs)
+        object.__setattr__(self, "_to_output", frozenset(reach))
+        object.__setattr__(
+            self, "input_positions", tuple(tuple(index[p] for p in n.inputs) for n in self.nodes.values())
+        )
+        object.__setattr__(
+            self, "successor_positions", tuple(tuple(index[s] for s in succ[name]) for name in self.nodes)
+        )
+
+    def __getitem__(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise GraphError(f"no node named {name!r} in this graph") from None
+
+    @property
+    def topological_order(self) -> tuple[str, ...]:
+        """All node names, every node after all of its inputs."""
+        return tuple(self.nodes)
+
+    def position(self, name: str) -> int:
+        """The node's index in `topological_order`."""
+        return self._index[name]
+
+    def predecessors(self, name: str) -> tuple[str, ...]:
+        """The node's inputs, in the order it lists them."""
+        return self[name].inputs
+
+    def successors(self, name: str) -> tuple[str, ...]:
+        """The nodes that read `name`, in topological order."""
+        self[name]
+        return self._successors[name]
+
+    def siblings(self, node: str, of: str) -> tuple[str, ...]:
+        """The other inputs of `node` beside its input `of`.
+
+        Examples:
+            >>> b = GraphBuilder(); q = b.input("q")
+            >>> _ = b.llm("a", inputs=[q], instruction="x"); _ = b.llm("c", inputs=[q, "a"], instruction="y")
+            >>> b.build(output="c")[0].siblings("c", of="a")
+            ('q',)
+        """
+        inputs = self[node].inputs
+        if of not in inputs:
+            raise GraphError(f"{of!r} is not an input of node {node!r}")
+        return tuple(name for name in inputs if name != of)
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """Every node `name` depends on, in topological order."""
+        seen = set(self[name].inputs)
+        for other in reversed(tuple(self.nodes)[: self._index[name]]):
+            if other in seen:
+                seen.update(self.nodes[other].inputs)
+        return tuple(n for n in self.nodes if n in seen)
+
+    def reaches_output(self, name: str) -> bool:
+        """True if `name` is the output or one of its ancestors."""
+        return name in self._to_output
+
+    def of_kind(self, kind: NodeKind) -> tuple[str, ...]:
+        """Names of the nodes of one kind, in topological order."""
+        return tuple(name for name, node in self.nodes.items() if node.kind == kind)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Names of the input nodes (the per-sample fields), in order."""
+        return self.of_kind("input")
+
+    @property
+    def fingerprint(self) -> str:
+        """A short digest of the structure (names, kinds, edges, roles, output)."""
+        parts = [self.output] + [f"{n.name}|{n.kind}|{','.join(n.inputs)}|{n.role}" for n in self.nodes.values()]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+class GraphBuilder:
+    """Builds a `Graph` and its `Params` step by step; `build` validates everything.
+
+    Each ``add`` method returns the new node's name, which later nodes take as
+    an input. Inputs may name nodes added later; `build` checks they all exist
+    and that there is no cycle.
+
+    Examples:
+        >>> b = GraphBuilder()
+        >>> q = b.input("question")
+        >>> h1 = b.llm("hint_1", inputs=[q], instruction="Work out an intermediate step.")
+        >>> h2 = b.llm("hint_2", inputs=[q], instruction="Work out an intermediate step.")
+        >>> _ = b.llm("answer", inputs=[q, h1, h2], instruction="Solve the problem.")
+        >>> graph, params = b.build(output="answer")
+        >>> graph.topological_order
+        ('question', 'hint_1', 'hint_2', 'answer')
+        >>> list(params)
+        ['hint_1.instruction', 'hint_2.instruction', 'answer.instruction']
+        >>> b2 = GraphBuilder(); _ = b2.llm("a", inputs=["b"], instruction="x")
+        >>> _ = b2.llm("b", inputs=["a"], instruction="y")
+        >>> b2.build(output="b")
+        Traceback (most recent call last):
+        ...
+        semgrad.core._errors.GraphError: cycle through node 'a': a -> b -> a
+    """
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, Node] = {}
+        self._params: dict[str, Parameter] = {}
+
+    def input(self, name: str, *, role: str = "") -> str:
+        """Add a per-sample input field (e.g. the question)."""
+        return self._add(Node(name, "input", (), role or f"the input '{name}'"))
+
+    def param(self, name: str, value: str, *, role: str = "", trainable: bool = True) -> str:
+        """Add a free trainable text variable that feeds nodes like an input.
+
+        It is named `name` in `Params`, receives partial gradients from every
+        node that reads it, and is rewritten from them.
+        """
+        if not isinstance(value, str):
+            raise GraphError(f"parameter {name!r} must have a text value, got {type(value).__name__}")
+        role = role or f"the variable '{name}'"
+        self._add(Node(name, "param", (), role))
+        self._params[name] = Parameter(name, value, role, trainable)
+        return name
+
+    def llm(
+        self,
+        name: str,
+        *,
+        inputs: Sequence[str],
+        instruction: str,
+        role: str = "",
+        trainable: bool = True,
+    ) -> str:
+        """Add a node computed by one LLM call from `instruction` and `inputs`.
+
+        Its instruction becomes the parameter ``f"{name}.instruction"``.
+        """
+        if not isinstance(instruction, str) or not instruction.strip():
+            raise GraphError(f"node {name!r} needs a non-empty instruction")
+        self._add(Node(name, "llm", self._inputs(name, inputs), role or f"the output of component '{name}'"))
+        pname = instruction_name(name)
+        if pname in self._nodes or pname in self._params:
+            raise GraphError(f"name {pname!r} is already taken, so node {name!r} cannot own it")
+        self._params[pname] = Parameter(pname, instruction, f"the instruction of component '{name}'", trainable, name)
+        return name
+
+    def function(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        *,
+        inputs: Sequence[str],
+        role: str = "",
+        vjp: Callable[..., tuple[Any, ...]] | None = None,
+    ) -> str:
+        """Add a node computed by a plain function: ``fn(*input_values)``."""
+        if not callable(fn):
+            raise GraphError(f"node {name!r} needs a callable, got {type(fn).__name__}")
+        node = Node(name, "function", self._inputs(name, inputs), role or f"the output of function '{name}'", fn, vjp)
+        return self._add(node)
+
+    def build(self, *, output: str) -> tuple[Graph, Params]:
+        """Validate and return ``(graph, params)``; raise `GraphError` naming the culprit."""
+        if output not in self._nodes:
+            raise GraphError(f"output {output!r} is not a node; known nodes: {', '.join(self._nodes) or 'none'}")
+        for node in self._nodes.values():
+            for parent in node.inputs:
+                if parent not in self._nodes:
+                    raise GraphError(f"node {node.name!r} reads unknown input {parent!r}")
+        order = self._toposort()
+        graph = Graph(FrozenMap((name, self._nodes[name]) for name in order), output)
+        sources = [a for a in (*graph.ancestors(output), output) if graph[a].kind in ("input", "param")]
+        if not sources:
+            raise GraphError(f"output {output!r} is not reachable from any input or parameter")
+        return graph, Params(FrozenMap(self._params))
+
+    def _add(self, node: Node) -> str:
+        if not isinstance(node.name, str) or not node.name:
+            raise GraphError(f"node names must be non-empty strings, got {node.name!r}")
+        if node.name in self._nodes or node.name in self._params:
+            raise GraphError(f"duplicate name {node.name!r}")
+        self._nodes[node.name] = node
+        return node.name
+
+    @staticmethod
+    def _inputs(name: str, inputs: Sequence[str]) -> tuple[str, ...]:
+        if isinstance(inputs, str):
+            raise GraphError(f"node {name!r}: inputs must be a list of names, not the string {inputs!r}")
+        result = tuple(inputs)
+        if name in result:
+            raise GraphError(f"node {name!r} lists itself as an input")
+        duplicates = sorted({n for n in result if result.count(n) > 1})
+        if duplicates:
+            raise GraphError(f"node {name!r} lists input {duplicates[0]!r} more than once")
+        return result
+
+    def _toposort(self) -> list[str]:
+        rank = {name: i for i, name in enumerate(self._nodes)}
+        missing = {name: len(node.inputs) for name, node in self._nodes.items()}
+        readers: dict[str, list[str]] = {name: [] for name in self._nodes}
+        for node in self._nodes.values():
+            for parent in node.inputs:
+                readers[parent].append(node.name)
+        heap = [rank[n] for n, count in missing.items() if count == 0]
+        heapq.heapify(heap)
+        names = list(self._nodes)
+        order: list[str] = []
+        while heap:
+            name = names[heapq.heappop(heap)]
+            order.append(name)
+            for reader in readers[name]:
+                missing[reader] -= 1
+                if missing[reader] == 0:
+                    heapq.heappush(heap, rank[reader])
+        if len(order) < len(names):
+            raise GraphError(self._cycle_message({n for n in names if missing[n] > 0}))
+        return order
+
+    def _cycle_message(self, stuck: set[str]) -> str:
+        start = min(stuck, key=list(self._nodes).index)
+        path, seen, current = [start], {start}, start
+        while True:
+            current = next(p for p in self._nodes[current].inputs if p in stuck)
+            if current in seen:
+                cycle = path[path.index(current) :] + [current]
+                cycle.reverse()
+                first = min(cycle[:-1], key=list(self._nodes).index)
+                i = cycle.index(first)
+                ordered = cycle[i:-1] + cycle[:i] + [first]
+                return f"cycle through node {first!r}: {' -> '.join(ordered)}"
+            path.append(current)
+            seen.add(current)

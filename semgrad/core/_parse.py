@@ -1,0 +1,171 @@
+"""Reply parsing and the reply formats the parsers accept.
+
+Parsers are pure and tolerant (tags in any case and spacing, labelled or
+numbered sections, extra prose around them) and return `Result` values: a
+reply they cannot read is a `Failure(ParseError)` that says why, never an
+exception and never a silent "take the whole reply" fallback. The ``format_*``
+functions write replies in the canonical form; `semgrad.backends.fake` uses them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import attrs
+from returns.result import Failure, Result, Success
+
+from ._frozen import FrozenMap, freeze
+
+__all__ = [
+    "ParseError",
+    "format_backward",
+    "format_tagged",
+    "parse_backward",
+    "parse_tagged",
+]
+
+
+@attrs.frozen
+class ParseError:
+    """A reply that could not be read, as data.
+
+    Attributes:
+        reason: What was wrong, in one sentence.
+        missing: For backward replies, the targets with no usable feedback.
+        found: For backward replies, the feedback that could be read.
+    """
+
+    reason: str
+    missing: tuple[str, ...] = ()
+    found: FrozenMap[str, str] = attrs.field(default=FrozenMap(), converter=freeze)
+
+
+def format_tagged(tag: str, text: str) -> str:
+    """``<tag>text</tag>``.
+
+    Examples:
+        >>> format_tagged("improved", "Be brief.")
+        '<improved>\\nBe brief.\\n</improved>'
+    """
+    return f"<{tag}>\n{text}\n</{tag}>"
+
+
+def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
+    """The content of the last ``<tag>...</tag>`` block for any of `tags`.
+
+    Tags match in any case and with spaces inside the brackets; a final opening
+    tag whose closing tag was cut off takes the rest of the reply.
+
+    Examples:
+        >>> parse_tagged("Sure. <Improved >Be brief.</improved>", ["improved"])
+        <Success: Be brief.>
+        >>> parse_tagged("Be brief.", ["improved"])
+        <Failure: ParseError(reason='the reply has no <improved> block', missing=(), found=FrozenMap({}))>
+    """
+    names = "|".join(re.escape(t) for t in tags)
+    closed = re.findall(rf"<\s*(?:{names})\s*>(.*?)<\s*/\s*(?:{names})\s*>", text, re.IGNORECASE | re.DOTALL)
+    candidates = [c.strip() for c in closed]
+    if not candidates:
+        opened = re.search(rf"<\s*(?:{names})\s*>(.*)\Z", text, re.IGNORECASE | re.DOTALL)
+        if opened:
+            candidates = [opened.group(1).strip()]
+    candidates = [c for c in candidates if c]
+    if not candidates:
+        shown = " or ".join(f"<{t}>" for t in tags)
+        return Failure(ParseError(f"the reply has no {shown} block"))
+    return Success(candidates[-1])
+
+
+FEEDBACK_TAG = "feedback"
+
+
+def format_backward(feedback: Mapping[str, str]) -> str:
+    """A backward reply in canonical form: one ``<feedback input="name">`` block per target.
+
+    Examples:
+        >>> print(format_backward({"hint_1": "Check the sign."}))
+        <feedback input="hint_1">
+        Check the sign.
+        </feedback>
+    """
+    return "\n".join(f'<{FEEDBACK_TAG} input="{name}">\n{text}\n</{FEEDBACK_TAG}>' for name, text in feedback.items())
+
+
+_TAG_RE = re.compile(
+    r"<\s*feedback\s+(?:input|for|name|target)\s*=\s*[\"']?\s*([^\"'>]+?)\s*[\"']?\s*>(.*?)<\s*/\s*feedback\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def parse_backward(
+    text: str, targets: Sequence[str], numbering: Mapping[int, str] | None = None
+) -> Result[FrozenMap[str, str], ParseError]:
+    """Read one feedback text per target from a backward reply.
+
+    Accepts ``<feedback input="name">`` blocks, or sections headed by a target's
+    name or number (``hint_1:``, ``**[2] hint_1** -``, ``2. hint_1:``, ``Input 2:``),
+    in any case and with prose around them. `numbering` maps the numbers the prompt
+    showed to input names. Empty feedback counts as missing.
+
+    Examples:
+        >>> parse_backward('<feedback input="b">More detail.</feedback>', ["b"])
+        <Success: FrozenMap({'b': 'More detail.'})>
+        >>> parse_backward("Thoughts first.\\n**B**: more detail\\n[1] A - fine", ["a", "b"], {1: "a", 2: "b"})
+        <Success: FrozenMap({'a': 'fine', 'b': 'more detail'})>
+        >>> parse_backward("a: ok", ["a", "b"]).failure().missing
+        ('b',)
+    """
+    lookup = {t.casefold(): t for t in targets}
+    for number, name in (numbering or {}).items():
+        if name in targets:
+            lookup.setdefault(str(number), name)
+    found: dict[str, str] = {}
+    for label, body in _TAG_RE.findall(text):
+        name = lookup.get(label.strip().strip("[]").casefold())
+        if name is not None and body.strip():
+            found[name] = body.strip()
+    if len(found) < len(targets):
+        for name, body in _sections(text, lookup).items():
+            found.setdefault(name, body)
+    ordered = FrozenMap((t, found[t]) for t in targets if t in found)
+    missing = tuple(t for t in targets if t not in found)
+    if missing:
+        reason = f"no feedback for {', '.join(map(repr, missing))}"
+        return Failure(ParseError(reason, missing, ordered))
+    return Success(ordered)
+
+
+def _sections(text: str, lookup: Mapping[str, str]) -> dict[str, str]:
+    keys = sorted(lookup, key=len, reverse=True)
+    alternatives = "|".join(re.escape(k) for k in keys)
+    header = re.compile(
+        rf"^[\s#*_>\-]*(?:(?:input|variable)\s+)?(?:\[\s*(?P<num>\d+)\s*\]|(?P<num2>\d+)[.)])?[\s*_`\"']*"
+        rf"(?P<label>{alternatives})?[\s*_`\"']*(?:\([^)\n]*\))?[\s*_`\"']*(?:[:\-\u2013\u2014]|$)(?P<rest>.*)$",
+        re.IGNORECASE,
+    )
+    sections: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+
+    def close() -> None:
+        body = "\n".join(lines).strip()
+        if current is not None and body and current not in sections:
+            sections[current] = body
+
+    for line in text.splitlines():
+        match = header.match(line)
+        name = None
+        if match:
+            label = (match.group("label") or "").casefold()
+            number = match.group("num") or match.group("num2") or ""
+            name = lookup.get(label) if label else lookup.get(number)
+            if label and number and lookup.get(number) not in (None, name):
+                name = None
+        if name is not None:
+            close()
+            current, lines = name, [match.group("rest").strip()]  # type: ignore[union-attr]
+        elif current is not None:
+            lines.append(line)
+    close()
+    return sections

@@ -1,0 +1,256 @@
+"""Programs: computations that may need LLM replies, as plain values (sans-I/O).
+
+Theory of operation
+-------------------
+A `Program[T]` is a small state machine that eventually yields a value of type T.
+At any moment it is either `Done` (it holds its value) or waiting. A waiting
+program exposes `emitted`: the requests that *became ready in the transition that
+produced this state*, each paired with a token. An interpreter (``semgrad.effects``)
+starts those requests, and whenever one reply arrives it calls
+``program.feed(token, reply)``, which returns the next state and, in that state's
+`emitted`, whatever became ready because of that reply. Nothing else is ever
+started, so each request goes out the moment its inputs exist -- per reply, not
+per batch or per level.
+
+Tokens are tuples. `gather` prefixes each child's tokens with the child's
+position, so tokens of requests in flight are always distinct; an engine such as
+the forward machine uses ``(node_name,)``.
+
+Programs never perform I/O: they can be driven by a pure function (tests,
+doctests, dry runs that count calls) or by the concurrent anyio runner, and the
+results are the same.
+
+Examples:
+    >>> from semgrad.core import LLMRequest, Message
+    >>> req = LLMRequest((Message("user", "2+2?"),))
+    >>> p = map_(ask(req), lambda reply: reply.unwrap().text + "!")
+    >>> [r.prompt for _, r in p.emitted]
+    ['2+2?']
+    >>> from returns.result import Success
+    >>> from semgrad.core import LLMResponse
+    >>> token, _ = p.emitted[0]
+    >>> p.feed(token, Success(LLMResponse("4"))).value
+    '4!'
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Generator, Hashable, Iterable
+from typing import Any, Generic, TypeVar
+
+from ._errors import ProtocolError
+from ._requests import LLMRequest, Reply
+
+__all__ = [
+    "Done",
+    "Program",
+    "Token",
+    "ask",
+    "bind",
+    "gather",
+    "map_",
+    "program",
+    "pure",
+    "traverse",
+]
+
+T = TypeVar("T")
+U = TypeVar("U")
+Token = tuple[Hashable, ...]
+Emitted = tuple[tuple[Token, LLMRequest], ...]
+
+
+class Program(Generic[T]):
+    """A computation that may need LLM replies; see the module's theory of operation."""
+
+    __slots__ = ()
+    #: True once the program holds its value.
+    done: bool = False
+
+    @property
+    def emitted(self) -> Emitted:
+        """Requests that became ready in the transition that produced this state."""
+        raise NotImplementedError
+
+    def feed(self, token: Token, reply: Reply) -> Program[T]:
+        """Deliver the reply for the request emitted under `token`; return the next state."""
+        raise NotImplementedError
+
+    @property
+    def value(self) -> T:
+        """The result; only a `Done` program has one."""
+        raise ProtocolError("this program is not finished; feed it replies first")
+
+
+class Done(Program[T]):
+    """A finished program holding `value`."""
+
+    __slots__ = ("_value",)
+    done = True
+
+    def __init__(self, value: T) -> None:
+        self._value = value
+
+    @property
+    def value(self) -> T:
+        return self._value
+
+    @property
+    def emitted(self) -> Emitted:
+        return ()
+
+    def feed(self, token: Token, reply: Reply) -> Program[T]:
+        raise ProtocolError(f"a finished program was fed a reply for token {token!r}")
+
+    def __repr__(self) -> str:
+        return f"Done({self._value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Done) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Done", self._value))
+
+
+class _Ask(Program[Reply]):
+    __slots__ = ("request", "emitted")
+
+    def __init__(self, request: LLMRequest) -> None:
+        self.request = request
+        self.emitted: Emitted = (((), request),)  # type: ignore[misc]
+
+    def feed(self, token: Token, reply: Reply) -> Program[Reply]:
+        if token != ():
+            raise ProtocolError(f"unknown token {token!r} for a single request")
+        return Done(reply)
+
+    def __repr__(self) -> str:
+        return f"ask(node={self.request.node!r}, purpose={self.request.purpose!r})"
+
+
+class _Bind(Program[U]):
+    __slots__ = ("inner", "then", "emitted")
+
+    def __init__(self, inner: Program[Any], then: Callable[[Any], Program[U]], emitted: Emitted) -> None:
+        self.inner = inner
+        self.then = then
+        self.emitted: Emitted = emitted  # type: ignore[misc]
+
+    def feed(self, token: Token, reply: Reply) -> Program[U]:
+        inner = self.inner.feed(token, reply)
+        if inner.done:
+            return self.then(inner.value)
+        return _Bind(inner, self.then, inner.emitted)
+
+
+class _Gather(Program[tuple[Any, ...]]):
+    __slots__ = ("children", "waiting", "emitted")
+
+    def __init__(self, children: tuple[Program[Any], ...], waiting: int, emitted: Emitted) -> None:
+        self.children = children
+        self.waiting = waiting
+        self.emitted: Emitted = emitted  # type: ignore[misc]
+
+    def feed(self, token: Token, reply: Reply) -> Program[tuple[Any, ...]]:
+        if not token or not isinstance(token[0], int) or not 0 <= token[0] < len(self.children):
+            raise ProtocolError(f"unknown token {token!r} for a gather of {len(self.children)}")
+        index = token[0]
+        child = self.children[index].feed(token[1:], reply)
+        waiting = self.waiting - 1 if child.done else self.waiting
+        children = self.children[:index] + (child,) + self.children[index + 1 :]
+        if waiting == 0:
+            return Done(tuple(c.value for c in children))
+        return _Gather(children, waiting, tuple(((index, *t), r) for t, r in child.emitted))
+
+
+def pure(value: T) -> Program[T]:
+    """A program that needs nothing and yields `value`."""
+    return Done(value)
+
+
+def ask(request: LLMRequest) -> Program[Reply]:
+    """A program that asks for one reply and yields it (`Success` or `Failure`)."""
+    return _Ask(request)
+
+
+def bind(program: Program[T], then: Callable[[T], Program[U]]) -> Program[U]:
+    """Run `program`, then the program `then(value)` builds from its value.
+
+    Examples:
+        >>> bind(pure(2), lambda x: pure(x * 10)).value
+        20
+    """
+    if program.done:
+        return then(program.value)
+    return _Bind(program, then, program.emitted)
+
+
+def map_(program: Program[T], f: Callable[[T], U]) -> Program[U]:
+    """Apply a pure function to a program's value.
+
+    Examples:
+        >>> map_(pure(2), str).value
+        '2'
+    """
+    return bind(program, lambda value: Done(f(value)))
+
+
+def gather(*programs: Program[Any]) -> Program[tuple[Any, ...]]:
+    """Run programs concurrently; yield their values as a tuple, in argument order.
+
+    Examples:
+        >>> gather(pure(1), pure(2)).value
+        (1, 2)
+        >>> gather().value
+        ()
+    """
+    waiting = sum(1 for p in programs if not p.done)
+    if waiting == 0:
+        return Done(tuple(p.value for p in programs))
+    emitted = tuple(((i, *t), r) for i, p in enumerate(programs) for t, r in p.emitted)
+    return _Gather(tuple(programs), waiting, emitted)
+
+
+def traverse(f: Callable[[T], Program[U]], items: Iterable[T]) -> Program[tuple[U, ...]]:
+    """`gather(*(f(x) for x in items))`."""
+    return gather(*(f(item) for item in items))
+
+
+def program(fn: Callable[..., Generator[Program[Any], Any, T]]) -> Callable[..., Program[T]]:
+    """Write a program as a generator: ``value = yield some_program``.
+
+    Each call of the decorated function starts a fresh generator. A generator can
+    only move forward, so a state of such a program may be fed once; feeding the
+    same state twice raises `ProtocolError` (start the program again instead).
+
+    Examples:
+        >>> @program
+        ... def twice(x):
+        ...     a = yield pure(x)
+        ...     b = yield pure(a * 2)
+        ...     return a + b
+        >>> twice(3).value
+        9
+    """
+
+    @functools.wraps(fn)
+    def start(*args: Any, **kwargs: Any) -> Program[T]:
+        return _step(fn(*args, **kwargs), None, [False])
+
+    return start
+
+
+def _step(gen: Generator[Program[Any], Any, T], sent: Any, used: list[bool]) -> Program[T]:
+    if used[0]:
+        raise ProtocolError("a generator-backed program state was resumed twice; start it again")
+    used[0] = True
+    try:
+        yielded = gen.send(sent)
+    except StopIteration as stop:
+        return Done(stop.value)
+    if not isinstance(yielded, Program):
+        gen.close()
+        raise ProtocolError(f"a @program generator must yield programs, got {type(yielded).__name__}")
+    fresh = [False]
+    return bind(yielded, lambda value: _step(gen, value, fresh))

@@ -1,0 +1,211 @@
+"""Requests and replies: the values that cross the line between core and effects.
+
+The core never calls an LLM. It emits `LLMRequest` values; the effects layer
+answers each with a `Reply`, which is `Success(LLMResponse)` or
+`Failure(LLMError)`. One failed call is data for the core to judge, never an
+exception that cancels its siblings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal, TypeAlias, Union
+
+import attrs
+from returns.result import Failure, Result, Success
+
+from ._frozen import FrozenMap, freeze
+
+__all__ = [
+    "ENGINES",
+    "PURPOSES",
+    "LLMError",
+    "LLMFailure",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "Reply",
+    "SampleId",
+    "as_reply",
+    "request_key",
+]
+
+#: Logical roles a request is addressed to; a runner maps each to a backend or model.
+ENGINES = ("forward", "backward", "optimizer")
+#: What a request is for. The gate's validation scoring uses ordinary "forward" calls.
+PURPOSES = ("forward", "evaluate", "backward", "critique", "rewrite", "summarize")
+
+Role = Literal["system", "user", "assistant"]
+SampleId: TypeAlias = Union[int, str, None]
+
+
+@attrs.frozen
+class Message:
+    """One chat message.
+
+    Examples:
+        >>> Message("user", "Hello")
+        Message(role='user', content='Hello')
+    """
+
+    role: Role = attrs.field(validator=attrs.validators.in_(("system", "user", "assistant")))
+    content: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+def _messages(value: Any) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+def _targets(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError("targets must be a sequence of input names, not a single string")
+    return tuple(value)
+
+
+@attrs.frozen
+class LLMRequest:
+    """A request for one LLM reply, with the metadata fakes and caches key on.
+
+    Attributes:
+        messages: The chat messages, system message first if any.
+        engine: Logical role: "forward", "backward" or "optimizer".
+        purpose: "forward", "evaluate", "backward", "critique", "rewrite" or "summarize".
+        node: The graph node (or parameter) the request is about, if any.
+        sample: The dataset item the request is about, if any.
+        draw: Repeat index: deliberate repeats of one prompt differ here, so a
+            cache does not merge them.
+        targets: For backward requests, the input node names the reply must answer
+            for, in input order.
+        options: Sampling options (temperature, max_tokens, ...).
+
+    Examples:
+        >>> r = LLMRequest((Message("user", "2+2?"),), purpose="forward", node="answer")
+        >>> r.engine, r.draw, r.targets
+        ('forward', 0, ())
+        >>> r.prompt
+        '2+2?'
+    """
+
+    messages: tuple[Message, ...] = attrs.field(converter=_messages)
+    engine: str = "forward"
+    purpose: str = attrs.field(default="forward", validator=attrs.validators.in_(PURPOSES))
+    node: str | None = None
+    sample: SampleId = None
+    draw: int = 0
+    targets: tuple[str, ...] = attrs.field(default=(), converter=_targets)
+    options: FrozenMap[str, Any] = attrs.field(default=FrozenMap(), converter=freeze)
+
+    @property
+    def prompt(self) -> str:
+        """The text of the last user message (what a simple fake usually reads)."""
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content
+        return ""
+
+    @property
+    def system(self) -> str:
+        """The system message's text, or "" when there is none."""
+        return next((m.content for m in self.messages if m.role == "system"), "")
+
+
+def _canonical(request: LLMRequest) -> dict[str, Any]:
+    return {
+        "messages": [[m.role, m.content] for m in request.messages],
+        "engine": request.engine,
+        "purpose": request.purpose,
+        "node": request.node,
+        "sample": request.sample,
+        "draw": request.draw,
+        "targets": list(request.targets),
+        "options": dict(sorted(request.options.items())),
+    }
+
+
+def request_key(request: LLMRequest) -> str:
+    """A stable hex digest of the canonical request (every field, options sorted).
+
+    Equal requests give equal keys in every process and on every machine.
+
+    Examples:
+        >>> a = LLMRequest((Message("user", "hi"),), options={"temperature": 0})
+        >>> b = LLMRequest((Message("user", "hi"),), options={"temperature": 0})
+        >>> request_key(a) == request_key(b), len(request_key(a))
+        (True, 64)
+        >>> request_key(a) == request_key(attrs.evolve(a, draw=1))
+        False
+    """
+    blob = json.dumps(_canonical(request), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _usage(value: Any) -> FrozenMap[str, int]:
+    return freeze(value or {})
+
+
+@attrs.frozen
+class LLMResponse:
+    """One LLM reply: its text, token usage (e.g. ``input_tokens``, ``output_tokens``) and model."""
+
+    text: str = attrs.field(validator=attrs.validators.instance_of(str))
+    usage: FrozenMap[str, int] = attrs.field(default=FrozenMap(), converter=_usage)
+    model: str = ""
+
+
+@attrs.frozen
+class LLMError:
+    """A failed call, as data.
+
+    Attributes:
+        kind: A short machine-readable category: "timeout", "rate_limit", "server",
+            "auth", "bad_request", "connection", "malformed", "budget",
+            "exception", ...
+        message: A human-readable explanation (never contains an API key).
+        retryable: Whether trying the same request again may succeed.
+        retry_after: Seconds the provider asked us to wait, when it said so.
+    """
+
+    kind: str
+    message: str
+    retryable: bool = False
+    retry_after: float | None = None
+
+
+class LLMFailure(Exception):
+    """Raised by an LLM callable to report a typed `LLMError`.
+
+    The runner turns it (and any other exception) into a `Failure` reply.
+    """
+
+    def __init__(self, error: LLMError) -> None:
+        super().__init__(f"{error.kind}: {error.message}")
+        self.error = error
+
+
+Reply: TypeAlias = Result[LLMResponse, LLMError]
+
+
+def as_reply(value: object) -> Reply:
+    """Normalise what an LLM callable returned into a `Reply`.
+
+    Accepts an `LLMResponse`, a plain `str`, an `LLMError`, or a `Result` of those.
+
+    Examples:
+        >>> as_reply("4")
+        <Success: LLMResponse(text='4', usage=FrozenMap({}), model='')>
+    """
+    if isinstance(value, LLMResponse):
+        return Success(value)
+    if isinstance(value, str):
+        return Success(LLMResponse(value))
+    if isinstance(value, LLMError):
+        return Failure(value)
+    if isinstance(value, Success):
+        return as_reply(value.unwrap())
+    if isinstance(value, Result):
+        failure = value.failure()
+        return Failure(failure if isinstance(failure, LLMError) else LLMError("exception", str(failure)))
+    return Failure(
+        LLMError("bad_reply", f"an LLM returned {type(value).__name__}; expected str or LLMResponse")
+    )

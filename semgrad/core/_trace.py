@@ -1,0 +1,80 @@
+"""Traces: the record of one forward pass over one sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ._frozen import FrozenMap, freeze
+from ._requests import LLMError, SampleId
+
+__all__ = ["NodeRun", "Trace"]
+
+
+@attrs.frozen
+class NodeRun:
+    """What one node did in one forward pass.
+
+    Attributes:
+        node: The node's name.
+        kind: The node's kind ("input", "param", "llm", "function").
+        inputs: ``(name, value)`` for each input the node was shown, in order.
+        value: The parsed value (None when the node failed).
+        request_key: The key of the LLM request, for LLM nodes.
+        raw: The LLM's raw reply text, for LLM nodes that got one.
+        error: Why the node has no value, when it failed (an `LLMError` for a
+            failed call, text for a failed function or a failed input).
+    """
+
+    node: str
+    kind: str
+    inputs: tuple[tuple[str, Any], ...] = ()
+    value: Any = None
+    request_key: str | None = None
+    raw: str | None = None
+    error: LLMError | str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the node produced a value."""
+        return self.error is None
+
+
+@attrs.frozen
+class Trace:
+    """Every node's run for one sample, in topological order.
+
+    Attributes:
+        sample: The dataset item this trace is for.
+        graph: The fingerprint of the graph that produced it.
+        output: The name of the output node.
+        runs: `NodeRun` per node name, in topological order.
+    """
+
+    sample: SampleId
+    graph: str
+    output: str
+    runs: FrozenMap[str, NodeRun] = attrs.field(converter=freeze)
+
+    def __getitem__(self, node: str) -> NodeRun:
+        return self.runs[node]
+
+    def value(self, node: str) -> Any:
+        """The value `node` produced (None if it failed)."""
+        return self.runs[node].value
+
+    @property
+    def output_value(self) -> Any:
+        """The output node's value (None if it failed)."""
+        return self.runs[self.output].value
+
+    @property
+    def ok(self) -> bool:
+        """True when every node produced a value."""
+        return all(run.ok for run in self.runs.values())
+
+    @property
+    def errors(self) -> tuple[tuple[str, LLMError | str], ...]:
+        """``(node, error)`` for each node that failed, in order."""
+        return tuple((name, run.error) for name, run in self.runs.items() if run.error is not None)
