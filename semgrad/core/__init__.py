@@ -4,6 +4,7 @@ Nothing here performs I/O, reads a clock, or is async: anything that needs an LL
 returns a `Program` whose requests `semgrad.effects` answers.
 """
 
+from ._example import Example, as_examples
 from ._errors import GraphError, InputError, ProtocolError, SemgradError
 from ._forward import ForwardMachine, check_inputs, forward
 from ._frozen import FrozenMap, freeze
@@ -30,6 +31,7 @@ __all__ = [
     "ENGINES",
     "PURPOSES",
     "Done",
+    "Example",
     "ForwardMachine",
     "FrozenMap",
     "Graph",
@@ -53,6 +55,7 @@ __all__ = [
     "SemgradError",
     "Token",
     "Trace",
+    "as_examples",
     "as_reply",
     "ask",
     "bind",
