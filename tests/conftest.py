@@ -23,3 +23,37 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def anyio_backend() -> str:
     """Run async tests on asyncio (trio is not a dependency)."""
     return "asyncio"
+
+
+# No test touches the network: only loopback (and Unix sockets) may be connected to.
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _check_address(sock: socket.socket, address: object) -> None:
+    if sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    host = address[0] if isinstance(address, tuple) else address
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ConnectionRefusedError(f"tests may only connect to loopback, not {host!r}")
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    _check_address(self, address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: object) -> int:
+    _check_address(self, address)
+    return _real_connect_ex(self, address)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]

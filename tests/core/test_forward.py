@@ -1,0 +1,138 @@
+"""The forward state machine."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from returns.result import Failure, Success
+
+from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM
+from semgrad.core import ForwardMachine, GraphBuilder, InputError, LLMError, LLMResponse, forward, gather, request_key
+from semgrad.effects import run_sync
+from semgrad.testing import graphs, inputs_for, join_text, pure_llms
+
+
+@given(graphs(), st.data(), pure_llms(), st.integers(1, 3))
+def test_one_call_per_llm_node_per_sample(gp, data, llm, n_samples):
+    """Forward makes exactly one forward call per LLM node per sample, and none for other nodes."""
+    graph, params = gp
+    samples = [data.draw(inputs_for(graph)) for _ in range(n_samples)]
+    rec = RecordingLLM(llm)
+    run_sync(gather(*(forward(graph, params, x, sample=i) for i, x in enumerate(samples))), rec)
+    calls = sorted((r.sample, r.node) for r in rec.requests)
+    expected = sorted((i, n) for i in range(n_samples) for n in graph.of_kind("llm"))
+    assert calls == expected
+    assert all(r.purpose == "forward" for r in rec.requests)
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_requests_are_emitted_only_after_all_inputs_and_order_does_not_matter(gp, data, llm):
+    """Whatever order replies arrive in, a node's request is emitted only once all its inputs exist,
+    and the final trace is the same."""
+    graph, params = gp
+    inputs = data.draw(inputs_for(graph))
+    reference = run_sync(forward(graph, params, inputs), llm)
+    state = forward(graph, params, inputs)
+    pending = list(state.emitted)
+    while not state.done:
+        for token, request in state.emitted:
+            pos = graph.position(request.node)
+            assert isinstance(state, ForwardMachine)
+            for parent in graph.predecessors(request.node):
+                assert state.runs[graph.position(parent)] is not None, f"{request.node} before {parent}"
+            assert state.runs[pos] is None
+        index = data.draw(st.integers(0, len(pending) - 1))
+        token, request = pending.pop(index)
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+        pending.extend(state.emitted)
+    assert state.value == reference
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_same_inputs_give_same_trace_and_request_order(gp, data, llm):
+    """Running twice with a pure fake gives equal traces and the same request sequence."""
+    graph, params = gp
+    inputs = data.draw(inputs_for(graph))
+    r1, r2 = RecordingLLM(llm), RecordingLLM(llm)
+    t1 = run_sync(forward(graph, params, inputs, sample="s"), r1)
+    t2 = run_sync(forward(graph, params, inputs, sample="s"), r2)
+    assert t1 == t2
+    assert r1.requests == r2.requests
+    for run in t1.runs.values():
+        if run.kind == "llm":
+            assert run.request_key in {request_key(r) for r in r1.requests}
+
+
+def _paper_like():
+    b = GraphBuilder()
+    q = b.input("question")
+    h = b.llm("hint", inputs=[q], instruction="Hint.")
+    j = b.function("join", join_text, inputs=[q, h])
+    b.llm("answer", inputs=[j], instruction="Answer.")
+    b.llm("side", inputs=[q], instruction="Unused branch.")
+    return b.build(output="answer")
+
+
+@pytest.mark.parametrize("inputs", [{}, {"question": "x", "extra": "y"}, {"q": "x"}])
+def test_missing_or_extra_inputs_fail_before_any_call(inputs):
+    """Wrong input fields raise InputError naming them, before any request exists."""
+    graph, params = _paper_like()
+    with pytest.raises(InputError, match="the graph's inputs are: 'question'"):
+        forward(graph, params, inputs)
+
+
+def test_function_nodes_run_inline_and_feed_their_successors():
+    """A function node computes its value from its inputs with no LLM call."""
+    graph, params = _paper_like()
+    rec = RecordingLLM(ScriptedLLM([({"node": "hint"}, "H")], default="A"))
+    trace = run_sync(forward(graph, params, {"question": "Q"}), rec)
+    assert trace.value("join") == "Q | H"
+    assert trace["answer"].inputs == (("join", "Q | H"),)
+    assert sorted(r.node for r in rec.requests) == ["answer", "hint", "side"]
+
+
+def test_a_failed_call_fails_its_dependents_without_calls():
+    """When a node's call fails, the nodes that depend on it fail too, and are never asked."""
+    graph, params = _paper_like()
+    rec = RecordingLLM(ScriptedLLM([({"node": "hint"}, LLMError("server", "boom", True))], default="ok"))
+    trace = run_sync(forward(graph, params, {"question": "Q"}), rec)
+    assert trace["hint"].error == LLMError("server", "boom", True)
+    assert trace["join"].error == "input 'hint' failed"
+    assert trace["answer"].error == "input 'join' failed"
+    assert trace.output_value is None and not trace.ok
+    assert trace.value("side") == "ok"
+    assert sorted(r.node for r in rec.requests) == ["hint", "side"]
+
+
+def test_a_raising_function_is_recorded_as_a_failure():
+    """A function node that raises is recorded as failed with the exception's text."""
+    b = GraphBuilder()
+    q = b.input("q")
+    b.function("bad", lambda x: 1 / 0, inputs=[q])
+    graph, params = b.build(output="bad")
+    trace = run_sync(forward(graph, params, {"q": "x"}), HashLLM())
+    assert trace["bad"].error == "function raised ZeroDivisionError: division by zero"
+
+
+def test_forward_prompt_shows_instruction_and_labelled_inputs():
+    """The rendered forward prompt is stable (golden): instruction in the system message, inputs numbered."""
+    graph, params = _paper_like()
+    state = forward(graph, params, {"question": "What is 3 + 4?"}, sample=0)
+    request = next(r for _, r in state.emitted if r.node == "hint")
+    assert request.system == (
+        "You are one component of a larger system. Carry out your instruction using the inputs you are "
+        "given, and reply with your result only.\n\nInstruction:\nHint."
+    )
+    assert request.prompt == "[1] question (the input 'question'):\nWhat is 3 + 4?"
+    assert (request.purpose, request.engine, request.sample, request.targets) == ("forward", "forward", 0, ())
+
+
+def test_feeding_an_unexpected_token_is_refused():
+    """The machine refuses a reply for a node it did not ask about."""
+    from semgrad.core import ProtocolError
+
+    graph, params = _paper_like()
+    state = forward(graph, params, {"question": "Q"})
+    with pytest.raises(ProtocolError):
+        state.feed(("answer",), Failure(LLMError("x", "y")))

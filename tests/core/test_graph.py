@@ -1,0 +1,147 @@
+"""Graph construction, validation and pure queries."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semgrad.core import GraphBuilder, GraphError
+from semgrad.testing import graphs
+
+
+@given(graphs())
+def test_topological_order_puts_every_node_after_its_inputs(gp):
+    """Every node comes after all of its inputs in the topological order."""
+    graph, _ = gp
+    order = graph.topological_order
+    for name in order:
+        for parent in graph.predecessors(name):
+            assert order.index(parent) < order.index(name)
+
+
+@given(graphs())
+def test_successors_are_the_inverse_of_predecessors(gp):
+    """u is a successor of w exactly when w is an input of u."""
+    graph, _ = gp
+    for name in graph.topological_order:
+        for succ in graph.successors(name):
+            assert name in graph.predecessors(succ)
+        for parent in graph.predecessors(name):
+            assert name in graph.successors(parent)
+
+
+@given(graphs())
+def test_ancestors_are_transitive_predecessors(gp):
+    """ancestors(v) is the transitive closure of predecessors, in topological order."""
+    graph, _ = gp
+    for name in graph.topological_order:
+        expected, stack = set(), list(graph.predecessors(name))
+        while stack:
+            node = stack.pop()
+            if node not in expected:
+                expected.add(node)
+                stack.extend(graph.predecessors(node))
+        ancestors = graph.ancestors(name)
+        assert set(ancestors) == expected
+        assert list(ancestors) == [n for n in graph.topological_order if n in expected]
+
+
+@given(graphs())
+def test_siblings_are_the_other_inputs(gp):
+    """siblings(w, of=u) lists w's inputs other than u, in input order."""
+    graph, _ = gp
+    for name in graph.topological_order:
+        for parent in graph.predecessors(name):
+            assert graph.siblings(name, of=parent) == tuple(p for p in graph.predecessors(name) if p != parent)
+
+
+@given(graphs(), st.data())
+def test_a_back_edge_is_rejected_naming_a_node_on_the_cycle(gp, data):
+    """Adding an edge from a node to one of its ancestors is rejected as a cycle naming a node on it."""
+    graph, params = gp
+    candidates = [n for n in graph.topological_order if graph[n].kind == "llm" and graph.ancestors(n)]
+    computed = [a for n in candidates for a in graph.ancestors(n) if graph[a].kind == "llm"]
+    if not computed:
+        return
+    ancestor = data.draw(st.sampled_from(computed))
+    descendant = next(n for n in candidates if ancestor in graph.ancestors(n))
+    b = GraphBuilder()
+    for name, node in graph.nodes.items():
+        if node.kind == "input":
+            b.input(name)
+        elif node.kind == "param":
+            b.param(name, params.value(name))
+        elif node.kind == "function":
+            b.function(name, node.fn, inputs=node.inputs)
+        else:
+            inputs = node.inputs + ((descendant,) if name == ancestor else ())
+            b.llm(name, inputs=inputs, instruction="x")
+    with pytest.raises(GraphError, match="cycle through node") as info:
+        b.build(output=graph.output)
+    cycle_nodes = str(info.value).split(": ", 1)[1].split(" -> ")
+    assert ancestor in cycle_nodes and descendant in cycle_nodes
+
+
+@given(graphs(), st.sampled_from(["ghost", "missing_node"]))
+def test_a_dangling_input_is_rejected_naming_the_reader(gp, ghost):
+    """A node reading an unknown name is rejected with a message naming the node and the name."""
+    graph, _ = gp
+    b = GraphBuilder()
+    b.input("x")
+    b.llm("reader", inputs=["x", ghost], instruction="x")
+    with pytest.raises(GraphError, match=f"node 'reader' reads unknown input '{ghost}'"):
+        b.build(output="reader")
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda b: (b.input("a"), b.input("a")), "duplicate name 'a'"),
+        (lambda b: b.llm("a", inputs=[], instruction="  "), "node 'a' needs a non-empty instruction"),
+        (lambda b: b.llm("a", inputs=["a"], instruction="x"), "node 'a' lists itself as an input"),
+        (lambda b: (b.input("q"), b.llm("a", inputs=["q", "q"], instruction="x")), "lists input 'q' more than once"),
+        (lambda b: b.llm("a", inputs="q", instruction="x"), "not the string"),
+    ],
+)
+def test_bad_nodes_are_rejected_when_added(build, message):
+    """Duplicate names, empty instructions, self-inputs and repeated inputs fail at once, naming the node."""
+    with pytest.raises(GraphError, match=message):
+        build(GraphBuilder())
+
+
+def test_unknown_or_unreachable_output_is_rejected():
+    """An unknown output, or one no input or parameter reaches, is rejected by name."""
+    b = GraphBuilder()
+    b.input("q")
+    b.llm("lonely", inputs=[], instruction="Say something.")
+    with pytest.raises(GraphError, match="output 'nope' is not a node"):
+        b.build(output="nope")
+    with pytest.raises(GraphError, match="output 'lonely' is not reachable"):
+        b.build(output="lonely")
+
+
+def test_params_name_instructions_and_free_parameters():
+    """Instructions are named '<node>.instruction'; free parameters keep their name and role."""
+    b = GraphBuilder()
+    q = b.input("q")
+    s = b.param("system_prompt", "Be careful.", role="a shared system prompt")
+    b.llm("a", inputs=[q, s], instruction="Answer.")
+    graph, params = b.build(output="a")
+    assert list(params) == ["system_prompt", "a.instruction"]
+    assert params["system_prompt"].role == "a shared system prompt"
+    assert params["a.instruction"].node == "a" and params["system_prompt"].node is None
+    assert graph.reaches_output("system_prompt")
+
+
+def test_graph_and_params_are_hashable_values():
+    """Building the same graph twice gives equal, equally hashed values."""
+    def make():
+        b = GraphBuilder()
+        q = b.input("q")
+        b.llm("a", inputs=[q], instruction="Answer.")
+        return b.build(output="a")
+
+    (g1, p1), (g2, p2) = make(), make()
+    assert g1 == g2 and hash(g1) == hash(g2) and g1.fingerprint == g2.fingerprint
+    assert p1 == p2 and hash(p1) == hash(p2)

@@ -1,0 +1,180 @@
+"""The anyio runner: equivalence with run_sync, event-driven starts, limits, failures, cancellation."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semgrad.backends.fake import FunctionLLM, HashLLM, LatencyLLM, ScriptedLLM
+from semgrad.core import GraphBuilder, LLMError, forward, gather
+from semgrad.effects import Runner, run, run_sync
+from semgrad.testing import graphs, inputs_for, pure_llms
+
+
+@settings(max_examples=25)
+@given(graphs(), st.data(), pure_llms())
+def test_run_and_run_sync_give_equal_traces(gp, data, llm):
+    """For random DAGs and a pure fake, the async runner and run_sync give equal traces."""
+    graph, params = gp
+    samples = [data.draw(inputs_for(graph)) for _ in range(2)]
+    program = lambda: gather(*(forward(graph, params, x, sample=i) for i, x in enumerate(samples)))  # noqa: E731
+
+    async def async_llm(request):
+        await anyio.sleep(0)
+        return llm(request)
+
+    expected = run_sync(program(), llm)
+    assert run_sync(program(), FunctionLLM(async_llm)) == expected
+    assert anyio.run(lambda: run(program(), FunctionLLM(async_llm), max_concurrency=3)) == expected
+
+
+class Clock:
+    """Records when each node's call starts and ends (monotonic seconds)."""
+
+    def __init__(self, latencies):
+        self.latencies, self.starts, self.ends = latencies, {}, {}
+
+    async def __call__(self, request):
+        self.starts[request.node] = anyio.current_time()
+        await anyio.sleep(self.latencies.get(request.node, 0.0))
+        self.ends[request.node] = anyio.current_time()
+        return f"{request.node} done"
+
+
+async def test_a_nodes_call_starts_as_soon_as_its_inputs_exist():
+    """On a graph with a slow and a fast branch, the fast branch's successor starts before the slow branch ends."""
+    b = GraphBuilder()
+    q = b.input("q")
+    slow = b.llm("slow", inputs=[q], instruction="Think for long.")
+    fast = b.llm("fast", inputs=[q], instruction="Think briefly.")
+    after_fast = b.llm("after_fast", inputs=[fast], instruction="Continue.")
+    b.llm("answer", inputs=[slow, after_fast], instruction="Answer.")
+    graph, params = b.build(output="answer")
+    clock = Clock({"slow": 0.5, "fast": 0.01, "after_fast": 0.01})
+    trace = await run(forward(graph, params, {"q": "?"}), FunctionLLM(clock))
+    assert trace.ok
+    assert clock.starts["after_fast"] < clock.ends["slow"]
+    assert clock.ends["after_fast"] < clock.ends["slow"]
+    assert clock.starts["answer"] >= clock.ends["slow"]
+
+
+async def test_requests_start_across_samples_without_waiting_for_a_batch():
+    """A fast sample's second node starts while a slow sample's first node is still running."""
+    b = GraphBuilder()
+    q = b.input("q")
+    first = b.llm("first", inputs=[q], instruction="Step one.")
+    b.llm("second", inputs=[first], instruction="Step two.")
+    graph, params = b.build(output="second")
+    starts: dict = {}
+
+    async def llm(request):
+        starts[(request.sample, request.node)] = anyio.current_time()
+        await anyio.sleep(0.4 if request.sample == "slow" else 0.01)
+        return "ok"
+
+    program = gather(forward(graph, params, {"q": "a"}, sample="slow"), forward(graph, params, {"q": "b"}, sample="fast"))
+    t0 = anyio.current_time()
+    await run(program, FunctionLLM(llm))
+    assert starts[("fast", "second")] - t0 < 0.3
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5])
+async def test_the_concurrency_limit_holds(limit):
+    """With max_concurrency=C, never more than C calls are in flight, and C are used when available."""
+    b = GraphBuilder()
+    q = b.input("q")
+    for i in range(4):
+        b.llm(f"n{i}", inputs=[q], instruction="x")
+    b.llm("out", inputs=[f"n{i}" for i in range(4)], instruction="x")
+    graph, params = b.build(output="out")
+    live = {"now": 0, "peak": 0}
+
+    async def llm(request):
+        live["now"] += 1
+        live["peak"] = max(live["peak"], live["now"])
+        await anyio.sleep(0.01)
+        live["now"] -= 1
+        return "ok"
+
+    runner = Runner(FunctionLLM(llm), max_concurrency=limit)
+    await runner.run(gather(*(forward(graph, params, {"q": str(i)}, sample=i) for i in range(3))))
+    assert live["peak"] == min(limit, 12)
+    assert runner.statistics().peak_in_flight == live["peak"]
+
+
+async def test_backend_exceptions_become_error_replies_and_spare_siblings():
+    """An exception in one call becomes an LLMError in the trace; sibling calls still complete."""
+    b = GraphBuilder()
+    q = b.input("q")
+    b.llm("bad", inputs=[q], instruction="x")
+    b.llm("good", inputs=[q], instruction="x")
+    b.llm("out", inputs=["bad", "good"], instruction="x")
+    graph, params = b.build(output="out")
+
+    async def llm(request):
+        if request.node == "bad":
+            raise RuntimeError("backend exploded")
+        await anyio.sleep(0.01)
+        return "fine"
+
+    runner = Runner(FunctionLLM(llm))
+    trace = await runner.run(forward(graph, params, {"q": "?"}))
+    assert trace["bad"].error == LLMError("exception", "RuntimeError: backend exploded")
+    assert trace.value("good") == "fine"
+    stats = runner.statistics()
+    assert (stats.calls, stats.errors, dict(stats.errors_by_kind)) == (2, 1, {"exception": 1})
+
+
+async def test_a_call_past_the_timeout_becomes_a_retryable_timeout_error():
+    """A call slower than the runner's timeout yields LLMError(kind='timeout', retryable=True)."""
+    b = GraphBuilder()
+    q = b.input("q")
+    b.llm("out", inputs=[q], instruction="x")
+    graph, params = b.build(output="out")
+    trace = await run(forward(graph, params, {"q": "?"}), LatencyLLM(HashLLM(), 5.0), timeout=0.05)
+    assert trace["out"].error.kind == "timeout" and trace["out"].error.retryable
+
+
+async def test_cancellation_is_clean():
+    """Cancelling a run cancels every call in flight; none is left running."""
+    b = GraphBuilder()
+    q = b.input("q")
+    for i in range(5):
+        b.llm(f"n{i}", inputs=[q], instruction="x")
+    graph, params = b.build(output="n0")
+    live = {"now": 0, "started": 0}
+
+    async def llm(request):
+        live["now"] += 1
+        live["started"] += 1
+        try:
+            await anyio.sleep(10)
+        finally:
+            live["now"] -= 1
+        return "never"
+
+    with anyio.move_on_after(0.1) as scope:
+        await run(forward(graph, params, {"q": "?"}), FunctionLLM(llm))
+    assert scope.cancelled_caught
+    assert live == {"now": 0, "started": 5}
+
+
+def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
+    """Statistics count calls per purpose, errors per kind and reported tokens."""
+    from semgrad.core import LLMResponse
+
+    b = GraphBuilder()
+    q = b.input("q")
+    b.llm("a", inputs=[q], instruction="x")
+    b.llm("b", inputs=[q], instruction="x")
+    graph, params = b.build(output="a")
+    llm = ScriptedLLM(
+        [({"node": "a"}, LLMResponse("A", {"input_tokens": 7, "output_tokens": 2})), ({"node": "b"}, LLMError("rate_limit", "slow down", True))]
+    )
+    runner = Runner(llm)
+    runner.run_sync(forward(graph, params, {"q": "?"}))
+    stats = runner.statistics()
+    assert (stats.calls, dict(stats.calls_by_purpose), stats.errors) == (2, {"forward": 2}, 1)
+    assert (stats.input_tokens, stats.output_tokens, stats.peak_in_flight) == (7, 2, 1)

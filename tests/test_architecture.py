@@ -1,0 +1,93 @@
+"""Architecture rules that keep the core pure and the import direction one-way."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = sorted((ROOT / "semgrad" / "core").rglob("*.py"))
+FORBIDDEN_IN_CORE = {
+    "anyio", "asyncio", "trio", "socket", "ssl", "http", "urllib", "httpx", "requests", "aiohttp",
+    "time", "datetime", "os", "pathlib", "io", "shutil", "tempfile", "sqlite3", "threading",
+    "multiprocessing", "subprocess", "concurrent", "signal", "select", "selectors",
+}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append(("." * node.level) + (node.module or ""))
+    return names
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_imports_no_io_clock_or_concurrency_module(path):
+    """A core module imports nothing that does I/O, reads a clock, or runs concurrently."""
+    bad = [name for name in _imports(path) if name.split(".")[0] in FORBIDDEN_IN_CORE]
+    effects = [name for name in _imports(path) if re.search(r"(^|\.)(effects|backends)(\.|$)", name)]
+    assert not bad and not effects, f"{path.name} imports {bad + effects}"
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_has_no_async_code_no_open_and_no_unseeded_randomness(path):
+    """A core module has no async def, no await, no open() and no module-level random calls."""
+    tree = ast.parse(path.read_text("utf-8"))
+    for node in ast.walk(tree):
+        assert not isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)), path.name
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id not in ("open", "input", "print"), f"{path.name} calls {node.func.id}()"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id == "random":
+                assert node.func.attr == "Random", f"{path.name} uses random.{node.func.attr}() (unseeded)"
+
+
+def test_effects_never_import_backends_except_lazily():
+    """semgrad.effects modules import neither semgrad.backends nor any provider SDK at module level."""
+    for path in sorted((ROOT / "semgrad" / "effects").rglob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and "backends" in node.module:
+                pytest.fail(f"{path.name} imports {node.module} at module level")
+
+
+def test_importing_semgrad_is_light_and_has_no_side_effects():
+    """import semgrad imports no HTTP client, starts no thread and prints nothing."""
+    code = (
+        "import sys, threading; import semgrad, semgrad.core, semgrad.effects, semgrad.backends;"
+        "assert 'httpx' not in sys.modules, 'httpx imported';"
+        "assert threading.active_count() == 1, 'a thread was started'"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+
+
+def test_public_namespaces_declare_all_and_every_name_exists():
+    """Each public package lists __all__, and every listed name is importable from it."""
+    import importlib
+
+    for name in ("semgrad", "semgrad.core", "semgrad.effects", "semgrad.backends"):
+        module = importlib.import_module(name)
+        assert hasattr(module, "__all__"), name
+        for attr in module.__all__:
+            assert hasattr(module, attr), f"{name}.{attr}"
+
+
+def test_tests_cannot_reach_beyond_loopback():
+    """The test suite's socket guard refuses any non-loopback address."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        with pytest.raises(ConnectionRefusedError, match="only connect to loopback"):
+            sock.connect(("192.0.2.1", 80))

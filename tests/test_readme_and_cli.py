@@ -1,0 +1,44 @@
+"""The README's promises and the command line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _first_code_block() -> list[str]:
+    text = (ROOT / "README.md").read_text("utf-8")
+    block = re.search(r"```[^\n]*\n(.*?)```", text, re.DOTALL)
+    assert block, "README.md has no code block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_opens_with_exactly_the_demo_and_test_commands():
+    """The README's first code block is exactly two commands: the demo, then the tests."""
+    assert _first_code_block() == ["python3 dev.py demo", "python3 dev.py test"]
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    """.ci/run runs the README's test command, exactly as written."""
+    script = (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
+    assert _first_code_block()[1] in [line.strip() for line in script]
+
+
+def test_demo_runs_offline_and_says_the_llm_is_simulated():
+    """`semgrad demo` succeeds offline, labels the LLM as simulated and prints every node's output."""
+    result = subprocess.run([sys.executable, "-m", "semgrad", "demo"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "SIMULATED" in result.stdout
+    for node in ("hint_1", "hint_2", "answer"):
+        assert f"{node}:" in result.stdout
+
+
+def test_unknown_command_exits_non_zero_with_usage():
+    """An unknown subcommand exits non-zero and says how to use the command."""
+    result = subprocess.run([sys.executable, "-m", "semgrad", "frobnicate"], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "usage:" in result.stderr
