@@ -5,6 +5,9 @@ returns a `Program` whose requests `semgrad.effects` answers.
 """
 
 from ._example import Example, as_examples
+from . import numeric, rules
+from ._backward import BackwardMachine, BackwardPlan, backward, plan_backward
+from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, merge_gradients
 from ._errors import GraphError, InputError, ProtocolError, SemgradError
 from ._forward import ForwardMachine, check_inputs, forward
 from ._frozen import FrozenMap, freeze
@@ -28,6 +31,17 @@ from ._requests import (
 from ._trace import NodeRun, Trace
 
 __all__ = [
+    "BackwardFailure",
+    "BackwardMachine",
+    "BackwardPlan",
+    "Gradients",
+    "NodeFeedback",
+    "Partial",
+    "backward",
+    "merge_gradients",
+    "plan_backward",
+    "numeric",
+    "rules",
     "ENGINES",
     "PURPOSES",
     "Done",

@@ -284,14 +284,15 @@ class GraphBuilder:
         """Add a per-sample input field (e.g. the question)."""
         return self._add(Node(name, "input", (), role or f"the input '{name}'"))
 
-    def param(self, name: str, value: str, *, role: str = "", trainable: bool = True) -> str:
-        """Add a free trainable text variable that feeds nodes like an input.
+    def param(self, name: str, value: Any, *, role: str = "", trainable: bool = True) -> str:
+        """Add a free trainable variable that feeds nodes like an input.
 
         It is named `name` in `Params`, receives partial gradients from every
-        node that reads it, and is rewritten from them.
+        node that reads it, and is rewritten from them. Its value is text (a
+        solution, a prompt), or a number for `rules.numeric()` graphs.
         """
-        if not isinstance(value, str):
-            raise GraphError(f"parameter {name!r} must have a text value, got {type(value).__name__}")
+        if value is None:
+            raise GraphError(f"parameter {name!r} needs a value")
         role = role or f"the variable '{name}'"
         self._add(Node(name, "param", (), role))
         self._params[name] = Parameter(name, value, role, trainable)

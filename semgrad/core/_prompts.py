@@ -11,7 +11,16 @@ from typing import Any
 
 from ._requests import LLMRequest, Message, SampleId
 
-__all__ = ["Shown", "format_inputs", "render_forward"]
+__all__ = [
+    "Shown",
+    "feedback_form",
+    "format_inputs",
+    "render_forward",
+    "render_neighbor_aware",
+    "render_per_edge",
+    "render_repair",
+    "render_summarize",
+]
 
 #: One input as a prompt shows it: ``(name, role, value)``.
 Shown = tuple[str, str, Any]
@@ -69,4 +78,164 @@ def render_forward(
         node=node,
         sample=sample,
         options=options or {},
+    )
+
+
+# --- backward -------------------------------------------------------------------------------
+
+BACKWARD_SYSTEM = (
+    "You help improve a system made of several LLM components. Given one component, the inputs "
+    "it read, the output it produced and feedback on that output, you explain how its inputs "
+    "should change so that the system's final output improves. Be specific and concise."
+)
+NEIGHBOR_AWARE_USER = """A component of the system has this task:
+<task>
+{task}
+</task>
+
+It read these inputs:
+{inputs}
+
+It produced this output:
+<output>
+{output}
+</output>
+
+Feedback on that output, from the rest of the system:
+<feedback>
+{feedback}
+</feedback>
+
+For each of these inputs: {targets}, explain how that input should change so that the output \
+improves. Take the other inputs into account: say what this input should add, fix or leave to \
+the others. Reply with one block per input, exactly in this form:
+{form}"""
+PER_EDGE_USER = """A component of the system read this input, {name} ({role}):
+<input>
+{value}
+</input>
+
+It produced this output:
+<output>
+{output}
+</output>
+
+Feedback on that output, from the rest of the system:
+<feedback>
+{feedback}
+</feedback>
+
+Explain how the input {name} should change so that the output improves. Reply exactly in this form:
+{form}"""
+REPAIR_USER = (
+    "Your reply could not be read: {reason}. Reply again with exactly one block for each of: "
+    "{targets}, in this form:\n{form}"
+)
+SUMMARIZE_SYSTEM = "You condense feedback without losing any distinct point."
+SUMMARIZE_USER = """Several parts of a system sent feedback about {node} ({role}):
+{items}
+
+Merge it into one feedback text that keeps every distinct point and drops repetition. Reply in the form:
+<summary>
+...
+</summary>"""
+
+
+def feedback_form(targets: Sequence[str]) -> str:
+    """The reply form a backward prompt asks for.
+
+    Examples:
+        >>> print(feedback_form(["a"]))
+        <feedback input="a">how a should change</feedback>
+    """
+    return "\n".join(f'<feedback input="{t}">how {t} should change</feedback>' for t in targets)
+
+
+def _numbered(targets: Sequence[str], numbering: Sequence[str]) -> str:
+    return ", ".join(f"[{numbering.index(t) + 1}] {t}" if t in numbering else t for t in targets)
+
+
+def render_neighbor_aware(
+    node: str,
+    task: str,
+    shown: Sequence[Shown],
+    output: Any,
+    feedback: Any,
+    targets: Sequence[str],
+    *,
+    sample: SampleId = None,
+    engine: str = "backward",
+    options: Mapping[str, Any] | None = None,
+) -> LLMRequest:
+    """One backward request for a whole node: its task, ALL its inputs, its output and feedback."""
+    names = [name for name, _, _ in shown]
+    user = NEIGHBOR_AWARE_USER.format(
+        task=task,
+        inputs=format_inputs(shown),
+        output=output,
+        feedback=feedback,
+        targets=_numbered(targets, names),
+        form=feedback_form(targets),
+    )
+    return LLMRequest(
+        (Message("system", BACKWARD_SYSTEM), Message("user", user)),
+        engine=engine,
+        purpose="backward",
+        node=node,
+        sample=sample,
+        targets=tuple(targets),
+        options=options or {},
+    )
+
+
+def render_per_edge(
+    node: str,
+    target: Shown,
+    output: Any,
+    feedback: Any,
+    *,
+    sample: SampleId = None,
+    engine: str = "backward",
+    options: Mapping[str, Any] | None = None,
+) -> LLMRequest:
+    """One backward request for one edge: only that input, the node's output and feedback."""
+    name, role, value = target
+    user = PER_EDGE_USER.format(name=name, role=role, value=value, output=output, feedback=feedback, form=feedback_form([name]))
+    return LLMRequest(
+        (Message("system", BACKWARD_SYSTEM), Message("user", user)),
+        engine=engine,
+        purpose="backward",
+        node=node,
+        sample=sample,
+        targets=(name,),
+        options=options or {},
+    )
+
+
+def render_repair(request: LLMRequest, reply: str, reason: str, missing: Sequence[str]) -> LLMRequest:
+    """Ask again after an unreadable reply: the conversation so far plus what was wrong."""
+    user = REPAIR_USER.format(reason=reason, targets=", ".join(missing), form=feedback_form(missing))
+    return LLMRequest(
+        (*request.messages, Message("assistant", reply), Message("user", user)),
+        engine=request.engine,
+        purpose=request.purpose,
+        node=request.node,
+        sample=request.sample,
+        draw=request.draw,
+        targets=tuple(missing),
+        options=request.options,
+    )
+
+
+def render_summarize(
+    node: str, role: str, texts: Sequence[str], *, sample: SampleId = None, engine: str = "backward"
+) -> LLMRequest:
+    """Ask for one feedback text that merges several."""
+    items = "\n".join(f"<item>\n{t}\n</item>" for t in texts)
+    return LLMRequest(
+        (Message("system", SUMMARIZE_SYSTEM), Message("user", SUMMARIZE_USER.format(node=node, role=role, items=items))),
+        engine=engine,
+        purpose="summarize",
+        node=node,
+        sample=sample,
     )

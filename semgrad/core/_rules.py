@@ -1,0 +1,324 @@
+"""Backward rules: how one node turns its gradient into partials for its inputs.
+
+A rule is a small frozen value. The backward machine calls
+``rule.resolve(node).backward(context)`` for each node that needs a step and
+gets a `Program[NodeResult]` back, so a rule may ask the LLM (neighbour-aware,
+per-edge), or compute at once (pass-through, numeric vector-Jacobian products).
+How a node's incoming partials become its gradient is the rule's `aggregate`.
+
+* `neighbor_aware()` -- the paper: one request per (node, sample) that shows the
+  node's task, ALL of its inputs, its output and its gradient, and asks for one
+  partial per input that needs one.
+* `per_edge()` -- TextGrad's behaviour: one request per edge, showing only that
+  input, the node's output and its gradient.
+* `numeric()` -- the same traversal over numbers: each function node's
+  vector-Jacobian product, aggregated by sum; i.e. reverse-mode autodiff.
+* `pass_through()` -- a plain-function node hands its gradient to its inputs
+  unchanged, with no call (the default for function nodes in text rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+from returns.result import Success
+
+from ._aggregate import Concat, Total
+from ._frozen import FrozenMap, freeze
+from ._gradients import BackwardFailure, Partial
+from ._graph import Graph, Node, Params
+from ._parse import parse_backward
+from ._program import Program, bind, gather, map_, ask, pure
+from ._prompts import Shown, render_neighbor_aware, render_per_edge, render_repair
+from ._requests import LLMRequest, Reply, SampleId
+from ._trace import Trace
+
+__all__ = [
+    "BackwardContext",
+    "NeighborAware",
+    "NodeResult",
+    "Numeric",
+    "PassThrough",
+    "PerEdge",
+    "Rule",
+    "neighbor_aware",
+    "numeric",
+    "pass_through",
+    "per_edge",
+]
+
+Aggregator = Callable[[str, str, tuple[Partial, ...]], Program[Any]]
+
+
+@attrs.frozen
+class BackwardContext:
+    """Everything a rule may look at for one node's backward step.
+
+    Attributes:
+        graph, params, trace: The system, its parameter values and the sample's trace.
+        node: The node whose step this is.
+        gradient: The node's aggregated gradient (the seed feedback for the output).
+        targets: The inputs (and, for per-edge with instructions, the instruction)
+            that need a partial, in input order.
+    """
+
+    graph: Graph
+    params: Params
+    trace: Trace
+    node: str
+    gradient: Any
+    targets: tuple[str, ...]
+
+    @property
+    def sample(self) -> SampleId:
+        """The dataset item."""
+        return self.trace.sample
+
+    @property
+    def spec(self) -> Node:
+        """The node's structure."""
+        return self.graph[self.node]
+
+    @property
+    def task(self) -> str:
+        """What the node does: its instruction, or a function node's role."""
+        spec = self.spec
+        if spec.kind == "llm":
+            return str(self.params.value(spec.instruction))  # type: ignore[arg-type]
+        return f"(a plain function) {spec.role}"
+
+    @property
+    def output(self) -> Any:
+        """The node's value in the trace."""
+        return self.trace.value(self.node)
+
+    def shown(self, name: str) -> Shown:
+        """``(name, role, value)`` of one input or of the node's instruction."""
+        if name in self.graph.nodes:
+            return (name, self.graph[name].role, self.trace.value(name))
+        param = self.params[name]
+        return (name, param.role, param.value)
+
+    def inputs_shown(self) -> tuple[Shown, ...]:
+        """All inputs, in order, as a prompt shows them."""
+        return tuple(self.shown(name) for name in self.spec.inputs)
+
+    def siblings(self, target: str) -> tuple[str, ...]:
+        """The other inputs shown beside `target`."""
+        return tuple(name for name in self.spec.inputs if name != target)
+
+
+@attrs.frozen
+class NodeResult:
+    """What one backward step produced: partials, and the targets it failed for."""
+
+    partials: tuple[Partial, ...] = ()
+    failures: tuple[BackwardFailure, ...] = ()
+
+    @staticmethod
+    def combine(results: tuple[NodeResult, ...]) -> NodeResult:
+        """All partials and failures of several results, in order."""
+        return NodeResult(tuple(p for r in results for p in r.partials), tuple(f for r in results for f in r.failures))
+
+
+class Rule(Protocol):
+    """The interface the backward machine uses."""
+
+    aggregate: Aggregator
+    include_instructions: bool
+
+    def resolve(self, node: Node) -> Rule: ...
+
+    def backward(self, context: BackwardContext) -> Program[NodeResult]: ...
+
+
+def _default_overrides() -> FrozenMap[str, Any]:
+    return FrozenMap({"function": PassThrough()})
+
+
+@attrs.frozen
+class _Base:
+    aggregate: Aggregator = Concat()
+    overrides: FrozenMap[str, Any] = attrs.field(factory=_default_overrides, converter=freeze)
+    engine: str = "backward"
+    options: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=freeze)
+    repair: bool = True
+    include_instructions: bool = False
+
+    def resolve(self, node: Node) -> Rule:
+        """The rule for `node`: an override by node name, then by kind, else this rule."""
+        return self.overrides.get(node.name) or self.overrides.get(node.kind) or self  # type: ignore[return-value]
+
+    def _read(
+        self,
+        context: BackwardContext,
+        request: LLMRequest,
+        reply: Reply,
+        siblings: Callable[[str], tuple[str, ...]],
+        found: FrozenMap[str, str],
+        repaired: bool,
+    ) -> Program[NodeResult]:
+        numbering = {i: name for i, name in enumerate(context.spec.inputs, 1)}
+        if not isinstance(reply, Success):
+            error = reply.failure()
+            return pure(_result(context, found, request.targets, f"the backward call failed ({error.kind}: {error.message})", siblings))
+        text = reply.unwrap().text
+        parsed = parse_backward(text, request.targets, numbering)
+        if isinstance(parsed, Success):
+            return pure(_result(context, found.update(parsed.unwrap()), (), "", siblings))
+        error = parsed.failure()
+        found = found.update(error.found)
+        if self.repair and not repaired:
+            again = render_repair(request, text, error.reason, error.missing)
+            return bind(ask(again), lambda r: self._read(context, again, r, siblings, found, True))
+        reason = f"unreadable reply{' after one repair' if repaired else ''}: {error.reason}"
+        return pure(_result(context, found, error.missing, reason, siblings))
+
+
+def _result(
+    context: BackwardContext,
+    found: Mapping[str, str],
+    missing: tuple[str, ...],
+    reason: str,
+    siblings: Callable[[str], tuple[str, ...]],
+) -> NodeResult:
+    partials = tuple(
+        Partial(t, context.node, found[t], siblings(t), context.sample) for t in context.targets if t in found
+    )
+    failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
+    return NodeResult(partials, failures)
+
+
+@attrs.frozen
+class NeighborAware(_Base):
+    """The paper's rule; build it with `neighbor_aware`."""
+
+    def backward(self, context: BackwardContext) -> Program[NodeResult]:
+        request = render_neighbor_aware(
+            context.node,
+            context.task,
+            context.inputs_shown(),
+            context.output,
+            context.gradient,
+            context.targets,
+            sample=context.sample,
+            engine=self.engine,
+            options=self.options,
+        )
+        return bind(ask(request), lambda reply: self._read(context, request, reply, context.siblings, FrozenMap(), False))
+
+
+@attrs.frozen
+class PerEdge(_Base):
+    """TextGrad's rule; build it with `per_edge`."""
+
+    def backward(self, context: BackwardContext) -> Program[NodeResult]:
+        return map_(gather(*(self._edge(context, t) for t in context.targets)), NodeResult.combine)
+
+    def _edge(self, context: BackwardContext, target: str) -> Program[NodeResult]:
+        request = render_per_edge(
+            context.node,
+            context.shown(target),
+            context.output,
+            context.gradient,
+            sample=context.sample,
+            engine=self.engine,
+            options=self.options,
+        )
+        one = attrs.evolve(context, targets=(target,))
+        return bind(ask(request), lambda reply: self._read(one, request, reply, lambda t: (), FrozenMap(), False))
+
+
+@attrs.frozen
+class PassThrough:
+    """Hands the node's gradient to every target unchanged, with no call."""
+
+    aggregate: Aggregator = Concat()
+    include_instructions: bool = False
+
+    def resolve(self, node: Node) -> Rule:
+        return self
+
+    def backward(self, context: BackwardContext) -> Program[NodeResult]:
+        return pure(NodeResult(tuple(Partial(t, context.node, context.gradient, (), context.sample) for t in context.targets)))
+
+
+@attrs.frozen
+class Numeric:
+    """Reverse-mode autodiff over function nodes with a ``vjp``; build it with `numeric`."""
+
+    aggregate: Aggregator = Total()
+    include_instructions: bool = False
+
+    def resolve(self, node: Node) -> Rule:
+        return self
+
+    def backward(self, context: BackwardContext) -> Program[NodeResult]:
+        spec = context.spec
+        if spec.kind != "function" or spec.vjp is None:
+            reason = f"node {context.node!r} has no vjp; numeric() needs function nodes with vjp=..."
+            return pure(NodeResult((), (BackwardFailure(context.node, context.targets, reason, context.sample),)))
+        values = tuple(context.trace.value(name) for name in spec.inputs)
+        cotangents = spec.vjp(values, context.output, context.gradient)
+        by_input = dict(zip(spec.inputs, cotangents))
+        return pure(NodeResult(tuple(Partial(t, context.node, by_input[t], (), context.sample) for t in context.targets)))
+
+
+def neighbor_aware(
+    *,
+    aggregate: Aggregator | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    engine: str = "backward",
+    options: Mapping[str, Any] | None = None,
+    repair: bool = True,
+) -> NeighborAware:
+    """The paper's backward rule: one request per (node, sample) showing all inputs.
+
+    Args:
+        aggregate: How incoming partials become a node's gradient
+            (default: ordered concatenation with de-duplication).
+        overrides: Rules by node name or node kind; function nodes pass their
+            gradient through unchanged unless you override ``"function"``.
+        engine: The logical engine of backward requests.
+        options: Sampling options for backward requests.
+        repair: Ask once more when a reply cannot be read.
+    """
+    return NeighborAware(
+        aggregate or Concat(), FrozenMap({**_default_overrides(), **(overrides or {})}), engine, FrozenMap(options or {}), repair
+    )
+
+
+def per_edge(
+    *,
+    include_instructions: bool = False,
+    aggregate: Aggregator | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    engine: str = "backward",
+    options: Mapping[str, Any] | None = None,
+    repair: bool = True,
+) -> PerEdge:
+    """TextGrad's backward rule: one request per edge, showing only that input.
+
+    With `include_instructions`, each LLM node also sends one request for its own
+    instruction (the instruction parameter then receives partials), as TextGrad does.
+    """
+    return PerEdge(
+        aggregate or Concat(),
+        FrozenMap({**_default_overrides(), **(overrides or {})}),
+        engine,
+        FrozenMap(options or {}),
+        repair,
+        include_instructions,
+    )
+
+
+def pass_through() -> PassThrough:
+    """A rule that hands a node's gradient to its inputs unchanged (no call)."""
+    return PassThrough()
+
+
+def numeric() -> Numeric:
+    """Reverse-mode autodiff: vector-Jacobian products aggregated by sum."""
+    return Numeric()

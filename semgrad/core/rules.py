@@ -1,0 +1,43 @@
+"""Backward rules and aggregators (public namespace).
+
+Examples:
+    >>> from semgrad.core import rules
+    >>> rules.neighbor_aware().include_instructions, rules.per_edge(include_instructions=True).include_instructions
+    (False, True)
+"""
+
+from ._aggregate import Concat, Summarize, Total, concat, concat_texts, summarize, total
+from ._rules import (
+    BackwardContext,
+    NeighborAware,
+    NodeResult,
+    Numeric,
+    PassThrough,
+    PerEdge,
+    Rule,
+    neighbor_aware,
+    numeric,
+    pass_through,
+    per_edge,
+)
+
+__all__ = [
+    "BackwardContext",
+    "Concat",
+    "NeighborAware",
+    "NodeResult",
+    "Numeric",
+    "PassThrough",
+    "PerEdge",
+    "Rule",
+    "Summarize",
+    "Total",
+    "concat",
+    "concat_texts",
+    "neighbor_aware",
+    "numeric",
+    "pass_through",
+    "per_edge",
+    "summarize",
+    "total",
+]

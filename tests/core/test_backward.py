@@ -1,0 +1,340 @@
+"""Semantic backpropagation: traversal, rules, aggregation and failures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from returns.result import Failure, Success
+
+from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_backward
+from semgrad.core import (
+    GraphBuilder,
+    LLMError,
+    LLMResponse,
+    backward,
+    forward,
+    gather,
+    merge_gradients,
+    plan_backward,
+    rules,
+)
+from semgrad.effects import run_sync
+from semgrad.testing import graphs, inputs_for, pure_llms
+from semgrad.topologies import paper_graph
+
+from ._helpers import expected_steps, trainable_sources
+
+FEEDBACK = "The expected output is 7."
+
+
+def _forward_and_backward(graph, params, inputs, llm, rule=None, sample=0):
+    trace = run_sync(forward(graph, params, inputs, sample=sample), llm)
+    rec = RecordingLLM(llm)
+    grads = run_sync(backward(graph, params, trace, FEEDBACK, rule), rec)
+    return trace, grads, rec
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_one_neighbor_aware_request_per_contributing_node(gp, data, llm):
+    """Exactly one backward request per LLM node on a path to the output with an input that needs a
+    gradient, and none for any other node."""
+    graph, params = gp
+    _, grads, rec = _forward_and_backward(graph, params, data.draw(inputs_for(graph)), llm)
+    asked = sorted(r.node for r in rec.requests)
+    expected = sorted(n for n in expected_steps(graph, params) if graph[n].kind == "llm")
+    assert asked == expected
+    assert all(r.purpose == "backward" for r in rec.requests)
+    assert grads.ok
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_every_input_that_needs_a_gradient_gets_one_partial_per_successor(gp, data, llm):
+    """Each input needing a gradient receives exactly one partial from each contributing successor;
+    nodes that cannot reach the output and non-trainable inputs receive nothing."""
+    graph, params = gp
+    _, grads, _ = _forward_and_backward(graph, params, data.draw(inputs_for(graph)), llm)
+    steps = expected_steps(graph, params)
+    for name in graph.topological_order:
+        sources = sorted(p.source for p in grads.for_node(name))
+        if graph.reaches_output(name) and trainable_sources(graph, params, name):
+            assert sources == sorted(s for s in graph.successors(name) if s in steps)
+        else:
+            assert sources == []
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_neighbor_aware_partials_record_the_siblings_shown(gp, data, llm):
+    """A neighbour-aware partial lists exactly the other inputs of its source as siblings."""
+    graph, params = gp
+    _, grads, _ = _forward_and_backward(graph, params, data.draw(inputs_for(graph)), llm)
+    for partial in grads.partials:
+        if graph[partial.source].kind == "llm":
+            assert partial.siblings == graph.siblings(partial.source, of=partial.target)
+        else:
+            assert partial.siblings == ()
+
+
+def _two_input_graph():
+    b = GraphBuilder()
+    q = b.input("q")
+    a = b.llm("a", inputs=[q], instruction="Make A.")
+    c = b.llm("b", inputs=[q], instruction="Make B.")
+    b.llm("out", inputs=[a, c], instruction="Combine.")
+    return b.build(output="out")
+
+
+def test_per_edge_hides_siblings_and_neighbor_aware_shows_them():
+    """per_edge shows a's request no value of b; neighbor_aware shows both in one request."""
+    graph, params = _two_input_graph()
+    llm = ScriptedLLM([({"node": "a", "purpose": "forward"}, "VALUE-OF-A"), ({"node": "b", "purpose": "forward"}, "VALUE-OF-B")], default=HashLLM())
+    trace = run_sync(forward(graph, params, {"q": "?"}), llm)
+    edge = RecordingLLM(HashLLM())
+    grads = run_sync(backward(graph, params, trace, FEEDBACK, rules.per_edge()), edge)
+    by_target = {r.targets: r for r in edge.requests}
+    assert set(by_target) == {("a",), ("b",)}
+    text_a = "\n".join(m.content for m in by_target[("a",)].messages)
+    assert "VALUE-OF-A" in text_a and "VALUE-OF-B" not in text_a
+    assert all(p.siblings == () for p in grads.partials)
+    aware = RecordingLLM(HashLLM())
+    grads = run_sync(backward(graph, params, trace, FEEDBACK, rules.neighbor_aware()), aware)
+    (request,) = aware.requests
+    text = "\n".join(m.content for m in request.messages)
+    assert request.targets == ("a", "b") and "VALUE-OF-A" in text and "VALUE-OF-B" in text
+    assert [p.siblings for p in grads.for_node("a")] == [("b",)]
+
+
+def _paper_samples(llm, n=4):
+    graph, params = paper_graph()
+    traces = run_sync(gather(*(forward(graph, params, {"question": f"Q{i}?"}, sample=i) for i in range(n))), llm)
+    return graph, params, traces
+
+
+@pytest.mark.parametrize(
+    ("rule", "calls"),
+    [(rules.neighbor_aware(), 4), (rules.per_edge(), 8), (rules.per_edge(include_instructions=True), 8 + 12)],
+    ids=["neighbor_aware", "per_edge", "per_edge+instructions"],
+)
+def test_paper_graph_backward_call_counts(rule, calls):
+    """On the paper's graph with 4 error samples: neighbour-aware 4 calls, per-edge 8, per-edge with
+    instructions 8 + 3 per sample -- and nothing else."""
+    llm = HashLLM()
+    graph, params, traces = _paper_samples(llm)
+    rec = RecordingLLM(llm)
+    grads = run_sync(gather(*(backward(graph, params, t, FEEDBACK, rule) for t in traces)), rec)
+    assert len(rec.requests) == calls
+    assert {r.purpose for r in rec.requests} == {"backward"}
+    merged = merge_gradients(grads)
+    assert [p.sample for p in merged.for_node("hint_1")] == [0, 1, 2, 3]
+    if rule.include_instructions:
+        assert [p.source for p in merged.for_node("answer.instruction")] == ["answer"] * 4
+        assert len(merged.for_node("hint_1.instruction")) == 4
+
+
+def test_diamond_aggregates_both_successors_in_order():
+    """A node feeding two successors holds both partials, ordered by successor and attributed;
+    its own request sees them aggregated in that order."""
+    b = GraphBuilder()
+    q = b.input("q")
+    shared = b.llm("shared", inputs=[q], instruction="Shared step.")
+    left = b.llm("left", inputs=[shared], instruction="Left.")
+    right = b.llm("right", inputs=[shared], instruction="Right.")
+    b.llm("out", inputs=[right, left], instruction="Join.")
+    graph, params = b.build(output="out")
+    script = ScriptedLLM(
+        [
+            ({"purpose": "backward", "node": "out"}, lambda r: reply_backward(r, {"left": "L-fb", "right": "R-fb"})),
+            ({"purpose": "backward", "node": "left"}, lambda r: reply_backward(r, {"shared": "from left"})),
+            ({"purpose": "backward", "node": "right"}, lambda r: reply_backward(r, {"shared": "from right"})),
+        ],
+        default="value",
+    )
+    trace = run_sync(forward(graph, params, {"q": "?"}), script)
+    rec = RecordingLLM(script)
+    grads = run_sync(backward(graph, params, trace, FEEDBACK), rec)
+    assert [(p.source, p.text) for p in grads.for_node("shared")] == [("left", "from left"), ("right", "from right")]
+    assert [r.node for r in rec.requests] == ["out", "left", "right"]
+    assert grads.feedback_for("left")[0].value == "L-fb"
+
+
+def test_a_free_parameter_shared_by_two_nodes_receives_both_partials():
+    """A shared system prompt (free parameter) collects partials from both nodes that read it."""
+    b = GraphBuilder()
+    q = b.input("q")
+    system = b.param("system_prompt", "Be careful.", role="a system prompt shared by both solvers")
+    s1 = b.llm("solver_1", inputs=[system, q], instruction="Solve.")
+    s2 = b.llm("solver_2", inputs=[system, q], instruction="Solve differently.")
+    b.llm("out", inputs=[s1, s2], instruction="Pick the better answer.")
+    graph, params = b.build(output="out")
+    _, grads, rec = _forward_and_backward(graph, params, {"q": "?"}, HashLLM())
+    assert [p.source for p in grads.for_node("system_prompt")] == ["solver_1", "solver_2"]
+    assert [p.siblings for p in grads.for_node("system_prompt")] == [("q",), ("q",)]
+    assert sorted(r.node for r in rec.requests) == ["out", "solver_1", "solver_2"]
+    assert next(r for r in rec.requests if r.node == "solver_1").targets == ("system_prompt",)
+
+
+def test_a_malformed_reply_gets_one_repair_then_a_recorded_failure():
+    """An unreadable backward reply is asked again once; if still unreadable, the partials are recorded
+    as failed with the reason, and the rest of the pass completes."""
+    graph, params = _two_input_graph()
+    script = ScriptedLLM([({"purpose": "backward"}, "I am not sure what to say.")], default="v")
+    trace = run_sync(forward(graph, params, {"q": "?"}), script)
+    rec = RecordingLLM(script)
+    grads = run_sync(backward(graph, params, trace, FEEDBACK), rec)
+    assert len(rec.requests) == 2 and rec.requests[1].messages[-2].role == "assistant"
+    assert grads.partials == ()
+    (failure,) = grads.failures
+    assert failure.source == "out" and failure.targets == ("a", "b")
+    assert "after one repair" in failure.reason and "'a'" in failure.reason
+
+
+def test_a_repair_that_answers_the_missing_target_completes_the_gradient():
+    """When the first reply misses one target and the repair supplies it, both partials arrive."""
+    graph, params = _two_input_graph()
+    replies = iter(['<feedback input="a">fix a</feedback>', '<feedback input="b">fix b</feedback>'])
+    script = ScriptedLLM([({"purpose": "backward"}, lambda r: next(replies))], default="v")
+    trace = run_sync(forward(graph, params, {"q": "?"}), script)
+    rec = RecordingLLM(script)
+    grads = run_sync(backward(graph, params, trace, FEEDBACK), rec)
+    assert [(p.target, p.text) for p in grads.partials] == [("a", "fix a"), ("b", "fix b")]
+    assert rec.requests[1].targets == ("b",) and grads.ok
+
+
+def test_a_failed_call_fails_downstream_targets_without_calls():
+    """A failed backward call records failures, and the nodes starved of feedback fail without calls."""
+    b = GraphBuilder()
+    q = b.input("q")
+    first = b.llm("first", inputs=[q], instruction="x")
+    mid = b.llm("mid", inputs=[first], instruction="y")
+    b.llm("out", inputs=[mid], instruction="z")
+    graph, params = b.build(output="out")
+    script = ScriptedLLM([({"purpose": "backward", "node": "out"}, LLMError("server", "down", True))], default=HashLLM())
+    trace = run_sync(forward(graph, params, {"q": "?"}), script)
+    rec = RecordingLLM(script)
+    grads = run_sync(backward(graph, params, trace, FEEDBACK), rec)
+    assert [r.node for r in rec.requests] == ["out"]
+    assert [(f.source, f.targets) for f in grads.failures] == [("mid", ("first",)), ("out", ("mid",))]
+    assert "server: down" in grads.failures[1].reason
+    assert "no feedback reached node 'mid'" in grads.failures[0].reason
+
+
+def test_function_nodes_pass_feedback_through_without_a_call():
+    """A plain-function node hands its gradient to its inputs unchanged, with no LLM call."""
+    b = GraphBuilder()
+    q = b.input("q")
+    a = b.llm("a", inputs=[q], instruction="x")
+    j = b.function("join", lambda x: f"[{x}]", inputs=[a])
+    b.llm("out", inputs=[j], instruction="y")
+    graph, params = b.build(output="out")
+    _, grads, rec = _forward_and_backward(graph, params, {"q": "?"}, HashLLM())
+    assert [r.node for r in rec.requests] == ["out"]
+    (partial,) = grads.for_node("a")
+    assert partial.source == "join" and partial.text == grads.for_node("join")[0].text
+
+
+def test_summarize_aggregation_asks_once_per_node_with_several_texts():
+    """With summarize(), a node with two distinct incoming partials gets one summarize call and
+    its backward request shows the summary."""
+    b = GraphBuilder()
+    q = b.input("q")
+    base = b.llm("base", inputs=[q], instruction="b")
+    shared = b.llm("shared", inputs=[base], instruction="x")
+    left = b.llm("left", inputs=[shared], instruction="l")
+    right = b.llm("right", inputs=[shared], instruction="r")
+    b.llm("out", inputs=[left, right], instruction="o")
+    graph, params = b.build(output="out")
+    trace = run_sync(forward(graph, params, {"q": "?"}), HashLLM())
+    rec = RecordingLLM(HashLLM())
+    run_sync(backward(graph, params, trace, FEEDBACK, rules.neighbor_aware(aggregate=rules.summarize())), rec)
+    assert [r.purpose for r in rec.requests].count("summarize") == 1
+    summary = next(r for r in rec.requests if r.purpose == "summarize")
+    assert summary.node == "shared"
+    summary_text = HashLLM()(summary).split(">")[1].split("<")[0].strip()
+    shared_request = next(r for r in rec.requests if r.purpose == "backward" and r.node == "shared")
+    assert summary_text in shared_request.prompt
+
+
+def test_plan_is_pure_and_matches_the_paper_graph():
+    """The paper's graph steps only at the final node, which targets both hints."""
+    graph, params = paper_graph()
+    plan = plan_backward(graph, params)
+    assert plan.steps == ("answer",)
+    assert plan.targets["answer"] == ("hint_1", "hint_2")
+    assert plan == plan_backward(graph, params)
+
+
+@given(graphs(functions=False), st.data(), pure_llms())
+def test_reply_order_does_not_change_gradients(gp, data, llm):
+    """Delivering backward replies in a random order gives the same Gradients as run_sync."""
+    graph, params = gp
+    trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), llm)
+    reference = run_sync(backward(graph, params, trace, FEEDBACK), llm)
+    state = backward(graph, params, trace, FEEDBACK)
+    pending = list(state.emitted)
+    while not state.done:
+        token, request = pending.pop(data.draw(st.integers(0, len(pending) - 1)))
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+        pending.extend(state.emitted)
+    assert state.value == reference
+
+
+def _numeric_graph(data):
+    """A random DAG of elementary functions over numeric parameters."""
+    from semgrad.core.numeric import ADD, EXP, MUL, SIN, SQUARE, SUB, TANH
+
+    b = GraphBuilder()
+    names = []
+    for i in range(data.draw(st.integers(1, 3))):
+        names.append(b.param(f"x{i}", data.draw(st.floats(-1.5, 1.5))))
+    for i in range(data.draw(st.integers(1, 7))):
+        op = data.draw(st.sampled_from([ADD, MUL, SUB, SIN, EXP, TANH, SQUARE]))
+        arity = op.arity or data.draw(st.integers(1, min(3, len(names))))
+        if arity > len(names):
+            op, arity = SIN, 1
+        inputs = data.draw(st.lists(st.sampled_from(names), min_size=arity, max_size=arity, unique=True))
+        names.append(b.function(f"f{i}", op.fn, inputs=inputs, vjp=op.vjp))
+    return b.build(output=names[-1])
+
+
+@given(st.data())
+def test_numeric_rule_is_reverse_mode_autodiff(data):
+    """rules.numeric() gradients equal central finite differences, shared nodes summing their partials."""
+    graph, params = _numeric_graph(data)
+    nothing = lambda request: pytest.fail("numeric graphs make no LLM call")  # noqa: E731
+    trace = run_sync(forward(graph, params, {}), nothing)
+    grads = run_sync(backward(graph, params, trace, 1.0, rules.numeric()), nothing)
+    for name in graph.of_kind("param"):
+        if not graph.reaches_output(name):
+            assert grads.for_node(name) == ()
+            continue
+        analytic = sum(p.value for p in grads.for_node(name))
+        h = 1e-6
+        x = params.value(name)
+        up = run_sync(forward(graph, params.with_values({name: x + h}), {}), nothing).output_value
+        down = run_sync(forward(graph, params.with_values({name: x - h}), {}), nothing).output_value
+        numeric = (up - down) / (2 * h)
+        assert math.isclose(analytic, numeric, rel_tol=1e-4, abs_tol=1e-4), (name, analytic, numeric)
+        assert len(grads.for_node(name)) == len([s for s in graph.successors(name) if graph.reaches_output(s)])
+
+
+def test_a_trace_from_another_graph_is_refused():
+    """backward refuses a trace produced by a different graph."""
+    from semgrad.core import ProtocolError
+
+    graph, params = paper_graph()
+    other, other_params = _two_input_graph()
+    trace = run_sync(forward(other, other_params, {"q": "?"}), HashLLM())
+    with pytest.raises(ProtocolError, match="different graph"):
+        backward(graph, params, trace, FEEDBACK)
+
+
+def test_backward_failure_reply_from_runner_is_data():
+    """A Failure reply fed to the machine becomes a recorded failure, not an exception."""
+    graph, params = _two_input_graph()
+    trace = run_sync(forward(graph, params, {"q": "?"}), HashLLM())
+    state = backward(graph, params, trace, FEEDBACK)
+    (token, _), = state.emitted
+    done = state.feed(token, Failure(LLMError("timeout", "slow", True)))
+    assert done.done and done.value.failures[0].targets == ("a", "b")
