@@ -1,0 +1,87 @@
+"""Benchmark datasets, seeded disjoint splits, and ready-to-run tasks.
+
+Loaders read files from a data directory you give (the layout of the project's
+``data/`` folder: ``bbh/<task>.json``, ``gsm8k/{train,test}.jsonl``,
+``liar/{train,valid,test}.tsv``); a handful of BBH and GSM8K items are bundled
+for offline use (`load_samples`, `sample_task`). Every problem is a `DataError`
+with a one-line message that says what to pass instead.
+
+Examples:
+    >>> from semgrad.tasks import sample_task
+    >>> task = sample_task("gsm8k", seed=1)
+    >>> task.scoring, task.split.sizes
+    ('numeric', (4, 2, 2))
+    >>> graph, params = task.build()
+    >>> set(task.split.train[0].inputs) == set(graph.inputs)
+    True
+"""
+
+from ._bbh import (
+    BBH_ALGORITHMIC as BBH_ALGORITHMIC,
+    BBH_CHOICE_TASKS as BBH_CHOICE_TASKS,
+    BBH_NLP as BBH_NLP,
+    BBH_TASKS as BBH_TASKS,
+    Category as Category,
+    bbh_category as bbh_category,
+    bbh_examples as bbh_examples,
+    bbh_scoring as bbh_scoring,
+    load_bbh as load_bbh,
+    split_bbh as split_bbh,
+)
+from ._errors import DataError as DataError
+from ._gsm8k import (
+    gsm8k_answer as gsm8k_answer,
+    gsm8k_examples as gsm8k_examples,
+    load_gsm8k as load_gsm8k,
+    split_gsm8k as split_gsm8k,
+)
+from ._liar import (
+    LIAR_LABELS as LIAR_LABELS,
+    liar_examples as liar_examples,
+    load_liar as load_liar,
+    split_liar as split_liar,
+)
+from ._samples import load_samples as load_samples, sample_names as sample_names
+from ._split import Split as Split, split as split
+from ._task import (
+    Scoring as Scoring,
+    Task as Task,
+    expand_task_names as expand_task_names,
+    load_task as load_task,
+    load_tasks as load_tasks,
+    sample_task as sample_task,
+    task_names as task_names,
+)
+
+__all__ = [
+    "BBH_ALGORITHMIC",
+    "BBH_CHOICE_TASKS",
+    "BBH_NLP",
+    "BBH_TASKS",
+    "LIAR_LABELS",
+    "Category",
+    "DataError",
+    "Scoring",
+    "Split",
+    "Task",
+    "bbh_category",
+    "bbh_examples",
+    "bbh_scoring",
+    "expand_task_names",
+    "gsm8k_answer",
+    "gsm8k_examples",
+    "liar_examples",
+    "load_bbh",
+    "load_gsm8k",
+    "load_liar",
+    "load_samples",
+    "load_task",
+    "load_tasks",
+    "sample_names",
+    "sample_task",
+    "split",
+    "split_bbh",
+    "split_gsm8k",
+    "split_liar",
+    "task_names",
+]

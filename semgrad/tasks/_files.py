@@ -1,0 +1,76 @@
+"""Finding and reading data files, with one-line `DataError`s that say what to pass."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._errors import DataError
+
+__all__ = ["DataDir", "data_file", "json_lines", "read_json", "read_text"]
+
+DataDir = str | os.PathLike[str]
+
+_HINT = "pass the directory that holds bbh/, gsm8k/ and liar/ (--data-dir on the command line)"
+
+
+def data_file(data_dir: DataDir, *parts: str) -> Path:
+    """The path ``data_dir/parts...``, after checking the directory and the file exist.
+
+    Examples:
+        >>> data_file("/no/such/dir", "gsm8k", "train.jsonl")
+        Traceback (most recent call last):
+        ...
+        semgrad.tasks._errors.DataError: data directory /no/such/dir does not exist; pass the directory that holds bbh/, gsm8k/ and liar/ (--data-dir on the command line)
+    """
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise DataError(f"data directory {root} does not exist; {_HINT}")
+    path = root.joinpath(*parts)
+    if not path.is_file():
+        raise DataError(f"data file {path} is missing; {_HINT}, with {Path(*parts)} inside it")
+    return path
+
+
+def read_text(path: Path) -> str:
+    """The file's UTF-8 text; a `DataError` if it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise DataError(f"{path}: cannot be read ({error.strerror})") from None
+
+
+def read_json(text: str, source: str) -> Any:
+    """Parse one JSON document; a `DataError` naming `source` and the line on failure."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{source}:{error.lineno}: malformed JSON ({error.msg})") from None
+
+
+def json_lines(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSON Lines text.
+
+    Examples:
+        >>> list(json_lines('{"a": 1}\\n\\n{"a": 2}\\n', "x.jsonl"))
+        [(1, {'a': 1}), (3, {'a': 2})]
+        >>> list(json_lines('{"a": 1}\\n{"a": \\n', "x.jsonl"))
+        Traceback (most recent call last):
+        ...
+        semgrad.tasks._errors.DataError: x.jsonl:2: malformed JSON line (Expecting value)
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{source}:{number}: malformed JSON line ({error.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{source}:{number}: expected a JSON object, got {type(row).__name__}")
+        yield number, row

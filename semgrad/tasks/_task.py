@@ -1,0 +1,196 @@
+"""`Task`: one benchmark ready to train on — its split, graph and scoring kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+import attrs
+
+from ..core import FrozenMap, Graph, Params
+from ..topologies import liar_graph, paper_graph
+from ._bbh import BBH_TASKS, Category, bbh_category, bbh_scoring, load_bbh, split_bbh
+from ._errors import DataError
+from ._files import DataDir
+from ._gsm8k import load_gsm8k, split_gsm8k
+from ._liar import load_liar, split_liar
+from ._samples import load_samples
+from ._split import Split, split
+
+__all__ = ["Scoring", "Task", "expand_task_names", "load_task", "load_tasks", "sample_task", "task_names"]
+
+Scoring = Literal["choice", "exact", "numeric", "yes_no"]
+Topology = Callable[[], tuple[Graph, Params]]
+
+_GROUPS = FrozenMap({"bbh:all": tuple(f"bbh:{task}" for task in BBH_TASKS)})
+
+
+@attrs.frozen
+class Task:
+    """One benchmark task, ready to train and score.
+
+    Attributes:
+        name: The task name, e.g. ``"bbh:navigate"``, ``"gsm8k"``, ``"liar"``.
+        dataset: ``"bbh"``, ``"gsm8k"`` or ``"liar"``.
+        split: The disjoint train / validation / test examples.
+        topology: Builds the graph to use: ``task.topology() -> (graph, params)``.
+        scoring: How to compare an output with a target: ``"choice"`` (an option
+            letter such as ``"(B)"``), ``"exact"`` (normalised text), ``"numeric"``
+            (numbers, not strings) or ``"yes_no"``.
+        category: ``"nlp"`` or ``"algorithmic"`` for BBH tasks, else None.
+        seed: The seed the split was drawn with.
+    """
+
+    name: str
+    dataset: Literal["bbh", "gsm8k", "liar"]
+    split: Split = attrs.field(repr=lambda s: f"Split(sizes={s.sizes})")
+    topology: Topology = attrs.field(repr=lambda f: getattr(f, "__name__", repr(f)))
+    scoring: Scoring
+    category: Category | None = None
+    seed: int = 0
+
+    def build(self) -> tuple[Graph, Params]:
+        """The task's graph and starting parameters: ``self.topology()``."""
+        return self.topology()
+
+
+def task_names(*, groups: bool = False) -> tuple[str, ...]:
+    """Every task `load_task` accepts: ``bbh:<task>`` for the 27 BBH tasks, ``gsm8k``, ``liar``.
+
+    With `groups`, also the group names that `expand_task_names` and `load_tasks`
+    accept (``bbh:all``), first.
+
+    Examples:
+        >>> names = task_names()
+        >>> len(names), names[0], names[-2:]
+        (29, 'bbh:boolean_expressions', ('gsm8k', 'liar'))
+        >>> task_names(groups=True)[:2]
+        ('bbh:all', 'bbh:boolean_expressions')
+    """
+    return (*(_GROUPS if groups else ()), *_GROUPS["bbh:all"], "gsm8k", "liar")
+
+
+def expand_task_names(*names: str) -> tuple[str, ...]:
+    """Task names with ``bbh:all`` replaced by the 27 BBH tasks, duplicates dropped.
+
+    Raises:
+        DataError: An unknown name (the message lists the valid ones).
+
+    Examples:
+        >>> expanded = expand_task_names("gsm8k", "bbh:all", "bbh:navigate")
+        >>> len(expanded), expanded[:2]
+        (28, ('gsm8k', 'bbh:boolean_expressions'))
+    """
+    result: dict[str, None] = {}
+    for name in names:
+        for each in _GROUPS[name] if name in _GROUPS else (_check_name(name),):
+            result[each] = None
+    return tuple(result)
+
+
+def _check_name(name: str) -> str:
+    if name in _GROUPS:
+        raise DataError(f"{name!r} names {len(_GROUPS[name])} tasks; load them with load_tasks([{name!r}], ...)")
+    if name not in task_names():
+        raise DataError(f"unknown task {name!r}; valid names: {', '.join(task_names(groups=True))}")
+    return name
+
+
+def load_task(
+    name: str,
+    data_dir: DataDir,
+    *,
+    seed: int = 0,
+    train: int | None = None,
+    validation: int | None = None,
+    test: int | None = None,
+    drop_incomplete: bool = True,
+) -> Task:
+    """Read one task from `data_dir` and split it by the paper's protocol.
+
+    Defaults (each overridable with `train`, `validation`, `test`):
+
+    * ``bbh:<task>``: 20 train, 20 validation, the rest of the task file as test;
+    * ``gsm8k``: 128 train and 128 validation from ``train.jsonl``, all 1,319
+      items of ``test.jsonl`` as test;
+    * ``liar``: 50 train from ``train.tsv``, 50 validation from ``valid.tsv``,
+      all of ``test.tsv`` as test (labels ``false``/``true`` only; rows with an
+      empty or "none" field dropped unless `drop_incomplete` is False).
+
+    Train, validation and test never share an example, and the same seed always
+    gives the same split.
+
+    Args:
+        name: One of `task_names`.
+        data_dir: The directory that holds ``bbh/``, ``gsm8k/`` and ``liar/``.
+        seed: The shuffle's seed.
+        train: Training items, or None for the default.
+        validation: Validation items, or None for the default.
+        test: Test items, or None for all the remaining (BBH) or held-out (GSM8K, LIAR) items.
+        drop_incomplete: LIAR only: drop rows with an empty or "none" field.
+
+    Raises:
+        DataError: Unknown name, missing directory or file, malformed data, or too few items.
+
+    Examples:
+        >>> load_task("bbh:navigation", "data")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        semgrad.tasks._errors.DataError: unknown task 'bbh:navigation'; valid names: bbh:all, bbh:boolean_expressions, ...
+    """
+    sizes = {"seed": seed, "train": train, "validation": validation, "test": test}
+    if _check_name(name) == "gsm8k":
+        parts = split_gsm8k(load_gsm8k(data_dir, "train"), load_gsm8k(data_dir, "test"), **sizes)
+    elif name == "liar":
+        files = (load_liar(data_dir, f, drop_incomplete=drop_incomplete) for f in ("train", "valid", "test"))
+        parts = split_liar(*files, **sizes)
+    else:
+        parts = split_bbh(load_bbh(data_dir, name.removeprefix("bbh:")), **sizes)
+    return _task(name, parts, seed)
+
+
+def load_tasks(
+    names: Iterable[str],
+    data_dir: DataDir,
+    *,
+    seed: int = 0,
+    train: int | None = None,
+    validation: int | None = None,
+    test: int | None = None,
+    drop_incomplete: bool = True,
+) -> tuple[Task, ...]:
+    """`load_task` for each of `names` after `expand_task_names`, so ``bbh:all`` works.
+
+    Examples:
+        >>> load_tasks(["bbh:all"], "/no/such/dir")
+        Traceback (most recent call last):
+        ...
+        semgrad.tasks._errors.DataError: data directory /no/such/dir does not exist; pass the directory that holds bbh/, gsm8k/ and liar/ (--data-dir on the command line)
+    """
+    options = {"seed": seed, "train": train, "validation": validation, "test": test, "drop_incomplete": drop_incomplete}
+    return tuple(load_task(name, data_dir, **options) for name in expand_task_names(*names))  # type: ignore[arg-type]
+
+
+def sample_task(name: str, *, seed: int = 0, train: int = 4, validation: int = 2, test: int | None = None) -> Task:
+    """A `Task` over the bundled items (see `load_samples`): no data directory needed.
+
+    Examples:
+        >>> task = sample_task("bbh:navigate")
+        >>> task.split.sizes, task.scoring, task.category
+        ((4, 2, 4), 'exact', 'algorithmic')
+        >>> task.build()[0].output
+        'answer'
+        >>> sample_task("gsm8k", train=3, validation=3).split.sizes
+        (3, 3, 2)
+    """
+    parts = split(load_samples(name), train=train, validation=validation, test=test, seed=seed)
+    return _task(name, parts, seed)
+
+
+def _task(name: str, parts: Split, seed: int) -> Task:
+    if name == "gsm8k":
+        return Task(name, "gsm8k", parts, paper_graph, "numeric", seed=seed)
+    if name == "liar":
+        return Task(name, "liar", parts, liar_graph, "yes_no", seed=seed)
+    task = name.removeprefix("bbh:")
+    return Task(name, "bbh", parts, paper_graph, bbh_scoring(task), bbh_category(task), seed)
