@@ -5,7 +5,7 @@ returns a `Program` whose requests `semgrad.effects` answers.
 """
 
 from ._example import Example, as_examples
-from . import numeric, rules
+from . import numeric, optim, rules
 from ._backward import BackwardMachine, BackwardPlan, backward, plan_backward
 from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, merge_gradients
 from ._errors import GraphError, InputError, ProtocolError, SemgradError
@@ -28,6 +28,7 @@ from ._requests import (
     as_reply,
     request_key,
 )
+from ._scoring import Loss, Score, exact_match, extract_answer, llm_judge, normalize, normalized_match, numeric_match, parse_number
 from ._trace import NodeRun, Trace
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "merge_gradients",
     "plan_backward",
     "numeric",
+    "optim",
     "rules",
     "ENGINES",
     "PURPOSES",
@@ -69,6 +71,15 @@ __all__ = [
     "SemgradError",
     "Token",
     "Trace",
+    "Loss",
+    "Score",
+    "exact_match",
+    "extract_answer",
+    "llm_judge",
+    "normalize",
+    "normalized_match",
+    "numeric_match",
+    "parse_number",
     "as_examples",
     "as_reply",
     "ask",

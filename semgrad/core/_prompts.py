@@ -15,10 +15,13 @@ __all__ = [
     "Shown",
     "feedback_form",
     "format_inputs",
+    "render_critique",
+    "render_examples",
     "render_forward",
     "render_neighbor_aware",
     "render_per_edge",
     "render_repair",
+    "render_rewrite",
     "render_summarize",
 ]
 
@@ -238,4 +241,114 @@ def render_summarize(
         purpose="summarize",
         node=node,
         sample=sample,
+    )
+
+
+# --- optimizer ------------------------------------------------------------------------------
+
+OPTIMIZER_SYSTEM = (
+    "You improve one part of a system made of LLM components. You are shown the current text of "
+    "that part, how the system did with it, and feedback. You write an improved version that fixes "
+    "the problems the feedback points out and keeps what works. Write general improvements, not "
+    "answers to the particular examples."
+)
+EXAMPLE_BLOCK = """<example {index}>
+Inputs:
+{inputs}
+
+Output:
+{output}
+
+Feedback on the output:
+{feedback}
+</example {index}>"""
+REWRITE_USER = """You are improving {role} ({name}).
+
+Current text:
+<current>
+{current}
+</current>
+{sections}
+{constraints}Write the improved text. Reply with it inside tags, exactly in this form:
+<improved>
+the improved text
+</improved>"""
+CRITIQUE_USER = """Here is {role} ({name}):
+<current>
+{current}
+</current>
+
+Here is how the component did with it:
+{examples}
+
+Explain how this text should change so that the component's outputs earn better feedback. Be \
+specific. Reply in the form:
+<critique>
+your explanation
+</critique>"""
+
+
+def render_examples(examples: Sequence[tuple[Sequence[tuple[str, Any]], Any, Any]]) -> str:
+    """Number ``(inputs, output, feedback)`` examples for optimizer prompts."""
+    blocks = []
+    for index, (inputs, output, feedback) in enumerate(examples, 1):
+        shown = "\n".join(f"{name}: {value}" for name, value in inputs) or "(none)"
+        blocks.append(
+            EXAMPLE_BLOCK.format(index=index, inputs=shown, output=output, feedback=feedback or "(no feedback)")
+        )
+    return "\n\n".join(blocks)
+
+
+def render_rewrite(
+    name: str,
+    role: str,
+    current: Any,
+    *,
+    examples: str = "",
+    feedback: str = "",
+    critique: str = "",
+    history: Sequence[str] = (),
+    constraints: Sequence[str] = (),
+    engine: str = "optimizer",
+    options: Mapping[str, Any] | None = None,
+) -> LLMRequest:
+    """The request that asks for an improved value of one parameter."""
+    sections = []
+    if examples:
+        sections.append(f"How the component did on some examples:\n{examples}")
+    if feedback:
+        sections.append(f"Feedback on this text from the rest of the system:\n<feedback>\n{feedback}\n</feedback>")
+    if critique:
+        sections.append(f"A critique of this text:\n<critique>\n{critique}\n</critique>")
+    if history:
+        past = "\n".join(f"- {h}" for h in history)
+        sections.append(f"Earlier feedback and rejected attempts (do not repeat what failed):\n{past}")
+    rules = "".join(f"- {c}\n" for c in constraints)
+    user = REWRITE_USER.format(
+        role=role,
+        name=name,
+        current=current,
+        sections="\n" + "\n\n".join(sections) + "\n" if sections else "",
+        constraints=f"Constraints:\n{rules}\n" if rules else "",
+    )
+    return LLMRequest(
+        (Message("system", OPTIMIZER_SYSTEM), Message("user", user)),
+        engine=engine,
+        purpose="rewrite",
+        node=name,
+        options=options or {},
+    )
+
+
+def render_critique(
+    name: str, role: str, current: Any, examples: str, *, engine: str = "optimizer", options: Mapping[str, Any] | None = None
+) -> LLMRequest:
+    """The request that asks for an explicit gradient (critique) of an instruction."""
+    user = CRITIQUE_USER.format(role=role, name=name, current=current, examples=examples)
+    return LLMRequest(
+        (Message("system", OPTIMIZER_SYSTEM), Message("user", user)),
+        engine=engine,
+        purpose="critique",
+        node=name,
+        options=options or {},
     )

@@ -1,0 +1,202 @@
+"""Losses: compare a trace's output with the example's target; give a score and seed feedback.
+
+A loss is a callable ``loss(example, trace) -> Program[Score]``. String and
+numeric matches are pure (no call); `llm_judge` asks an LLM (``purpose="evaluate"``)
+and its critique becomes the seed feedback of backpropagation.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from returns.result import Success
+
+from ._example import Example
+from ._parse import parse_tagged
+from ._program import Program, ask, map_, pure
+from ._requests import LLMRequest, Message
+from ._trace import Trace
+
+__all__ = [
+    "Loss",
+    "Score",
+    "exact_match",
+    "extract_answer",
+    "llm_judge",
+    "normalize",
+    "normalized_match",
+    "numeric_match",
+    "parse_number",
+]
+
+
+@attrs.frozen
+class Score:
+    """How one sample did.
+
+    Attributes:
+        value: 1.0 for a right answer, 0.0 for a wrong one (a judge may give values between).
+        feedback: The seed feedback for backpropagation.
+        answer: The answer that was compared (extracted from the output).
+    """
+
+    value: float
+    feedback: str
+    answer: Any = None
+
+    @property
+    def correct(self) -> bool:
+        """True for a full score."""
+        return self.value >= 1.0
+
+
+Loss = Callable[[Example, Trace], Program[Score]]
+
+_ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*(?:is)?\s*[:\-]\s*(.+?)\s*$")
+
+
+def extract_answer(output: Any) -> str:
+    """The answer in an output: the last ``Answer: ...`` line, else the whole text.
+
+    Examples:
+        >>> extract_answer("Let me think.\\nAnswer: (B)")
+        '(B)'
+        >>> extract_answer("  42 ")
+        '42'
+    """
+    text = "" if output is None else str(output)
+    found = _ANSWER_LINE.findall(text)
+    return (found[-1] if found else text).strip()
+
+
+_CHOICE = re.compile(r"\(?([a-z])\)?")
+
+
+def normalize(text: str) -> str:
+    """Case, whitespace and surrounding punctuation folded; ``(B)``, ``B)`` and ``b`` all become ``(b)``.
+
+    Examples:
+        >>> normalize("  The Answer.  "), normalize("B)"), normalize("(b)"), normalize('"Yes".')
+        ('the answer', '(b)', '(b)', 'yes')
+    """
+    folded = " ".join(str(text).split()).casefold()
+    choice = _CHOICE.fullmatch(folded.strip(string.punctuation.replace("(", "").replace(")", "") + " "))
+    if choice:
+        return f"({choice.group(1)})"
+    return folded.strip(string.punctuation + " ")
+
+
+_NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+
+
+def parse_number(text: Any) -> float | None:
+    """The last number in a text (commas and a dollar sign allowed), or None.
+
+    Examples:
+        >>> parse_number("He made $70,000 in profit."), parse_number("none")
+        (70000.0, None)
+    """
+    found = _NUMBER.findall("" if text is None else str(text))
+    if not found:
+        return None
+    return float(found[-1].replace(",", "").replace("$", ""))
+
+
+def _feedback(answer: str, target: Any) -> str:
+    return f'The output "{answer}" is wrong; the expected output is "{target}".'
+
+
+def _score_by(same: Callable[[str, Any], bool]) -> Loss:
+    def loss(example: Example, trace: Trace) -> Program[Score]:
+        answer = extract_answer(trace.output_value)
+        if trace.output_value is None:
+            return pure(Score(0.0, f'The system produced no output; the expected output is "{example.target}".', None))
+        if same(answer, example.target):
+            return pure(Score(1.0, f'The output "{answer}" is correct.', answer))
+        return pure(Score(0.0, _feedback(answer, example.target), answer))
+
+    return loss
+
+
+def exact_match() -> Loss:
+    """Right when the extracted answer equals the target exactly (after stripping)."""
+    return _score_by(lambda answer, target: answer == str(target).strip())
+
+
+def normalized_match() -> Loss:
+    """Right when answers agree after `normalize` (the default loss of `fit`).
+
+    Examples:
+        >>> from semgrad.core import NodeRun
+        >>> trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value="Thinking...\\nAnswer: b)")})
+        >>> normalized_match()(Example({}, "(B)"), trace).value
+        Score(value=1.0, feedback='The output "b)" is correct.', answer='b)')
+    """
+    return _score_by(lambda answer, target: normalize(answer) == normalize(str(target)))
+
+
+def numeric_match(*, tolerance: float = 1e-6) -> Loss:
+    """Right when the last number of the answer equals the target's number (GSM8K)."""
+
+    def same(answer: str, target: Any) -> bool:
+        got, want = parse_number(answer), parse_number(target)
+        return got is not None and want is not None and abs(got - want) <= tolerance * max(1.0, abs(want))
+
+    return _score_by(same)
+
+
+JUDGE_SYSTEM = "You are a strict evaluator. You judge an output against the criteria and explain what is wrong."
+JUDGE_USER = """Criteria:
+{criteria}
+
+Input:
+{inputs}
+
+Output to judge:
+<output>
+{output}
+</output>
+{reference}
+Give a score from 0 to 1 (1 only if the output fully meets the criteria) and a critique that says \
+concretely what to change. Reply exactly in this form:
+<score>0.0 to 1.0</score>
+<critique>what is wrong and how to fix it</critique>"""
+
+
+def llm_judge(criteria: str, *, engine: str = "backward", show_target: bool = True) -> Loss:
+    """An LLM-judge loss (``purpose="evaluate"``): its critique becomes the seed feedback.
+
+    An unreadable or failed judgement scores 0 with feedback that says so.
+    """
+
+    def loss(example: Example, trace: Trace) -> Program[Score]:
+        inputs = "\n".join(f"{k}: {v}" for k, v in example.inputs.items()) or "(none)"
+        reference = f"\nReference answer: {example.target}\n" if show_target and example.target is not None else ""
+        request = LLMRequest(
+            (
+                Message("system", JUDGE_SYSTEM),
+                Message("user", JUDGE_USER.format(criteria=criteria, inputs=inputs, output=trace.output_value, reference=reference)),
+            ),
+            engine=engine,
+            purpose="evaluate",
+            node=trace.output,
+            sample=trace.sample,
+        )
+
+        def read(reply: Any) -> Score:
+            if not isinstance(reply, Success):
+                return Score(0.0, f"The judge could not be asked ({reply.failure().kind}).", trace.output_value)
+            text = reply.unwrap().text
+            critique = parse_tagged(text, ["critique"])
+            number = parse_number(parse_tagged(text, ["score"]).value_or(""))
+            if not isinstance(critique, Success) or number is None:
+                return Score(0.0, "The judge's reply could not be read.", trace.output_value)
+            return Score(max(0.0, min(1.0, number)), critique.unwrap(), trace.output_value)
+
+        return map_(ask(request), read)
+
+    return loss

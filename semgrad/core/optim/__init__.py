@@ -1,0 +1,78 @@
+"""Composable optimizers over semantic gradients (optax-style transforms).
+
+A transform is ``init(params) -> state`` and ``update(step, state, params) ->
+Program[(step, state)]``; `chain` composes them; `neighbor_sgd` (the paper) and
+`tgd` (TextGrad) are just chains. Write one small transform, never a subclass.
+"""
+
+from ._alias import ABLATIONS, ablation, neighbor_sgd, tgd
+from ._base import (
+    EmptyState,
+    InstructionExample,
+    ParamGradient,
+    Proposal,
+    StageReport,
+    Step,
+    Transform,
+    apply_updates,
+    identity,
+    require,
+    stateless,
+)
+from ._combining import EveryKState, apply_if, chain, every_k, masked, named_chain
+from ._stages import (
+    GateState,
+    MomentumState,
+    SelectState,
+    aggregate,
+    backward,
+    critique,
+    evaluate,
+    full_update,
+    mean_score,
+    momentum,
+    one_at_a_time,
+    propose_rewrite,
+    sample_update,
+    select_error_samples,
+    validation_gate,
+)
+
+__all__ = [
+    "ABLATIONS",
+    "EmptyState",
+    "EveryKState",
+    "GateState",
+    "InstructionExample",
+    "MomentumState",
+    "ParamGradient",
+    "Proposal",
+    "SelectState",
+    "StageReport",
+    "Step",
+    "Transform",
+    "ablation",
+    "aggregate",
+    "apply_if",
+    "apply_updates",
+    "backward",
+    "chain",
+    "critique",
+    "evaluate",
+    "every_k",
+    "full_update",
+    "identity",
+    "masked",
+    "mean_score",
+    "momentum",
+    "named_chain",
+    "neighbor_sgd",
+    "one_at_a_time",
+    "propose_rewrite",
+    "require",
+    "sample_update",
+    "select_error_samples",
+    "stateless",
+    "tgd",
+    "validation_gate",
+]

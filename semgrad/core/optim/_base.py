@@ -1,0 +1,214 @@
+"""The transform contract: optax-style ``(init, update)`` pairs over a shared `Step`.
+
+A transform is two pure functions: ``init(params) -> state`` and
+``update(step, state, params) -> Program[(step, state)]``. A `Step` record flows
+through every stage of a chain; each stage fills the fields it owns and checks
+that the fields it needs were filled by an earlier stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from .._errors import ProtocolError
+from .._example import Example
+from .._frozen import FrozenMap, freeze
+from .._gradients import Gradients
+from .._graph import Graph, Params
+from .._program import Program, pure
+from .._requests import SampleId
+from .._scoring import Loss, Score
+from .._trace import Trace
+
+__all__ = [
+    "EmptyState",
+    "InstructionExample",
+    "ParamGradient",
+    "Proposal",
+    "StageReport",
+    "Step",
+    "Transform",
+    "apply_updates",
+    "identity",
+    "require",
+    "stateless",
+]
+
+
+@attrs.frozen
+class InstructionExample:
+    """One sample as an instruction's optimizer sees it: the node's inputs, output and feedback."""
+
+    sample: SampleId
+    inputs: tuple[tuple[str, Any], ...]
+    output: Any
+    feedback: Any
+
+
+@attrs.frozen
+class ParamGradient:
+    """What a parameter is rewritten from.
+
+    Attributes:
+        param: The parameter's name.
+        examples: For an instruction, its node's examples (the paper's gradient).
+        feedback: The partial gradients it received, aggregated in (sample, source)
+            order (free parameters; instructions under per-edge with instructions).
+    """
+
+    param: str
+    examples: tuple[InstructionExample, ...] = ()
+    feedback: str = ""
+
+
+@attrs.frozen
+class Proposal:
+    """A rewrite the optimizer LLM proposed: the new value, or None and why not."""
+
+    param: str
+    value: Any = None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a usable new value."""
+        return self.value is not None
+
+
+@attrs.frozen
+class StageReport:
+    """What one stage did, for logs and reports."""
+
+    stage: str
+    notes: tuple[str, ...] = ()
+
+
+def _score_tuple(value: Any) -> tuple[Score, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class Step:
+    """The record that flows through an optimizer chain for one iteration.
+
+    `fit` fills the first block; stages fill the rest.
+
+    Attributes:
+        graph: The system's structure.
+        iteration: The iteration number (0-based).
+        train, traces, scores: The training batch, its forward traces and scores.
+        validation: The validation set (the gate scores candidates on it).
+        loss: The loss used to score samples.
+        best_score: The validation score of the current params, when known.
+        previous_rejected: Proposals rejected in earlier iterations, by parameter.
+        selected: Indices (into `traces`) of the samples chosen for backward.
+        gradients: Backpropagated gradients of the selected samples.
+        param_gradients: What each trainable parameter is rewritten from.
+        critiques: Explicit instruction gradients (the "via feedback" variant).
+        history: Past gradients and rejected attempts shown to the rewrite (momentum).
+        proposals: The optimizer's proposed values.
+        updates: The new values to apply.
+        candidate_score: The validation score of the params with `updates` applied.
+        accepted: The gate's verdict (None: no gate ran).
+        active: Parameters the current stages may touch (set by `masked`).
+        report: One `StageReport` per stage that ran.
+    """
+
+    graph: Graph
+    iteration: int = 0
+    train: tuple[Example, ...] = ()
+    traces: tuple[Trace, ...] = ()
+    scores: tuple[Score, ...] = attrs.field(default=(), converter=_score_tuple)
+    validation: tuple[Example, ...] = ()
+    loss: Loss | None = attrs.field(default=None, eq=False, repr=False)
+    best_score: float | None = None
+    previous_rejected: FrozenMap[str, tuple[Any, ...]] = attrs.field(factory=FrozenMap, converter=freeze)
+    selected: tuple[int, ...] | None = None
+    gradients: Gradients | None = None
+    param_gradients: FrozenMap[str, ParamGradient] | None = None
+    critiques: FrozenMap[str, str] = attrs.field(factory=FrozenMap, converter=freeze)
+    history: FrozenMap[str, tuple[str, ...]] = attrs.field(factory=FrozenMap, converter=freeze)
+    proposals: FrozenMap[str, Proposal] | None = None
+    updates: FrozenMap[str, Any] | None = None
+    candidate_score: float | None = None
+    accepted: bool | None = None
+    active: tuple[str, ...] | None = None
+    report: tuple[StageReport, ...] = ()
+
+    def trainable(self, params: Params) -> tuple[str, ...]:
+        """Trainable parameters the current stage may touch, in order."""
+        names = params.trainable()
+        return names if self.active is None else tuple(n for n in names if n in self.active)
+
+    def noted(self, stage: str, *notes: str) -> Step:
+        """A copy with a report entry for `stage` appended."""
+        return attrs.evolve(self, report=self.report + (StageReport(stage, tuple(notes)),))
+
+
+def require(step: Step, field: str, stage: str, producer: str) -> Any:
+    """The value of ``step.<field>``, or a `ProtocolError` naming the stage that must come first."""
+    value = getattr(step, field)
+    if value is None or (field in ("traces", "scores") and not value):
+        raise ProtocolError(f"{stage} needs step.{field}; put {producer} before it in the chain")
+    return value
+
+
+Init = Callable[[Params], Any]
+Update = Callable[[Step, Any, Params], Program[tuple[Step, Any]]]
+
+
+@attrs.frozen
+class Transform:
+    """An optimizer stage or a whole optimizer: ``init(params) -> state`` and
+    ``update(step, state, params) -> Program[(step, state)]``."""
+
+    init: Init = attrs.field(eq=False)
+    update: Update = attrs.field(eq=False)
+    name: str = ""
+
+
+@attrs.frozen
+class EmptyState:
+    """The state of a stateless transform."""
+
+
+def identity() -> Transform:
+    """The transform that changes nothing.
+
+    Examples:
+        >>> from semgrad.topologies import paper_graph
+        >>> graph, params = paper_graph()
+        >>> t = identity()
+        >>> step = Step(graph)
+        >>> t.update(step, t.init(params), params).value == (step, EmptyState())
+        True
+    """
+    return Transform(lambda params: EmptyState(), lambda step, state, params: pure((step, state)), "identity")
+
+
+def stateless(fn: Callable[[Step, Params], Program[Step]], name: str = "") -> Transform:
+    """A transform from a function of the step and params that keeps no state."""
+    from .._program import map_
+
+    return Transform(
+        lambda params: EmptyState(),
+        lambda step, state, params: map_(fn(step, params), lambda new: (new, state)),
+        name or getattr(fn, "__name__", "stage"),
+    )
+
+
+def apply_updates(params: Params, updates: Mapping[str, Any] | None) -> Params:
+    """Params with `updates` applied (pure); None or ``{}`` means unchanged.
+
+    Examples:
+        >>> from semgrad.topologies import paper_graph
+        >>> _, params = paper_graph()
+        >>> apply_updates(params, {"answer.instruction": "Solve it carefully."}).value("answer.instruction")
+        'Solve it carefully.'
+    """
+    if not updates:
+        return params
+    return params.with_values(updates)

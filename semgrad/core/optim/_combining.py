@@ -1,0 +1,111 @@
+"""Combinators: chain stages, name them, mask parameters, run conditionally or every k steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from .._frozen import FrozenMap
+from .._graph import Parameter, Params
+from .._program import Program, bind, map_, pure
+from ._base import Step, Transform
+
+__all__ = ["apply_if", "chain", "every_k", "masked", "named_chain"]
+
+
+def _run_all(transforms: Sequence[Transform], step: Step, states: Sequence[Any], params: Params) -> Program[tuple[Step, tuple[Any, ...]]]:
+    def go(index: int, step: Step, done: tuple[Any, ...]) -> Program[tuple[Step, tuple[Any, ...]]]:
+        if index == len(transforms):
+            return pure((step, done))
+        return bind(transforms[index].update(step, states[index], params), lambda r: go(index + 1, r[0], done + (r[1],)))
+
+    return go(0, step, ())
+
+
+def chain(*transforms: Transform) -> Transform:
+    """Apply transforms in order; the state is the tuple of their states.
+
+    Examples:
+        >>> from semgrad.core.optim import identity
+        >>> chain(identity(), identity()).name
+        'chain(identity, identity)'
+    """
+    for t in transforms:
+        if not isinstance(t, Transform):
+            raise TypeError(f"chain takes transforms, got {type(t).__name__}")
+    return Transform(
+        lambda params: tuple(t.init(params) for t in transforms),
+        lambda step, state, params: _run_all(transforms, step, state, params),
+        f"chain({', '.join(t.name for t in transforms)})",
+    )
+
+
+def named_chain(*pairs: tuple[str, Transform]) -> Transform:
+    """Like `chain`, with named stages; the state is a `FrozenMap` by name."""
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"named_chain: duplicate stage names in {names}")
+    transforms = [t for _, t in pairs]
+
+    def update(step: Step, state: FrozenMap[str, Any], params: Params) -> Program[tuple[Step, FrozenMap[str, Any]]]:
+        return map_(_run_all(transforms, step, [state[n] for n in names], params), lambda r: (r[0], FrozenMap(zip(names, r[1]))))
+
+    return Transform(lambda params: FrozenMap((n, t.init(params)) for n, t in pairs), update, f"named_chain({', '.join(names)})")
+
+
+def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) -> Transform:
+    """Run `inner` on the parameters `mask` selects only; the others are never updated.
+
+    Args:
+        inner: The transform to restrict.
+        mask: A predicate on `Parameter`, or the names of the parameters to optimize.
+    """
+    if isinstance(mask, str):
+        raise TypeError("masked: pass a sequence of parameter names, not a single string")
+    predicate = mask if callable(mask) else (lambda p, names=frozenset(mask): p.name in names)
+
+    def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
+        allowed = tuple(name for name in step.trainable(params) if predicate(params[name]))
+        outer = step.active
+
+        def restore(result: tuple[Step, Any]) -> tuple[Step, Any]:
+            new, inner_state = result
+            keep = lambda m: None if m is None else FrozenMap((k, v) for k, v in m.items() if k in allowed)  # noqa: E731
+            return attrs.evolve(new, active=outer, updates=keep(new.updates), proposals=keep(new.proposals)), inner_state
+
+        return map_(inner.update(attrs.evolve(step, active=allowed), state, params), restore)
+
+    return Transform(inner.init, update, f"masked({inner.name})")
+
+
+def apply_if(predicate: Callable[[Step], bool], inner: Transform) -> Transform:
+    """Run `inner` only on steps for which `predicate(step)` is true."""
+
+    def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
+        return inner.update(step, state, params) if predicate(step) else pure((step, state))
+
+    return Transform(inner.init, update, f"apply_if({inner.name})")
+
+
+@attrs.frozen
+class EveryKState:
+    """Steps seen so far, and the inner state."""
+
+    count: int
+    inner: Any
+
+
+def every_k(inner: Transform, k: int) -> Transform:
+    """Run `inner` on every k-th step only (the 1st, k+1-th, ... are skipped until the k-th)."""
+    if k < 1:
+        raise ValueError(f"every_k needs k >= 1, got {k}")
+
+    def update(step: Step, state: EveryKState, params: Params) -> Program[tuple[Step, EveryKState]]:
+        count = state.count + 1
+        if count % k:
+            return pure((step.noted(f"every_k({inner.name})", f"skipped ({count % k}/{k})"), EveryKState(count, state.inner)))
+        return map_(inner.update(step, state.inner, params), lambda r: (r[0], EveryKState(count, r[1])))
+
+    return Transform(lambda params: EveryKState(0, inner.init(params)), update, f"every_k({inner.name}, {k})")

@@ -1,0 +1,372 @@
+"""The stages of semantic gradient descent, each a small `Transform`."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from returns.result import Failure, Success
+
+from .._aggregate import concat_texts
+from .._backward import backward as backward_program
+from .._errors import ProtocolError
+from .._example import Example
+from .._forward import forward
+from .._frozen import FrozenMap
+from .._gradients import Gradients, merge_gradients
+from .._graph import Graph, Params
+from .._parse import parse_tagged
+from .._program import Program, ask, bind, gather, map_, pure
+from .._prompts import render_critique, render_examples, render_rewrite
+from .._rules import Rule
+from .._scoring import Loss, Score
+from .._trace import Trace
+from ._base import EmptyState, InstructionExample, ParamGradient, Proposal, Step, Transform, apply_updates, require
+
+__all__ = [
+    "GateState",
+    "MomentumState",
+    "SelectState",
+    "aggregate",
+    "backward",
+    "critique",
+    "evaluate",
+    "full_update",
+    "momentum",
+    "one_at_a_time",
+    "propose_rewrite",
+    "sample_update",
+    "select_error_samples",
+    "validation_gate",
+]
+
+
+def _rng(seed: int, iteration: int, stage: str) -> random.Random:
+    return random.Random(f"{stage}:{seed}:{iteration}")
+
+
+@attrs.frozen
+class SelectState:
+    """The seed of `select_error_samples`."""
+
+    seed: int
+
+
+def select_error_samples(k: int = 2, *, seed: int = 0, fallback: bool = True) -> Transform:
+    """Choose up to `k` wrong samples (score below 1), seeded per iteration.
+
+    Args:
+        k: How many samples at most.
+        seed: The selection seed; the same seed gives the same choice.
+        fallback: With no wrong sample, choose `k` random samples instead
+            (False: choose none, and the later stages do nothing).
+    """
+    if k < 1:
+        raise ValueError(f"select_error_samples needs k >= 1, got {k}")
+
+    def update(step: Step, state: SelectState, params: Params) -> Program[tuple[Step, SelectState]]:
+        scores = require(step, "scores", "select_error_samples", "fit (which scores the training batch)")
+        wrong = [i for i, s in enumerate(scores) if not s.correct]
+        rng = _rng(state.seed, step.iteration, "select")
+        if wrong:
+            chosen, note = sorted(rng.sample(wrong, min(k, len(wrong)))), f"{len(wrong)} wrong"
+        elif fallback:
+            chosen, note = sorted(rng.sample(range(len(scores)), min(k, len(scores)))), "no wrong sample; random fallback"
+        else:
+            chosen, note = [], "no wrong sample"
+        ids = ", ".join(str(step.traces[i].sample) for i in chosen)
+        new = attrs.evolve(step, selected=tuple(chosen)).noted("select_error_samples", note, f"selected: {ids or 'none'}")
+        return pure((new, state))
+
+    return Transform(lambda params: SelectState(seed), update, "select_error_samples")
+
+
+def backward(rule: Rule | None = None) -> Transform:
+    """Backpropagate each selected sample's feedback, all samples concurrently."""
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        selected = require(step, "selected", "backward", "select_error_samples()")
+        programs = [backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, rule) for i in selected]
+
+        def done(parts: tuple[Gradients, ...]) -> tuple[Step, EmptyState]:
+            grads = merge_gradients(parts)
+            notes = (f"{len(grads.partials)} partials", f"{len(grads.failures)} failures")
+            return attrs.evolve(step, gradients=grads).noted("backward", *notes), state
+
+        return map_(gather(*programs), done)
+
+    return Transform(lambda params: EmptyState(), update, "backward")
+
+
+def _examples(step: Step, node: str, grads: Gradients | None) -> tuple[InstructionExample, ...]:
+    examples = []
+    for i in step.selected or ():
+        trace, score = step.traces[i], step.scores[i]
+        run = trace[node]
+        if node == step.graph.output:
+            feedback: Any = score.feedback
+        elif grads is None:
+            feedback = ""
+        else:
+            told = [f.value for f in grads.feedback_for(node) if f.sample == trace.sample]
+            texts = [p.text for p in grads.for_node(node) if p.sample == trace.sample]
+            if not told and not texts:
+                continue
+            feedback = told[0] if told else concat_texts(texts)
+        examples.append(InstructionExample(trace.sample, run.inputs, run.value, feedback))
+    return tuple(examples)
+
+
+def aggregate(*, examples: bool = True, require_gradients: bool = True, max_chars: int | None = None) -> Transform:
+    """Gather, per trainable parameter, what it will be rewritten from.
+
+    An instruction gets its node's examples (inputs, output and feedback per
+    selected sample -- the paper's gradient); any parameter that received
+    partials (a free parameter, or an instruction under per-edge with
+    instructions) gets them concatenated in (sample, source) order.
+
+    Args:
+        examples: Include instruction examples (False: partials only, as TextGrad).
+        require_gradients: Without a backward stage, fail (True) or build examples
+            whose only feedback is the output's seed feedback (False; the "no
+            gradients" ablation).
+        max_chars: Bound each parameter's concatenated feedback.
+    """
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        require(step, "selected", "aggregate", "select_error_samples()")
+        grads = require(step, "gradients", "aggregate", "backward(...)") if require_gradients else step.gradients
+        result = {}
+        for name in step.trainable(params):
+            param = params[name]
+            found = _examples(step, param.node, grads) if examples and param.node else ()
+            partials = grads.for_node(name) if grads is not None else ()
+            feedback = concat_texts([p.text for p in partials], max_chars=max_chars)
+            if found or feedback:
+                result[name] = ParamGradient(name, found, feedback)
+        note = f"gradients for {', '.join(result) or 'no parameter'}"
+        return pure((attrs.evolve(step, param_gradients=FrozenMap(result)).noted("aggregate", note), state))
+
+    return Transform(lambda params: EmptyState(), update, "aggregate")
+
+
+def _example_text(gradient: ParamGradient) -> str:
+    return render_examples([(e.inputs, e.output, e.feedback) for e in gradient.examples])
+
+
+def critique(*, engine: str = "optimizer", options: dict[str, Any] | None = None) -> Transform:
+    """Ask for an explicit gradient (a critique) of each instruction before rewriting it."""
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        grads = require(step, "param_gradients", "critique", "aggregate()")
+        names = [n for n, g in grads.items() if g.examples]
+
+        def one(name: str) -> Program[tuple[str, Any]]:
+            p = params[name]
+            request = render_critique(name, p.role, p.value, _example_text(grads[name]), engine=engine, options=options)
+            return map_(ask(request), lambda reply: (name, _tagged(reply, "critique")))
+
+        def done(results: tuple[tuple[str, Any], ...]) -> tuple[Step, EmptyState]:
+            ok = {n: r.unwrap() for n, r in results if isinstance(r, Success)}
+            bad = [f"{n}: {r.failure()}" for n, r in results if not isinstance(r, Success)]
+            new = attrs.evolve(step, critiques=FrozenMap(ok)).noted("critique", f"critiques for {', '.join(ok) or 'none'}", *bad)
+            return new, state
+
+        return map_(gather(*(one(n) for n in names)), done)
+
+    return Transform(lambda params: EmptyState(), update, "critique")
+
+
+def _tagged(reply: Any, tag: str) -> Any:
+    if not isinstance(reply, Success):
+        error = reply.failure()
+        return Failure(f"the call failed ({error.kind}: {error.message})")
+    return parse_tagged(reply.unwrap().text, [tag]).alt(lambda e: e.reason)
+
+
+def propose_rewrite(
+    *,
+    constraints: Sequence[str] = (),
+    max_chars: int | None = None,
+    engine: str = "optimizer",
+    options: dict[str, Any] | None = None,
+) -> Transform:
+    """One optimizer request per parameter with a gradient: propose its improved value.
+
+    An instruction is rewritten from its examples (or its critique, when a
+    `critique()` stage ran); a free parameter from its aggregated partials.
+    `constraints` (e.g. "Keep the output format.") are stated in the prompt; a
+    proposal longer than `max_chars` is unusable. An unusable reply leaves the
+    parameter unchanged, and the report says why.
+    """
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        grads = require(step, "param_gradients", "propose_rewrite", "aggregate()")
+
+        def one(name: str) -> Program[Proposal]:
+            p, g = params[name], grads[name]
+            text = step.critiques.get(name)
+            request = render_rewrite(
+                name,
+                p.role,
+                p.value,
+                examples="" if text else _example_text(g),
+                feedback="" if text else g.feedback,
+                critique=text or "",
+                history=step.history.get(name, ()),
+                constraints=constraints,
+                engine=engine,
+                options=options,
+            )
+            return map_(ask(request), lambda reply: _proposal(name, _tagged(reply, "improved"), max_chars))
+
+        names = [n for n in grads if n in step.trainable(params)]
+
+        def done(proposals: tuple[Proposal, ...]) -> tuple[Step, EmptyState]:
+            notes = [f"{p.param}: {'proposed' if p.ok else 'kept (' + p.reason + ')'}" for p in proposals]
+            new = attrs.evolve(step, proposals=FrozenMap((p.param, p) for p in proposals)).noted("propose_rewrite", *notes)
+            return new, state
+
+        return map_(gather(*(one(n) for n in names)), done)
+
+    return Transform(lambda params: EmptyState(), update, "propose_rewrite")
+
+
+def _proposal(name: str, parsed: Any, max_chars: int | None) -> Proposal:
+    if not isinstance(parsed, Success):
+        return Proposal(name, None, f"unusable reply: {parsed.failure()}")
+    value = parsed.unwrap()
+    if max_chars is not None and len(value) > max_chars:
+        return Proposal(name, None, f"unusable reply: {len(value)} characters, over the limit of {max_chars}")
+    return Proposal(name, value, "")
+
+
+def _usable(step: Step, params: Params) -> list[Proposal]:
+    proposals = require(step, "proposals", "an update stage", "propose_rewrite()")
+    return [p for p in proposals.values() if p.ok and p.value != params.value(p.param) and p.param in step.trainable(params)]
+
+
+def full_update() -> Transform:
+    """Every usable proposal becomes an update (the paper's full update)."""
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        chosen = _usable(step, params)
+        new = attrs.evolve(step, updates=FrozenMap((p.param, p.value) for p in chosen))
+        return pure((new.noted("full_update", f"updating {', '.join(p.param for p in chosen) or 'nothing'}"), state))
+
+    return Transform(lambda params: EmptyState(), update, "full_update")
+
+
+def sample_update(p: float, *, seed: int = 0) -> Transform:
+    """Each usable proposal becomes an update with probability `p` (seeded; at least one)."""
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"sample_update needs 0 < p <= 1, got {p}")
+
+    def update(step: Step, state: SelectState, params: Params) -> Program[tuple[Step, SelectState]]:
+        usable = _usable(step, params)
+        rng = _rng(state.seed, step.iteration, "sample_update")
+        chosen = [q for q in usable if rng.random() < p]
+        if usable and not chosen:
+            chosen = [rng.choice(usable)]
+        new = attrs.evolve(step, updates=FrozenMap((q.param, q.value) for q in chosen))
+        return pure((new.noted("sample_update", f"updating {', '.join(q.param for q in chosen) or 'nothing'}"), state))
+
+    return Transform(lambda params: SelectState(seed), update, "sample_update")
+
+
+def one_at_a_time(*, seed: int = 0) -> Transform:
+    """Exactly one usable proposal, chosen at random (seeded), becomes the update."""
+
+    def update(step: Step, state: SelectState, params: Params) -> Program[tuple[Step, SelectState]]:
+        usable = _usable(step, params)
+        chosen = [_rng(state.seed, step.iteration, "one_at_a_time").choice(usable)] if usable else []
+        new = attrs.evolve(step, updates=FrozenMap((q.param, q.value) for q in chosen))
+        return pure((new.noted("one_at_a_time", f"updating {', '.join(q.param for q in chosen) or 'nothing'}"), state))
+
+    return Transform(lambda params: SelectState(seed), update, "one_at_a_time")
+
+
+def evaluate(graph: Graph, params: Params, examples: Sequence[Example], loss: Loss) -> Program[tuple[tuple[Trace, Score], ...]]:
+    """Forward and score each example; each sample is scored the moment its trace exists."""
+
+    def one(example: Example) -> Program[tuple[Trace, Score]]:
+        return bind(forward(graph, params, example.inputs, sample=example.id), lambda t: map_(loss(example, t), lambda s: (t, s)))
+
+    return gather(*(one(e) for e in examples))
+
+
+def mean_score(results: Sequence[tuple[Trace, Score]]) -> float:
+    """The mean score of evaluated samples (0.0 for none)."""
+    return sum(s.value for _, s in results) / len(results) if results else 0.0
+
+
+@attrs.frozen
+class GateState:
+    """The best validation score accepted so far (None until known)."""
+
+    best: float | None = None
+
+
+def validation_gate(*, min_gain: float = 0.0) -> Transform:
+    """Accept the updates only if the candidate beats the best validation score so far.
+
+    The candidate (params with the updates applied) is scored on
+    ``step.validation`` with ordinary forward calls; it is accepted when its
+    score exceeds the best by more than `min_gain` (strictly). The best so far
+    comes from the gate's state, else ``step.best_score`` (which `fit` sets by
+    scoring the initial params once), else the gate scores the current params too.
+    """
+
+    def update(step: Step, state: GateState, params: Params) -> Program[tuple[Step, GateState]]:
+        updates = require(step, "updates", "validation_gate", "an update stage such as full_update()")
+        if not step.validation or step.loss is None:
+            raise ProtocolError("validation_gate needs step.validation and step.loss; pass validation=... to fit")
+        if not updates:
+            new = attrs.evolve(step, accepted=False).noted("validation_gate", "nothing to update; rejected")
+            return pure((new, state))
+        best = state.best if state.best is not None else step.best_score
+        candidate = evaluate(step.graph, apply_updates(params, updates), step.validation, step.loss)
+        baseline = pure(best) if best is not None else map_(evaluate(step.graph, params, step.validation, step.loss), mean_score)
+
+        def decide(pair: tuple[Any, float]) -> tuple[Step, GateState]:
+            results, base = pair
+            score = mean_score(results)
+            accepted = score > base + min_gain
+            verdict = "accepted" if accepted else "rejected"
+            new = attrs.evolve(step, candidate_score=score, accepted=accepted, best_score=max(base, score) if accepted else base)
+            new = new.noted("validation_gate", f"candidate {score:.3f} vs best {base:.3f}: {verdict}")
+            return new, GateState(score if accepted else base)
+
+        return map_(gather(candidate, baseline), decide)
+
+    return Transform(lambda params: GateState(), update, "validation_gate")
+
+
+@attrs.frozen
+class MomentumState:
+    """Past feedback per parameter (most recent last), at most `history` entries each."""
+
+    past: FrozenMap[str, tuple[str, ...]] = FrozenMap()
+
+
+def momentum(*, history: int = 2) -> Transform:
+    """Show the rewrite earlier feedback and rejected attempts (put it before `propose_rewrite`)."""
+    if history < 1:
+        raise ValueError(f"momentum needs history >= 1, got {history}")
+
+    def update(step: Step, state: MomentumState, params: Params) -> Program[tuple[Step, MomentumState]]:
+        grads = require(step, "param_gradients", "momentum", "aggregate()")
+        shown = {}
+        past = dict(state.past)
+        for name, gradient in grads.items():
+            rejected = tuple(f"rejected attempt: {v}" for v in step.previous_rejected.get(name, ())[-history:])
+            shown[name] = past.get(name, ()) + rejected
+            summary = gradient.feedback or "; ".join(str(e.feedback) for e in gradient.examples if e.feedback)
+            if summary:
+                past[name] = (past.get(name, ()) + (f"iteration {step.iteration}: {summary}",))[-history:]
+        new = attrs.evolve(step, history=FrozenMap(shown)).noted("momentum", f"history for {', '.join(n for n, h in shown.items() if h) or 'none'}")
+        return pure((new, MomentumState(FrozenMap(past))))
+
+    return Transform(lambda params: MomentumState(), update, "momentum")

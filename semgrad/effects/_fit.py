@@ -1,0 +1,325 @@
+"""The training loop: forward, score, optimize, apply or reject, repeat -- resumable.
+
+`fit` is the only place where an optimization touches I/O: it runs programs with
+a `Runner`, writes a JSON checkpoint after each iteration, and can resume from
+one to the same result an uninterrupted run reaches (same seeds, deterministic
+LLM), without repeating the calls of completed iterations.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Any
+
+import anyio
+import attrs
+
+from ..core import (
+    Example,
+    FrozenMap,
+    Graph,
+    LLMError,
+    LLMFailure,
+    LLMRequest,
+    Params,
+    as_examples,
+    normalized_match,
+)
+from ..core.optim import Step, StageReport, Transform, apply_updates, evaluate, mean_score
+from ..core._scoring import Loss
+from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from ._protocol import is_async_llm
+from ._runner import Runner, RunStatistics
+
+__all__ = ["Budget", "FitProgress", "FitResult", "IterationRecord", "fit", "fit_sync"]
+
+
+@attrs.frozen
+class Budget:
+    """Stop the run cleanly once either limit would be passed (None: no limit)."""
+
+    max_calls: int | None = None
+    max_tokens: int | None = None
+
+
+@attrs.frozen
+class IterationRecord:
+    """What one iteration did.
+
+    Attributes:
+        iteration: Its number (0-based).
+        train_score: Mean training score of the params it started from.
+        validation_score: The candidate's validation score, when a gate scored it.
+        accepted: The gate's verdict (None without a gate).
+        updates: The new values proposed for application, by parameter.
+        applied: Whether `updates` were applied.
+        gradients: What each parameter was rewritten from, as text.
+        report: One entry per optimizer stage.
+        calls: Calls made in this iteration, by purpose.
+    """
+
+    iteration: int
+    train_score: float
+    validation_score: float | None = None
+    accepted: bool | None = None
+    updates: FrozenMap[str, Any] = FrozenMap()
+    applied: bool = False
+    gradients: FrozenMap[str, str] = FrozenMap()
+    report: tuple[StageReport, ...] = ()
+    calls: FrozenMap[str, int] = FrozenMap()
+
+
+@attrs.frozen
+class FitResult:
+    """The outcome of `fit`.
+
+    Attributes:
+        params: The best accepted params (with no gate: the last ones).
+        initial_params: The params the run started from.
+        initial_score: The validation score of `initial_params` (None without validation).
+        best_score: The validation score of `params`, when known.
+        history: One `IterationRecord` per completed iteration.
+        statistics: Calls, errors and tokens of this process's calls.
+        stopped: Why the run ended early ("budget"), or None.
+    """
+
+    params: Params
+    initial_params: Params
+    initial_score: float | None
+    best_score: float | None
+    history: tuple[IterationRecord, ...]
+    statistics: RunStatistics
+    stopped: str | None = None
+
+    @property
+    def scores(self) -> tuple[float, ...]:
+        """Training score per completed iteration."""
+        return tuple(r.train_score for r in self.history)
+
+
+@attrs.frozen
+class FitProgress:
+    """A progress event: the phase of an iteration and the calls made so far."""
+
+    iteration: int
+    iterations: int
+    phase: str
+    calls: int
+    score: float | None = None
+
+
+class _BudgetExceeded(Exception):
+    pass
+
+
+class _Guard:
+    """Wraps the LLM: counts calls and tokens; refuses calls past the budget."""
+
+    is_async = True
+
+    def __init__(self, llm: Any, budget: Budget | None) -> None:
+        self.llm, self.budget = llm, budget or Budget()
+        self.identity = getattr(llm, "identity", None)
+        self.calls = self.tokens = 0
+        self.exceeded = False
+
+    async def __call__(self, request: LLMRequest) -> Any:
+        if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
+            self.budget.max_tokens is not None and self.tokens >= self.budget.max_tokens
+        ):
+            self.exceeded = True
+            raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
+        self.calls += 1
+        result = self.llm(request)
+        if is_async_llm(self.llm) or hasattr(result, "__await__"):
+            result = await result
+        usage = getattr(result, "usage", {}) or {}
+        self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        return result
+
+
+def _as_budget(budget: Budget | Mapping[str, int] | None) -> Budget | None:
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    return Budget(**dict(budget))
+
+
+def _gradient_text(step: Step) -> FrozenMap[str, str]:
+    from ..core._prompts import render_examples
+
+    found = {}
+    for name, g in (step.param_gradients or FrozenMap()).items():
+        parts = [render_examples([(e.inputs, e.output, e.feedback) for e in g.examples])] if g.examples else []
+        if g.feedback:
+            parts.append(g.feedback)
+        if name in step.critiques:
+            parts.append(f"Critique: {step.critiques[name]}")
+        found[name] = "\n\n".join(parts)
+    return FrozenMap(found)
+
+
+async def fit(
+    graph: Graph,
+    params: Params,
+    optimizer: Transform,
+    *,
+    train: Iterable[Example | Mapping[str, Any]],
+    llm: Any,
+    validation: Iterable[Example | Mapping[str, Any]] = (),
+    iterations: int = 4,
+    loss: Loss | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    resume: str | os.PathLike[str] | None = None,
+    budget: Budget | Mapping[str, int] | None = None,
+    on_progress: Callable[[FitProgress], None] | None = None,
+    max_concurrency: int | None = None,
+    timeout: float | None = None,
+) -> FitResult:
+    """Optimize `params` with `optimizer` for `iterations` iterations.
+
+    Each iteration forwards the training set, scores it with `loss` (default:
+    normalised exact match, no LLM call), runs the optimizer and applies its
+    updates unless the gate rejected them. With a validation set, the initial
+    params are scored on it once, before the first iteration, to seed the gate.
+
+    Args:
+        graph, params: The system and its starting values.
+        optimizer: A transform such as `optim.neighbor_sgd(k=2)`.
+        train, validation: `Example`s or dicts ``{"inputs": {...}, "target": ...}``.
+        llm: A sync or async LLM.
+        iterations: How many iterations in all (a resumed run counts those done).
+        loss: How to score a sample (see `semgrad.core.normalized_match`).
+        checkpoint: Write a JSON checkpoint here after every iteration (None: no file).
+        resume: Continue from this checkpoint (and keep writing to it unless
+            `checkpoint` names another file).
+        budget: Stop cleanly, keeping the best result so far, once the calls or
+            tokens of this process would pass it.
+        on_progress: Called with a `FitProgress` at each phase.
+        max_concurrency, timeout: Passed to the `Runner`.
+
+    Returns:
+        A `FitResult`.
+    """
+    train_set, validation_set = as_examples(train), as_examples(validation)
+    if not train_set:
+        raise ValueError("fit needs at least one training example")
+    if iterations < 0:
+        raise ValueError(f"iterations must be >= 0, got {iterations}")
+    loss = loss or normalized_match()
+    guard = _Guard(llm, _as_budget(budget))
+    runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout)
+    checkpoint = checkpoint if checkpoint is not None else resume
+    state = _RunState.start(graph, params, optimizer) if resume is None else _RunState.load(resume, graph, params)
+
+    def progress(iteration: int, phase: str, score: float | None = None) -> None:
+        if on_progress is not None:
+            on_progress(FitProgress(iteration, iterations, phase, runner.statistics().calls, score))
+
+    if state.iteration == 0 and validation_set and state.initial_score is None:
+        progress(0, "scoring initial params")
+        results = await runner.run(evaluate(graph, params, validation_set, loss))
+        if guard.exceeded:
+            return state.result(runner, "budget")
+        state = attrs.evolve(state, initial_score=mean_score(results), best_score=mean_score(results))
+    while state.iteration < iterations:
+        before = runner.statistics().calls_by_purpose
+        i = state.iteration
+        progress(i, "forward")
+        results = await runner.run(evaluate(graph, state.params, train_set, loss))
+        if guard.exceeded:
+            return state.result(runner, "budget")
+        step = Step(
+            graph,
+            i,
+            train_set,
+            tuple(t for t, _ in results),
+            tuple(s for _, s in results),
+            validation_set,
+            loss,
+            state.best_score,
+            state.rejected,
+        )
+        progress(i, "optimize", mean_score(results))
+        step, opt_state = await runner.run(optimizer.update(step, state.opt_state, state.params))
+        if guard.exceeded:
+            return state.result(runner, "budget")
+        calls = runner.statistics().calls_by_purpose
+        spent = FrozenMap((k, v - before.get(k, 0)) for k, v in calls.items() if v - before.get(k, 0))
+        state = state.advance(step, opt_state, mean_score(results), spent)
+        if checkpoint is not None:
+            state.save(checkpoint)
+        progress(i + 1, "done", mean_score(results))
+    return state.result(runner, None)
+
+
+@attrs.frozen
+class _RunState:
+    graph: str
+    iteration: int
+    params: Params
+    initial_params: Params
+    opt_state: Any
+    initial_score: float | None = None
+    best_score: float | None = None
+    best_params: Params | None = None
+    rejected: FrozenMap[str, tuple[Any, ...]] = FrozenMap()
+    history: tuple[IterationRecord, ...] = ()
+
+    @classmethod
+    def start(cls, graph: Graph, params: Params, optimizer: Transform) -> _RunState:
+        return cls(graph.fingerprint, 0, params, params, optimizer.init(params))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], graph: Graph, params: Params) -> _RunState:
+        data = read_checkpoint(path)
+        state = data["state"]
+        if not isinstance(state, _RunState):
+            raise CheckpointError(f"{path} holds no run state")
+        if state.graph != graph.fingerprint:
+            raise CheckpointError(f"{path} was written for another graph (fingerprint {state.graph})")
+        if state.initial_params != params:
+            raise CheckpointError(f"{path} was written for a run that started from other params")
+        return state
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        write_checkpoint(path, {"state": self})
+
+    def advance(self, step: Step, opt_state: Any, train_score: float, calls: FrozenMap[str, int]) -> _RunState:
+        updates = step.updates or FrozenMap()
+        applied = bool(updates) and step.accepted is not False
+        params = apply_updates(self.params, updates) if applied else self.params
+        best_score = step.candidate_score if step.accepted else self.best_score
+        rejected = self.rejected
+        if step.accepted is False:
+            for name, value in updates.items():
+                rejected = rejected.set(name, rejected.get(name, ()) + (value,))
+        record = IterationRecord(
+            step.iteration,
+            train_score,
+            step.candidate_score,
+            step.accepted,
+            updates,
+            applied,
+            _gradient_text(step),
+            step.report,
+            calls,
+        )
+        return attrs.evolve(
+            self,
+            iteration=self.iteration + 1,
+            params=params,
+            opt_state=opt_state,
+            best_score=best_score,
+            rejected=rejected,
+            history=self.history + (record,),
+        )
+
+    def result(self, runner: Runner, stopped: str | None) -> FitResult:
+        return FitResult(self.params, self.initial_params, self.initial_score, self.best_score, self.history, runner.statistics(), stopped)
+
+
+def fit_sync(*args: Any, **kwargs: Any) -> FitResult:
+    """`fit` for scripts: runs it in a new event loop (``anyio.run``)."""
+    return anyio.run(partial(fit, *args, **kwargs))
