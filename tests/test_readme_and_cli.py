@@ -28,13 +28,17 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert _first_code_block()[1] in [line.strip() for line in script]
 
 
-def test_demo_runs_offline_and_says_the_llm_is_simulated():
-    """`semgrad demo` succeeds offline, labels the LLM as simulated and prints every node's output."""
+def test_demo_runs_offline_optimises_and_says_the_llm_is_simulated():
+    """`semgrad demo` succeeds offline, labels the LLM as simulated, prints every node's output, a score per
+    iteration for 3 iterations, and the final instructions."""
     result = subprocess.run([sys.executable, "-m", "semgrad", "demo"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "SIMULATED" in result.stdout
     for node in ("hint_1", "hint_2", "answer"):
         assert f"{node}:" in result.stdout
+    for i in (1, 2, 3):
+        assert re.search(rf"iteration {i}: train \d\.\d\d, candidate validation \d\.\d\d", result.stdout)
+    assert "Final instructions:" in result.stdout and "answer.instruction:" in result.stdout
 
 
 def test_unknown_command_exits_non_zero_with_usage():

@@ -125,7 +125,8 @@ def aggregate(*, examples: bool = True, require_gradients: bool = True, max_char
     An instruction gets its node's examples (inputs, output and feedback per
     selected sample -- the paper's gradient); any parameter that received
     partials (a free parameter, or an instruction under per-edge with
-    instructions) gets them concatenated in (sample, source) order.
+    instructions) gets them concatenated in (sample, source) order; a free
+    parameter that is itself the output gets the seed feedback.
 
     Args:
         examples: Include instruction examples (False: partials only, as TextGrad).
@@ -142,8 +143,10 @@ def aggregate(*, examples: bool = True, require_gradients: bool = True, max_char
         for name in step.trainable(params):
             param = params[name]
             found = _examples(step, param.node, grads) if examples and param.node else ()
-            partials = grads.for_node(name) if grads is not None else ()
-            feedback = concat_texts([p.text for p in partials], max_chars=max_chars)
+            texts = [p.text for p in grads.for_node(name)] if grads is not None else []
+            if name == step.graph.output:
+                texts = [step.scores[i].feedback for i in step.selected or ()] + texts
+            feedback = concat_texts(texts, max_chars=max_chars)
             if found or feedback:
                 result[name] = ParamGradient(name, found, feedback)
         note = f"gradients for {', '.join(result) or 'no parameter'}"

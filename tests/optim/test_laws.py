@@ -1,0 +1,127 @@
+"""Transform laws, checked by observation under pure fakes."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semgrad.backends.fake import HashLLM, RecordingLLM
+from semgrad.core import Example, exact_match, optim
+from semgrad.core.optim import Step, apply_updates, chain, identity, masked
+from semgrad.effects import run_sync
+from semgrad.testing import graphs, inputs_for, pure_llms
+
+STAGES = [
+    lambda: optim.select_error_samples(2, seed=3),
+    lambda: optim.backward(),
+    lambda: optim.aggregate(),
+    lambda: optim.propose_rewrite(),
+    lambda: optim.full_update(),
+]
+
+
+@st.composite
+def steps(draw):
+    """A scored training step over a random graph (every sample wrong: targets never match)."""
+    graph, params = draw(graphs())
+    llm = draw(pure_llms())
+    examples = [Example(draw(inputs_for(graph)), "never matches", id=i) for i in range(draw(st.integers(1, 4)))]
+    results = run_sync(optim.evaluate(graph, params, examples, exact_match()), llm)
+    step = Step(graph, 0, tuple(examples), tuple(t for t, _ in results), tuple(s for _, s in results), loss=exact_match())
+    return step, params, llm
+
+
+def observe(transform, step, params, llm):
+    """Run one update: (new step, requests made in order)."""
+    rec = RecordingLLM(llm)
+    new_step, _ = run_sync(transform.update(step, transform.init(params), params), rec)
+    return new_step, rec.requests
+
+
+def _pipeline():
+    return [f() for f in STAGES]
+
+
+@given(steps())
+def test_chain_with_identity_behaves_like_the_transform(data):
+    """chain(identity(), t) and chain(t, identity()) make the same requests and outputs as t."""
+    step, params, llm = data
+    t = chain(*_pipeline())
+    reference = observe(t, step, params, llm)
+    assert observe(chain(identity(), t), step, params, llm) == reference
+    assert observe(chain(t, identity()), step, params, llm) == reference
+
+
+@given(steps(), st.integers(1, 4))
+def test_chain_is_associative(data, cut):
+    """chain(chain(a, b), c) == chain(a, chain(b, c)): same requests, same outputs."""
+    step, params, llm = data
+    ts = _pipeline()
+    left = chain(chain(*ts[:cut]), chain(*ts[cut:]))
+    assert observe(left, step, params, llm) == observe(chain(*ts), step, params, llm)
+
+
+@given(steps())
+def test_chain_equals_applying_each_stage_by_hand(data):
+    """chain(t1, ..., tn) equals running t1, then t2, ... by hand, threading the step."""
+    step, params, llm = data
+    by_hand, rec = step, RecordingLLM(llm)
+    for t in _pipeline():
+        by_hand, _ = run_sync(t.update(by_hand, t.init(params), params), rec)
+    assert observe(chain(*_pipeline()), step, params, llm) == (by_hand, rec.requests)
+
+
+@given(steps(), st.data())
+def test_masked_never_updates_masked_parameters(data, draw):
+    """masked(t, names) proposes and updates only the named parameters."""
+    step, params, llm = data
+    allowed = draw.draw(st.lists(st.sampled_from(list(params) or ["none"]), unique=True))
+    new, requests = observe(masked(chain(*_pipeline()), allowed), step, params, llm)
+    assert set(new.updates or {}) <= set(allowed)
+    assert set(new.proposals or {}) <= set(allowed)
+    assert all(r.node in allowed for r in requests if r.purpose == "rewrite")
+    assert new.active is None
+
+
+@given(steps(), st.integers(0, 100))
+def test_same_seeds_give_the_same_run(data, seed):
+    """Two runs of the same optimizer with the same seed give equal steps and requests."""
+    step, params, llm = data
+    t = optim.neighbor_sgd(2, seed=seed, gate=False)
+    assert observe(t, step, params, llm) == observe(optim.neighbor_sgd(2, seed=seed, gate=False), step, params, llm)
+
+
+@given(steps())
+def test_apply_updates_is_pure_and_total(data):
+    """apply_updates returns new params with exactly the updated values changed."""
+    step, params, llm = data
+    new, _ = observe(chain(*_pipeline()), step, params, llm)
+    updated = apply_updates(params, new.updates)
+    for name in params:
+        expected = new.updates.get(name, params.value(name)) if new.updates else params.value(name)
+        assert updated.value(name) == expected
+    assert apply_updates(params, None) is params
+
+
+def test_misordered_stages_say_which_stage_must_come_first():
+    """A stage run before the stage it depends on fails with a message naming that stage."""
+    import pytest
+
+    from semgrad.core import ProtocolError
+    from semgrad.topologies import paper_graph
+
+    graph, params = paper_graph()
+    t = chain(optim.propose_rewrite())
+    with pytest.raises(ProtocolError, match=r"propose_rewrite needs step.param_gradients; put aggregate\(\) before it"):
+        t.update(Step(graph), t.init(params), params)
+    t = optim.backward()
+    with pytest.raises(ProtocolError, match=r"put select_error_samples\(\) before it"):
+        t.update(Step(graph), t.init(params), params)
+
+
+def test_hash_llm_is_a_pure_fake():
+    """HashLLM answers equal requests equally (the property the laws rely on)."""
+    from semgrad.core import LLMRequest, Message
+
+    r = LLMRequest((Message("user", "x"),), purpose="rewrite", node="a")
+    assert HashLLM("s")(r) == HashLLM("s")(r) != HashLLM("t")(r)
