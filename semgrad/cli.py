@@ -1,28 +1,196 @@
-"""The ``semgrad`` command line."""
+"""The ``semgrad`` command line: demo, run, report, graph."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _demo(args: argparse.Namespace) -> int:
     from . import _demo
 
-    return _demo.main(quiet=args.quiet)
+    return _demo.main(quiet=args.quiet, iterations=args.iterations)
+
+
+class ProgressBar:
+    """A one-line progress display on stderr (a bar on a terminal, plain lines otherwise)."""
+
+    def __init__(self, stream: TextIO, *, quiet: bool, banner: str = "") -> None:
+        self.stream, self.quiet, self.banner = stream, quiet, banner
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def __call__(self, task: str, event: Any) -> None:
+        if self.quiet:
+            return
+        if self.banner:
+            self.stream.write(self.banner + "\n")
+            self.banner = ""
+        done = min(event.iteration, event.iterations)
+        width = 20
+        filled = int(width * done / event.iterations) if event.iterations else width
+        bar = "#" * filled + "-" * (width - filled)
+        score = "" if event.score is None else f" train {event.score:.2f}"
+        line = f"{task} [{bar}] {done}/{event.iterations} {event.phase}{score} ({event.calls} calls)"
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + line)
+            if event.phase == "evaluating":
+                self.stream.write("\n")
+        elif event.phase in ("done", "evaluating"):
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from .experiments import RunConfig
+
+    return RunConfig(
+        task=args.task,
+        data_dir=args.data_dir,
+        backend=args.backend,
+        optimizer=args.optimizer,
+        iterations=args.iterations,
+        k=args.k,
+        seed=args.seed,
+        train=args.train,
+        validation=args.validation,
+        test=args.test,
+        base_url=args.base_url,
+        model=args.model,
+        forward_model=args.forward_model,
+        backward_model=args.backward_model,
+        optimizer_model=args.optimizer_model,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        cache=args.cache,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
+        simulated_latency=args.simulated_latency,
+    )
+
+
+def _prices(path: str | None) -> dict[str, tuple[float, float]] | None:
+    if not path:
+        return None
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+        return {str(model): (float(p[0]), float(p[1])) for model, p in data.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        raise ValueError(f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
+
+    config = _config(args)
+    if config.backend != "simulated" and not args.dry_run:
+        build_llm(config, load_run_tasks(config))  # a missing key or bad data fails here, before anything runs
+    if args.dry_run or config.backend != "simulated":
+        report = dry_run(config, prices=_prices(args.prices))
+        print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
+        print(report.table())
+        if args.dry_run:
+            return 0
+        if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
+            if not sys.stdin.isatty():
+                raise ValueError("this run is above the confirmation threshold; pass --yes to start it without a prompt")
+            if input("Start the run? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("not started")
+                return 1
+    out = Path(args.out)
+    banner = "The LLM is SIMULATED (offline, deterministic): scores say nothing about real models." if config.backend == "simulated" else ""
+    try:
+        summary = run_experiment(config, out, resume=args.resume, on_progress=ProgressBar(sys.stderr, quiet=args.quiet, banner=banner))
+    except KeyboardInterrupt:
+        print(f"\nsemgrad: interrupted; the checkpoint in {out} is intact -- continue with --resume", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        for task in summary["tasks"]:
+            acc = task["accuracy"]
+            fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+            print(f"{task['task']}: train {fmt(acc['train'])}, validation {fmt(acc['validation'])}, test {fmt(acc['test'])} (initial test {fmt(acc['initial_test'])})")
+        print(f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    path = write_report(Path(args.run_dir))
+    print(f"Wrote {path}")
+    return 0
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from .graphviz import to_dot, to_mermaid
+    from .topologies import layered_graph, liar_graph, paper_graph
+
+    builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
+    graph, _ = builders[args.topology]()
+    print(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
+    from .experiments import BACKENDS, OPTIMIZERS
+
     parser = argparse.ArgumentParser(prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="an offline forward pass of the paper's graph on the built-in simulated LLM")
+
+    demo = sub.add_parser("demo", help="an offline optimisation of the paper's graph on the built-in simulated LLM")
     demo.add_argument("-q", "--quiet", action="store_true", help="print less")
+    demo.add_argument("--iterations", type=int, default=3, help="optimisation iterations (default 3)")
     demo.set_defaults(func=_demo)
+
+    run = sub.add_parser("run", help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)")
+    run.add_argument("task", help="the task, e.g. bbh:navigate, bbh:all, gsm8k, liar")
+    run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
+    run.add_argument("--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic")
+    run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
+    run.add_argument("--iterations", type=int, default=4)
+    run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
+    run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--train", type=int, help="training items (default: the paper's)")
+    run.add_argument("--validation", type=int, help="validation items")
+    run.add_argument("--test", type=int, help="test items (default: all held out)")
+    run.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
+    run.add_argument("--model", help="the model for every role")
+    run.add_argument("--forward-model", help="the model for forward calls")
+    run.add_argument("--backward-model", help="the model for backward calls")
+    run.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
+    run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
+    run.add_argument("--max-calls", type=int, help="stop cleanly after this many calls")
+    run.add_argument("--max-tokens", type=int, help="stop cleanly after this many tokens")
+    run.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
+    run.add_argument("--dry-run", action="store_true", help="count the calls, tokens and cost; call nothing")
+    run.add_argument("--yes", action="store_true", help="start without the confirmation prompt")
+    run.add_argument("--confirm-above", type=float, default=1.0, help="ask before runs estimated above this many USD")
+    run.add_argument("--confirm-calls", type=int, default=20000, help="ask before runs of more calls than this")
+    run.add_argument("--simulated-latency", type=float, default=0.0, help=argparse.SUPPRESS)
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    run.set_defaults(func=_run)
+
+    report = sub.add_parser("report", help="(re)write report.html of a run directory")
+    report.add_argument("run_dir")
+    report.set_defaults(func=_report)
+
+    graph = sub.add_parser("graph", help="print a topology as Graphviz DOT or Mermaid")
+    graph.add_argument("topology", choices=("paper", "liar", "layered"))
+    graph.add_argument("--format", choices=("dot", "mermaid"), default="dot")
+    graph.add_argument("--width", type=int, default=4)
+    graph.add_argument("--depth", type=int, default=4)
+    graph.set_defaults(func=_graph)
     return parser
 
 
@@ -38,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        print(f"semgrad: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"semgrad: error: {message}", file=sys.stderr)
         return 1
 
 

@@ -36,6 +36,7 @@ class RunStatistics:
     Attributes:
         calls: Calls made (each counted once, failed or not).
         calls_by_purpose: Calls per request purpose, in first-seen order.
+        calls_by_engine: Calls per request engine (logical role), in first-seen order.
         errors: Calls that ended in an `LLMError`.
         errors_by_kind: Failed calls per error kind.
         peak_in_flight: The most calls that were in flight at once.
@@ -50,6 +51,7 @@ class RunStatistics:
     peak_in_flight: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    calls_by_engine: FrozenMap[str, int] = FrozenMap()
 
 
 class Runner:
@@ -94,6 +96,7 @@ class Runner:
         self.on_reply = on_reply
         self._async = is_async_llm(llm)
         self._purposes: Counter[str] = Counter()
+        self._engines: Counter[str] = Counter()
         self._kinds: Counter[str] = Counter()
         self._calls = self._errors = self._in_flight = self._peak = 0
         self._tokens_in = self._tokens_out = 0
@@ -108,6 +111,7 @@ class Runner:
             self._peak,
             self._tokens_in,
             self._tokens_out,
+            FrozenMap(self._engines),
         )
 
     async def run(self, program: Program[T]) -> T:
@@ -216,6 +220,7 @@ class Runner:
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
         self._calls += 1
         self._purposes[request.purpose] += 1
+        self._engines[request.engine] += 1
         if isinstance(reply, Success):
             usage = reply.unwrap().usage
             self._tokens_in += int(usage.get("input_tokens", 0))

@@ -1,0 +1,26 @@
+"""The paper's experiments as a runnable product: configs, runs, dry runs.
+
+Examples:
+    >>> RunConfig("bbh:navigate", optimizer="tgd").k
+    2
+"""
+
+from ._config import BACKENDS, OPTIMIZERS, RunConfig, make_optimizer
+from ._dry_run import DryRunReport, dry_run, estimate_tokens
+from ._run import PUBLISHED, SetupError, build_llm, load_run_tasks, loss_for, run_experiment
+
+__all__ = [
+    "BACKENDS",
+    "OPTIMIZERS",
+    "PUBLISHED",
+    "DryRunReport",
+    "RunConfig",
+    "SetupError",
+    "build_llm",
+    "dry_run",
+    "estimate_tokens",
+    "load_run_tasks",
+    "loss_for",
+    "make_optimizer",
+    "run_experiment",
+]

@@ -1,0 +1,107 @@
+"""Run configuration: what `semgrad run` was asked to do, as one frozen value."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..core import optim
+from ..core.optim import Transform
+
+__all__ = ["BACKENDS", "OPTIMIZERS", "RunConfig", "make_optimizer"]
+
+BACKENDS = ("simulated", "openai-compatible", "anthropic")
+OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"])
+
+
+def _choice(allowed: tuple[str, ...], what: str) -> Any:
+    def check(instance: Any, attribute: Any, value: str) -> None:
+        if value not in allowed:
+            raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(allowed)}")
+
+    return check
+
+
+def _positive(instance: Any, attribute: Any, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ValueError(f"--{attribute.name.replace('_', '-')} must be at least 1, got {value}")
+
+
+@attrs.frozen
+class RunConfig:
+    """Everything a run depends on (never an API key).
+
+    Saved as ``config.json`` in the run directory; `--resume` refuses a run
+    directory whose config differs in anything that changes results.
+    """
+
+    task: str
+    data_dir: str | None = None
+    backend: str = attrs.field(default="simulated", validator=_choice(BACKENDS, "backend"))
+    optimizer: str = attrs.field(default="neighbor-sgd", validator=_choice(OPTIMIZERS, "optimizer"))
+    iterations: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    k: int = attrs.field(default=2, validator=_positive)
+    seed: int = 0
+    train: int | None = attrs.field(default=None, validator=_positive)
+    validation: int | None = attrs.field(default=None, validator=_positive)
+    test: int | None = attrs.field(default=None, validator=_positive)
+    base_url: str | None = None
+    model: str | None = None
+    forward_model: str | None = None
+    backward_model: str | None = None
+    optimizer_model: str | None = None
+    concurrency: int = attrs.field(default=8, validator=_positive)
+    timeout: float = 120.0
+    cache: str | None = None
+    max_calls: int | None = attrs.field(default=None, validator=_positive)
+    max_tokens: int | None = attrs.field(default=None, validator=_positive)
+    simulated_latency: float = 0.0
+
+    #: Fields that may differ between a run and its resumption.
+    RESUMABLE_CHANGES = ("iterations", "concurrency", "timeout", "cache", "max_calls", "max_tokens", "simulated_latency")
+
+    def models(self) -> dict[str, str]:
+        """The model per engine, for backends that take one."""
+        found = {"forward": self.forward_model, "backward": self.backward_model, "optimizer": self.optimizer_model}
+        return {k: v for k, v in found.items() if v}
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict for ``config.json``."""
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
+        """The config saved in ``config.json``."""
+        known = {f.name for f in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def save(self, run_dir: Path) -> None:
+        """Write ``config.json`` (atomically)."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = run_dir / ".config.json.tmp"
+        tmp.write_text(json.dumps(self.to_json(), indent=1) + "\n", "utf-8")
+        os.replace(tmp, run_dir / "config.json")
+
+    def differs_from(self, other: RunConfig) -> list[str]:
+        """Names of fields that differ and matter for resuming."""
+        return [
+            f.name
+            for f in attrs.fields(RunConfig)
+            if f.name not in self.RESUMABLE_CHANGES and getattr(self, f.name) != getattr(other, f.name)
+        ]
+
+
+def make_optimizer(config: RunConfig) -> Transform:
+    """The optimizer a config names."""
+    if config.optimizer == "neighbor-sgd":
+        return optim.neighbor_sgd(config.k, seed=config.seed)
+    if config.optimizer == "via-feedback":
+        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True)
+    if config.optimizer == "tgd":
+        return optim.tgd(config.k, seed=config.seed)
+    return optim.ablation(config.optimizer, config.k, seed=config.seed)

@@ -1,0 +1,120 @@
+"""Dry runs: count the calls (and estimate tokens and cost) a run will make, without calling any LLM.
+
+Possible because requests are values: the very programs a real run executes are
+driven by a local stand-in LLM that answers instantly, in the formats the
+parsers accept, with replies of a typical length and with every answer wrong
+-- so every sample is an error, every proposal differs, and the counts are the
+most a run without failed calls makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..backends.fake import HashLLM
+from ..core import FrozenMap, LLMRequest, LLMResponse
+from ._config import RunConfig
+from ._run import load_run_tasks, run_experiment
+
+__all__ = ["DryRunReport", "dry_run", "estimate_tokens"]
+
+#: Assumed output tokens per purpose (a real model's replies are usually of this order).
+OUTPUT_TOKENS = FrozenMap({"forward": 250, "backward": 300, "rewrite": 150, "critique": 250, "evaluate": 200, "summarize": 250})
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token."""
+    return max(1, len(text) // 4)
+
+
+@attrs.frozen
+class DryRunReport:
+    """The calls a run will make at most, by (engine, purpose), with token and cost estimates."""
+
+    calls: FrozenMap[tuple[str, str], int]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None
+
+    @property
+    def total_calls(self) -> int:
+        """All calls."""
+        return sum(self.calls.values())
+
+    def by_purpose(self) -> dict[str, int]:
+        """Calls per purpose."""
+        result: dict[str, int] = {}
+        for (_, purpose), n in self.calls.items():
+            result[purpose] = result.get(purpose, 0) + n
+        return result
+
+    def table(self) -> str:
+        """A printable table."""
+        lines = [f"{'role':<10} {'purpose':<10} {'calls':>8}"]
+        lines += [f"{engine:<10} {purpose:<10} {n:>8}" for (engine, purpose), n in self.calls.items()]
+        lines.append(f"{'total':<21} {self.total_calls:>8}")
+        lines.append(f"estimated tokens: {self.input_tokens:,} in, {self.output_tokens:,} out")
+        lines.append("estimated cost: " + (f"${self.cost_usd:,.2f}" if self.cost_usd is not None else "unknown (pass a price table)"))
+        return "\n".join(lines)
+
+
+class _Counter:
+    """Answers instantly in parseable form, every answer wrong, and counts calls and tokens."""
+
+    is_async = False
+
+    def __init__(self, output_tokens: Mapping[str, int]) -> None:
+        self.output_tokens = output_tokens
+        self.inner = HashLLM("dry-run")
+        self.calls: dict[tuple[str, str], int] = {}
+        self.tokens_in = self.tokens_out = 0
+
+    def __call__(self, request: LLMRequest) -> LLMResponse:
+        key = (request.engine, request.purpose)
+        self.calls[key] = self.calls.get(key, 0) + 1
+        size = self.output_tokens.get(request.purpose, 200)
+        self.tokens_in += sum(estimate_tokens(m.content) for m in request.messages)
+        self.tokens_out += size
+        text = self.inner(request)
+        if request.purpose == "forward":
+            text = f"{text} " + "lorem " * max(0, size - 4) + "\nAnswer: none of these"
+        return LLMResponse(text, {"input_tokens": 0, "output_tokens": 0}, "dry-run")
+
+
+def dry_run(
+    config: RunConfig,
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
+) -> DryRunReport:
+    """The calls `run_experiment(config)` will make at most, without calling any LLM or writing files.
+
+    Args:
+        config: The run to estimate.
+        prices: USD per million (input, output) tokens by model name; the
+            config's model per role (or its `model`) is looked up.
+        output_tokens: Assumed reply length per purpose.
+    """
+    import tempfile
+
+    counter = _Counter(output_tokens)
+    load_run_tasks(config)  # fail on bad data before anything else
+    with tempfile.TemporaryDirectory() as scratch:
+        run_experiment(attrs.evolve(config, cache=None, max_calls=None, max_tokens=None), scratch, llm=counter, check_backend=False)
+    calls = FrozenMap(sorted(counter.calls.items()))
+    return DryRunReport(calls, counter.tokens_in, counter.tokens_out, _cost(config, counter, prices))
+
+
+def _cost(config: RunConfig, counter: _Counter, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
+    if not prices:
+        return None
+    model = config.model or ""
+    price = prices.get(model)
+    if price is None:
+        return None
+    return counter.tokens_in / 1e6 * price[0] + counter.tokens_out / 1e6 * price[1]
+
+
