@@ -55,7 +55,7 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     if config.backend == "openai-compatible":
         from ..backends import openai_compatible
 
-        base = config.base_url or os.environ.get("OPENAI_BASE_URL")
+        base = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
         if not os.environ.get("OPENAI_API_KEY") and (base is None or "api.openai.com" in base):
             raise SetupError("no API key: set OPENAI_API_KEY, or pass --base-url for a local server that needs none")
         llm = openai_compatible(base, model=config.model or "gpt-4o-mini", timeout=config.timeout, models=config.models())

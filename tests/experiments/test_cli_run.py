@@ -1,0 +1,174 @@
+"""`semgrad run`: end to end on the simulated backend, bad inputs, interruption and resume, dry runs."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from semgrad.backends.fake import HashLLM, RecordingLLM
+from semgrad.experiments import RunConfig, dry_run, run_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+
+
+def semgrad(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the command line in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "semgrad", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+@needs_data
+def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
+    """`semgrad run bbh:navigate --backend simulated` finishes offline and writes config, checkpoint and results."""
+    out = tmp_path / "run"
+    result = semgrad("run", "bbh:navigate", "--backend", "simulated", "--data-dir", str(DATA), "--iterations", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert {"config.json", "checkpoint.json", "results.json"} <= {p.name for p in out.iterdir()}
+    results = json.loads((out / "results.json").read_text())
+    (task,) = results["tasks"]
+    assert task["task"] == "bbh:navigate" and task["category"] == "algorithmic"
+    assert len(task["iterations"]) == 2 and task["sizes"] == {"train": 20, "validation": 20, "test": 210}
+    assert results["simulated"] is True and "SIMULATED" in result.stderr
+    assert set(task["accuracy"]) == {"train", "validation", "test", "initial_test"}
+
+
+def _one_line_error(result: subprocess.CompletedProcess, fragment: str) -> None:
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("semgrad: error: ") and fragment in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_data_dir_is_a_one_line_error(tmp_path):
+    """A data directory that does not exist gives one line naming it, and a non-zero exit."""
+    _one_line_error(semgrad("run", "gsm8k", "--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")), "does not exist")
+
+
+def test_an_unknown_task_is_a_one_line_error_listing_valid_names(tmp_path):
+    """An unknown task name gives one line listing the valid names."""
+    _one_line_error(semgrad("run", "bbh:navigation", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")), "bbh:navigate")
+
+
+def test_a_malformed_json_line_is_a_one_line_error(tmp_path):
+    """A malformed JSON line in GSM8K gives one line naming the file and line."""
+    (tmp_path / "gsm8k").mkdir()
+    (tmp_path / "gsm8k" / "train.jsonl").write_text('{"question": "q", "answer": "#### 1"}\n{"question": oops\n')
+    (tmp_path / "gsm8k" / "test.jsonl").write_text('{"question": "q", "answer": "#### 1"}\n')
+    _one_line_error(semgrad("run", "gsm8k", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")), "train.jsonl:2")
+
+
+@needs_data
+def test_a_missing_api_key_is_a_one_line_error(tmp_path):
+    """The OpenAI backend without OPENAI_API_KEY (and no local base URL) gives one line saying what to set."""
+    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible", "--yes",
+                     "--out", str(tmp_path / "o"), env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    _one_line_error(result, "OPENAI_API_KEY")
+    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "anthropic", "--yes",
+                     "--out", str(tmp_path / "o"), env={"ANTHROPIC_API_KEY": ""})
+    _one_line_error(result, "ANTHROPIC_API_KEY")
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    hits = 0
+
+    def do_POST(self):  # noqa: N802
+        type(self).hits += 1
+        self.send_response(500)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def counting_server():
+    """A loopback HTTP server that counts requests."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Counting.hits = 0
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@needs_data
+def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
+    """A base URL where nothing listens gives one line saying the backend cannot be used."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible", "--base-url",
+                     f"http://127.0.0.1:{port}/v1", "--model", "m", "--yes", "--iterations", "1", "--out", str(tmp_path / "o"))
+    _one_line_error(result, "cannot be used: connection")
+
+
+@needs_data
+def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_server):
+    """--dry-run on the paper's BBH protocol prints per-purpose counts equal to what a run then makes with no
+    errors (a recording fake), and makes no call itself."""
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=2)
+    report = dry_run(config)
+    rec = RecordingLLM(HashLLM())
+    run_experiment(config, tmp_path / "real", llm=rec)
+    assert report.by_purpose() == dict(rec.counts())
+    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible", "--base-url",
+                     counting_server, "--model", "m", "--iterations", "2", "--dry-run", "--out", str(tmp_path / "dry"))
+    assert result.returncode == 0, result.stderr
+    for purpose, n in report.by_purpose().items():
+        assert f" {purpose} " in result.stdout and str(n) in result.stdout
+    assert _Counting.hits == 0
+    assert not (tmp_path / "dry").exists()
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_sigint_interrupted_run_resumes_to_the_same_result(tmp_path):
+    """A run interrupted with SIGINT exits cleanly, keeps its checkpoint, and --resume reaches the same final
+    result as an uninterrupted run."""
+    args = ["run", "bbh:navigate", "--data-dir", str(DATA), "--iterations", "3", "--train", "6", "--validation", "6",
+            "--test", "6", "--quiet"]
+    whole = tmp_path / "whole"
+    assert semgrad(*args, "--out", str(whole)).returncode == 0
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.05"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (cut / "checkpoint.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (cut / "checkpoint.json").exists()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    json.loads((cut / "checkpoint.json").read_text())
+    resumed = semgrad(*args, "--out", str(cut), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    a = json.loads((whole / "results.json").read_text())["tasks"][0]
+    b = json.loads((cut / "results.json").read_text())["tasks"][0]
+    assert (a["params"], a["iterations"], a["accuracy"]) == (b["params"], b["iterations"], b["accuracy"])
+
+
+def test_resuming_with_a_different_config_is_refused(tmp_path):
+    """--resume refuses a run directory whose config differs in a field that changes results."""
+    from semgrad.experiments import SetupError
+    from semgrad.experiments._run import _check_run_dir
+
+    RunConfig("gsm8k", data_dir="d", seed=1).save(tmp_path)
+    with pytest.raises(SetupError, match="differs in seed"):
+        _check_run_dir(RunConfig("gsm8k", data_dir="d", seed=2), tmp_path, resume=True)
