@@ -36,7 +36,10 @@ def main(*, quiet: bool = False, iterations: int = 3) -> int:
         if event.phase == "done" and not quiet:
             print(f"  iteration {event.iteration}/{event.iterations} finished, {event.calls} calls so far")
 
-    print(f"\nOptimising with neighbor_sgd(k=2) for {iterations} iterations (train {len(train)}, validation {len(validation)}):")
+    print(
+        f"\nOptimising with neighbor_sgd(k=2) for {iterations} iterations"
+        f" (train {len(train)}, validation {len(validation)}):"
+    )
     result = anyio.run(
         lambda: fit(
             graph,
@@ -54,7 +57,10 @@ def main(*, quiet: bool = False, iterations: int = 3) -> int:
     for record in result.history:
         verdict = {True: "accepted", False: "rejected", None: "applied"}[record.accepted]
         val = "-" if record.validation_score is None else f"{record.validation_score:.2f}"
-        print(f"  iteration {record.iteration + 1}: train {record.train_score:.2f}, candidate validation {val} -> {verdict}")
+        print(
+            f"  iteration {record.iteration + 1}: train {record.train_score:.2f},"
+            f" candidate validation {val} -> {verdict}"
+        )
     print("\nFinal instructions:")
     for name, value in result.params.texts().items():
         print(f"  {name}: {value}")

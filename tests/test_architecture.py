@@ -13,9 +13,31 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = sorted((ROOT / "semgrad" / "core").rglob("*.py"))
 FORBIDDEN_IN_CORE = {
-    "anyio", "asyncio", "trio", "socket", "ssl", "http", "urllib", "httpx", "requests", "aiohttp",
-    "time", "datetime", "os", "pathlib", "io", "shutil", "tempfile", "sqlite3", "threading",
-    "multiprocessing", "subprocess", "concurrent", "signal", "select", "selectors",
+    "anyio",
+    "asyncio",
+    "trio",
+    "socket",
+    "ssl",
+    "http",
+    "urllib",
+    "httpx",
+    "requests",
+    "aiohttp",
+    "time",
+    "datetime",
+    "os",
+    "pathlib",
+    "io",
+    "shutil",
+    "tempfile",
+    "sqlite3",
+    "threading",
+    "multiprocessing",
+    "subprocess",
+    "concurrent",
+    "signal",
+    "select",
+    "selectors",
 }
 
 

@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 
-
 def reply_forward(request: LLMRequest, value: Any) -> str:
     """A forward reply whose parsed value is `value`."""
     return str(value)
@@ -84,7 +83,7 @@ class FunctionLLM:
         if not callable(fn):
             raise TypeError(f"FunctionLLM needs a callable, got {type(fn).__name__}")
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
     def __call__(self, request: LLMRequest) -> Any:
         return self.fn(request)
@@ -174,7 +173,10 @@ class ScriptedLLM:
         if self.default is not None:
             return _resolve(self.default, request)
         raise LLMFailure(
-            LLMError("unscripted", f"no script entry for purpose={request.purpose!r} node={request.node!r} sample={request.sample!r}")
+            LLMError(
+                "unscripted",
+                f"no script entry for purpose={request.purpose!r} node={request.node!r} sample={request.sample!r}",
+            )
         )
 
 
@@ -261,7 +263,7 @@ class LatencyLLM:
         if not self.jitter:
             return float(base)
         rng = random.Random(f"{self.seed}:{request_key(request)}")
-        return float(base * math.exp(rng.gauss(-self.jitter**2 / 2, self.jitter)))
+        return float(base * math.exp(rng.gauss(-(self.jitter**2) / 2, self.jitter)))
 
     async def __call__(self, request: LLMRequest) -> Any:
         await anyio.sleep(self.latency_for(request))
@@ -269,4 +271,3 @@ class LatencyLLM:
         if isinstance(result, Awaitable):
             result = await result
         return result
-

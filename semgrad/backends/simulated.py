@@ -51,14 +51,17 @@ class SimulatedLLM:
         >>> from semgrad.core import Message
         >>> llm = SimulatedLLM({"What is 3 + 4?": "7"})
         >>> skilled = " ".join(SKILLS)
-        >>> r = LLMRequest((Message("system", skilled), Message("user", "[1] question (q):\\nWhat is 3 + 4?")), node="answer")
+        >>> prompt = "[1] question (q):\\nWhat is 3 + 4?"
+        >>> r = LLMRequest((Message("system", skilled), Message("user", prompt)), node="answer")
         >>> llm(r)
         'Working through it, the result follows.\\nAnswer: 7'
     """
 
     is_async = False
 
-    def __init__(self, answers: Mapping[str, str] | None = None, *, skills: tuple[str, ...] = SKILLS, seed: int = 0) -> None:
+    def __init__(
+        self, answers: Mapping[str, str] | None = None, *, skills: tuple[str, ...] = SKILLS, seed: int = 0
+    ) -> None:
         if not skills:
             raise ValueError("SimulatedLLM needs at least one skill")
         self.answers = dict(answers or {})
@@ -119,7 +122,10 @@ class SimulatedLLM:
         feedback = parse_tagged(request.prompt, ["feedback"]).value_or("the output was wrong")
         return reply_backward(
             request,
-            {t: f"{t} should make the reasoning explicit and checkable; downstream feedback: {feedback}" for t in request.targets},
+            {
+                t: f"{t} should make the reasoning explicit and checkable; downstream feedback: {feedback}"
+                for t in request.targets
+            },
         )
 
     def _rewrite(self, request: LLMRequest) -> str:

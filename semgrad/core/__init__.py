@@ -4,13 +4,13 @@ Nothing here performs I/O, reads a clock, or is async: anything that needs an LL
 returns a `Program` whose requests `semgrad.effects` answers.
 """
 
-from ._example import Example, as_examples
 from . import numeric, optim, rules
 from ._backward import BackwardMachine, BackwardPlan, backward, plan_backward
-from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, merge_gradients
 from ._errors import GraphError, InputError, ProtocolError, SemgradError
+from ._example import Example, as_examples
 from ._forward import ForwardMachine, check_inputs, forward
 from ._frozen import FrozenMap, freeze
+from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, merge_gradients
 from ._graph import Graph, GraphBuilder, Node, Parameter, Params, instruction_name
 from ._parse import ParseError, parse_backward, parse_tagged
 from ._program import Done, Program, Token, ask, bind, gather, map_, program, pure, traverse
@@ -28,7 +28,17 @@ from ._requests import (
     as_reply,
     request_key,
 )
-from ._scoring import Loss, Score, exact_match, extract_answer, llm_judge, normalize, normalized_match, numeric_match, parse_number
+from ._scoring import (
+    Loss,
+    Score,
+    exact_match,
+    extract_answer,
+    llm_judge,
+    normalize,
+    normalized_match,
+    numeric_match,
+    parse_number,
+)
 from ._trace import NodeRun, Trace
 
 __all__ = [

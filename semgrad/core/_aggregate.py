@@ -16,7 +16,7 @@ from returns.result import Success
 
 from ._gradients import Partial
 from ._parse import parse_tagged
-from ._program import Program, map_, ask, pure
+from ._program import Program, ask, map_, pure
 from ._prompts import render_summarize
 
 __all__ = ["Concat", "Summarize", "Total", "concat", "concat_texts", "summarize", "total"]
@@ -80,7 +80,9 @@ class Concat:
 
     def __call__(self, node: str, role: str, partials: Sequence[Partial]) -> Program[str]:
         texts = [p.text for p in partials]
-        return pure(concat_texts(texts, dedupe=self.dedupe, max_chars=self.max_chars, keep=self.keep, separator=self.separator))
+        return pure(
+            concat_texts(texts, dedupe=self.dedupe, max_chars=self.max_chars, keep=self.keep, separator=self.separator)
+        )
 
 
 @attrs.frozen

@@ -78,7 +78,11 @@ def plan_backward(graph: Graph, params: Params, *, include_instructions: bool = 
             needs[name] = params[node.instruction].trainable or inputs_need  # type: ignore[index]
         else:
             needs[name] = inputs_need
-        own = (node.instruction,) if include_instructions and node.kind == "llm" and params[node.instruction].trainable else ()  # type: ignore[index]
+        own = (
+            (node.instruction,)
+            if include_instructions and node.kind == "llm" and params[node.instruction].trainable
+            else ()
+        )  # type: ignore[index]
         targets[name] = tuple(i for i in node.inputs if needs[i]) + own
     awaits = dict.fromkeys(graph.nodes, 0)
     steps = []
@@ -134,14 +138,29 @@ def backward(
 class BackwardMachine(Program[Gradients]):
     """The backward state machine for one sample; build it with `backward`."""
 
-    __slots__ = ("graph", "params", "trace", "rule", "plan", "received", "waiting", "running", "partials", "failures", "feedback", "emitted")
+    __slots__ = (
+        "graph",
+        "params",
+        "trace",
+        "rule",
+        "plan",
+        "received",
+        "waiting",
+        "running",
+        "partials",
+        "failures",
+        "feedback",
+        "emitted",
+    )
 
     def __init__(self, **fields: Any) -> None:
         for key, value in fields.items():
             object.__setattr__(self, key, value)
 
     @classmethod
-    def start(cls, graph: Graph, params: Params, trace: Trace, feedback: Any, rule: Rule, plan: BackwardPlan) -> Program[Gradients]:
+    def start(
+        cls, graph: Graph, params: Params, trace: Trace, feedback: Any, rule: Rule, plan: BackwardPlan
+    ) -> Program[Gradients]:
         state = cls(
             graph=graph,
             params=params,
@@ -176,7 +195,9 @@ class BackwardMachine(Program[Gradients]):
             raise ProtocolError(f"backward machine got a reply for {token!r}, which it is not waiting for")
         step = self.running[node].feed(token[1:], reply)
         if not step.done:
-            return self._evolve(running=self.running.set(node, step), emitted=tuple(((node, *t), r) for t, r in step.emitted))
+            return self._evolve(
+                running=self.running.set(node, step), emitted=tuple(((node, *t), r) for t, r in step.emitted)
+            )
         return self._evolve(running=self.running.without(node), emitted=())._advance([(node, step.value)], {})
 
     def _advance(self, finished: list[tuple[str, Any]], ready: dict[str, _Launch]) -> Program[Gradients]:
@@ -260,4 +281,3 @@ class _Launch:
     gradient: Any = None
     partials: tuple[Partial, ...] = ()
     seeded: bool = False
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal, TypeAlias, Union
+from typing import Any, Literal, TypeAlias
 
 import attrs
 from returns.result import Failure, Result, Success
@@ -37,7 +37,7 @@ ENGINES = ("forward", "backward", "optimizer")
 PURPOSES = ("forward", "evaluate", "backward", "critique", "rewrite", "summarize")
 
 Role = Literal["system", "user", "assistant"]
-SampleId: TypeAlias = Union[int, str, None]
+SampleId: TypeAlias = int | str | None
 
 
 @attrs.frozen
@@ -206,6 +206,4 @@ def as_reply(value: object) -> Reply:
     if isinstance(value, Result):
         failure = value.failure()
         return Failure(failure if isinstance(failure, LLMError) else LLMError("exception", str(failure)))
-    return Failure(
-        LLMError("bad_reply", f"an LLM returned {type(value).__name__}; expected str or LLMResponse")
-    )
+    return Failure(LLMError("bad_reply", f"an LLM returned {type(value).__name__}; expected str or LLMResponse"))

@@ -30,7 +30,7 @@ from ._frozen import FrozenMap, freeze
 from ._gradients import BackwardFailure, Partial
 from ._graph import Graph, Node, Params
 from ._parse import parse_backward
-from ._program import Program, bind, gather, map_, ask, pure
+from ._program import Program, ask, bind, gather, map_, pure
 from ._prompts import Shown, render_neighbor_aware, render_per_edge, render_repair
 from ._requests import LLMRequest, Reply, SampleId
 from ._trace import Trace
@@ -163,7 +163,15 @@ class _Base:
         numbering = {i: name for i, name in enumerate(context.spec.inputs, 1)}
         if not isinstance(reply, Success):
             error = reply.failure()
-            return pure(_result(context, found, request.targets, f"the backward call failed ({error.kind}: {error.message})", siblings))
+            return pure(
+                _result(
+                    context,
+                    found,
+                    request.targets,
+                    f"the backward call failed ({error.kind}: {error.message})",
+                    siblings,
+                )
+            )
         text = reply.unwrap().text
         parsed = parse_backward(text, request.targets, numbering)
         if isinstance(parsed, Success):
@@ -207,7 +215,9 @@ class NeighborAware(_Base):
             engine=self.engine,
             options=self.options,
         )
-        return bind(ask(request), lambda reply: self._read(context, request, reply, context.siblings, FrozenMap(), False))
+        return bind(
+            ask(request), lambda reply: self._read(context, request, reply, context.siblings, FrozenMap(), False)
+        )
 
 
 @attrs.frozen
@@ -242,7 +252,9 @@ class PassThrough:
         return self
 
     def backward(self, context: BackwardContext) -> Program[NodeResult]:
-        return pure(NodeResult(tuple(Partial(t, context.node, context.gradient, (), context.sample) for t in context.targets)))
+        return pure(
+            NodeResult(tuple(Partial(t, context.node, context.gradient, (), context.sample) for t in context.targets))
+        )
 
 
 @attrs.frozen
@@ -263,7 +275,9 @@ class Numeric:
         values = tuple(context.trace.value(name) for name in spec.inputs)
         cotangents = spec.vjp(values, context.output, context.gradient)
         by_input = dict(zip(spec.inputs, cotangents))
-        return pure(NodeResult(tuple(Partial(t, context.node, by_input[t], (), context.sample) for t in context.targets)))
+        return pure(
+            NodeResult(tuple(Partial(t, context.node, by_input[t], (), context.sample) for t in context.targets))
+        )
 
 
 def neighbor_aware(
@@ -286,7 +300,11 @@ def neighbor_aware(
         repair: Ask once more when a reply cannot be read.
     """
     return NeighborAware(
-        aggregate or Concat(), FrozenMap({**_default_overrides(), **(overrides or {})}), engine, FrozenMap(options or {}), repair
+        aggregate or Concat(),
+        FrozenMap({**_default_overrides(), **(overrides or {})}),
+        engine,
+        FrozenMap(options or {}),
+        repair,
     )
 
 

@@ -179,7 +179,10 @@ def llm_judge(criteria: str, *, engine: str = "backward", show_target: bool = Tr
         request = LLMRequest(
             (
                 Message("system", JUDGE_SYSTEM),
-                Message("user", JUDGE_USER.format(criteria=criteria, inputs=inputs, output=trace.output_value, reference=reference)),
+                Message(
+                    "user",
+                    JUDGE_USER.format(criteria=criteria, inputs=inputs, output=trace.output_value, reference=reference),
+                ),
             ),
             engine=engine,
             purpose="evaluate",

@@ -44,7 +44,9 @@ def _prod_except(xs: tuple[float, ...], i: int) -> float:
 
 
 ADD = Op("add", None, lambda *xs: sum(xs), lambda xs, out, g: tuple(g for _ in xs))
-MUL = Op("mul", None, lambda *xs: math.prod(xs), lambda xs, out, g: tuple(g * _prod_except(xs, i) for i in range(len(xs))))
+MUL = Op(
+    "mul", None, lambda *xs: math.prod(xs), lambda xs, out, g: tuple(g * _prod_except(xs, i) for i in range(len(xs)))
+)
 SUB = Op("sub", 2, lambda a, b: a - b, lambda xs, out, g: (g, -g))
 SIN = Op("sin", 1, math.sin, lambda xs, out, g: (g * math.cos(xs[0]),))
 EXP = Op("exp", 1, math.exp, lambda xs, out, g: (g * out,))

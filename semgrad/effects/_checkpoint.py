@@ -32,7 +32,8 @@ def encode(value: Any) -> Any:
     """A JSON-ready form of `value` that `decode` turns back into an equal value.
 
     Examples:
-        >>> decode(json.loads(json.dumps(encode((1, FrozenMap({"a": [2.5, None]})))))) == (1, FrozenMap({"a": [2.5, None]}))
+        >>> value = (1, FrozenMap({"a": [2.5, None]}))
+        >>> decode(json.loads(json.dumps(encode(value)))) == value
         True
     """
     if value is None or isinstance(value, (bool, int, float, str)):

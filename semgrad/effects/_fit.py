@@ -27,8 +27,8 @@ from ..core import (
     as_examples,
     normalized_match,
 )
-from ..core.optim import Step, StageReport, Transform, apply_updates, evaluate, mean_score
 from ..core._scoring import Loss
+from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from ._protocol import is_async_llm
 from ._runner import Runner, RunStatistics
@@ -317,7 +317,15 @@ class _RunState:
         )
 
     def result(self, runner: Runner, stopped: str | None) -> FitResult:
-        return FitResult(self.params, self.initial_params, self.initial_score, self.best_score, self.history, runner.statistics(), stopped)
+        return FitResult(
+            self.params,
+            self.initial_params,
+            self.initial_score,
+            self.best_score,
+            self.history,
+            runner.statistics(),
+            stopped,
+        )
 
 
 def fit_sync(*args: Any, **kwargs: Any) -> FitResult:

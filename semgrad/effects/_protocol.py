@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..core import LLMRequest, LLMResponse
 
@@ -29,7 +29,7 @@ class SyncLLM(Protocol):
     def __call__(self, request: LLMRequest) -> LLMResponse | str: ...
 
 
-LLM = Union[AsyncLLM, SyncLLM]
+LLM = AsyncLLM | SyncLLM
 
 
 def is_async_llm(llm: Any) -> bool:
@@ -41,7 +41,7 @@ def is_async_llm(llm: Any) -> bool:
     flag = getattr(llm, "is_async", None)
     if isinstance(flag, bool):
         return flag
-    return inspect.iscoroutinefunction(llm) or inspect.iscoroutinefunction(getattr(llm, "__call__", None))
+    return inspect.iscoroutinefunction(llm) or inspect.iscoroutinefunction(getattr(llm, "__call__", None))  # noqa: B004
 
 
 def _is_awaitable(value: Any) -> bool:

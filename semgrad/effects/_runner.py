@@ -176,7 +176,9 @@ class Runner:
         except Exception as exc:
             return Failure(_error_from(exc))
 
-    async def _call_async(self, request: LLMRequest, token: Token, send: Any, limiter: anyio.CapacityLimiter | None) -> None:
+    async def _call_async(
+        self, request: LLMRequest, token: Token, send: Any, limiter: anyio.CapacityLimiter | None
+    ) -> None:
         if limiter is None:
             reply = await self._attempt(request)
         else:

@@ -63,7 +63,15 @@ class RunConfig:
     simulated_latency: float = 0.0
 
     #: Fields that may differ between a run and its resumption.
-    RESUMABLE_CHANGES = ("iterations", "concurrency", "timeout", "cache", "max_calls", "max_tokens", "simulated_latency")
+    RESUMABLE_CHANGES = (
+        "iterations",
+        "concurrency",
+        "timeout",
+        "cache",
+        "max_calls",
+        "max_tokens",
+        "simulated_latency",
+    )
 
     def models(self) -> dict[str, str]:
         """The model per engine, for backends that take one."""

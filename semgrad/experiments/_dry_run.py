@@ -10,7 +10,6 @@ most a run without failed calls makes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 
@@ -22,7 +21,9 @@ from ._run import load_run_tasks, run_experiment
 __all__ = ["DryRunReport", "dry_run", "estimate_tokens"]
 
 #: Assumed output tokens per purpose (a real model's replies are usually of this order).
-OUTPUT_TOKENS = FrozenMap({"forward": 250, "backward": 300, "rewrite": 150, "critique": 250, "evaluate": 200, "summarize": 250})
+OUTPUT_TOKENS = FrozenMap(
+    {"forward": 250, "backward": 300, "rewrite": 150, "critique": 250, "evaluate": 200, "summarize": 250}
+)
 
 
 def estimate_tokens(text: str) -> int:
@@ -57,7 +58,10 @@ class DryRunReport:
         lines += [f"{engine:<10} {purpose:<10} {n:>8}" for (engine, purpose), n in self.calls.items()]
         lines.append(f"{'total':<21} {self.total_calls:>8}")
         lines.append(f"estimated tokens: {self.input_tokens:,} in, {self.output_tokens:,} out")
-        lines.append("estimated cost: " + (f"${self.cost_usd:,.2f}" if self.cost_usd is not None else "unknown (pass a price table)"))
+        lines.append(
+            "estimated cost: "
+            + (f"${self.cost_usd:,.2f}" if self.cost_usd is not None else "unknown (pass a price table)")
+        )
         return "\n".join(lines)
 
 
@@ -103,7 +107,9 @@ def dry_run(
     counter = _Counter(output_tokens)
     load_run_tasks(config)  # fail on bad data before anything else
     with tempfile.TemporaryDirectory() as scratch:
-        run_experiment(attrs.evolve(config, cache=None, max_calls=None, max_tokens=None), scratch, llm=counter, check_backend=False)
+        run_experiment(
+            attrs.evolve(config, cache=None, max_calls=None, max_tokens=None), scratch, llm=counter, check_backend=False
+        )
     calls = FrozenMap(sorted(counter.calls.items()))
     return DryRunReport(calls, counter.tokens_in, counter.tokens_out, _cost(config, counter, prices))
 
@@ -116,5 +122,3 @@ def _cost(config: RunConfig, counter: _Counter, prices: Mapping[str, tuple[float
     if price is None:
         return None
     return counter.tokens_in / 1e6 * price[0] + counter.tokens_out / 1e6 * price[1]
-
-

@@ -35,7 +35,14 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
     """The tasks a config names, split by the paper's protocol (or the sizes it gives)."""
     if not config.data_dir:
         raise SetupError("no data directory; pass --data-dir DIR (the folder that holds bbh/, gsm8k/ and liar/)")
-    return load_tasks([config.task], config.data_dir, seed=config.seed, train=config.train, validation=config.validation, test=config.test)
+    return load_tasks(
+        [config.task],
+        config.data_dir,
+        seed=config.seed,
+        train=config.train,
+        validation=config.validation,
+        test=config.test,
+    )
 
 
 def loss_for(task: Task) -> Loss:
@@ -58,13 +65,20 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         base = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
         if not os.environ.get("OPENAI_API_KEY") and (base is None or "api.openai.com" in base):
             raise SetupError("no API key: set OPENAI_API_KEY, or pass --base-url for a local server that needs none")
-        llm = openai_compatible(base, model=config.model or "gpt-4o-mini", timeout=config.timeout, models=config.models())
+        llm = openai_compatible(
+            base, model=config.model or "gpt-4o-mini", timeout=config.timeout, models=config.models()
+        )
     else:
         from ..backends import anthropic
 
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise SetupError("no API key: set ANTHROPIC_API_KEY")
-        llm = anthropic(config.model or "claude-3-5-haiku-latest", base_url=config.base_url, timeout=config.timeout, models=config.models())
+        llm = anthropic(
+            config.model or "claude-3-5-haiku-latest",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            models=config.models(),
+        )
     llm = limited(retrying(llm), max_concurrency=config.concurrency)
     if config.cache:
         from ..effects import cached
@@ -173,7 +187,9 @@ def _run_task(
             loss=loss,
             checkpoint=ckpt,
             resume=ckpt if resume and ckpt.exists() else None,
-            budget={"max_calls": config.max_calls, "max_tokens": config.max_tokens} if config.max_calls or config.max_tokens else None,
+            budget={"max_calls": config.max_calls, "max_tokens": config.max_tokens}
+            if config.max_calls or config.max_tokens
+            else None,
             on_progress=progress,
             max_concurrency=config.concurrency,
             timeout=config.timeout,
@@ -251,7 +267,10 @@ def _mean(values: list[float]) -> float | None:
 def _summary(config: RunConfig, results: list[dict[str, Any]], stats: list[Any]) -> dict[str, Any]:
     from .. import __version__
 
-    tests = {c: [r["accuracy"]["test"] for r in results if r["category"] == c and r["accuracy"]["test"] is not None] for c in ("nlp", "algorithmic")}
+    tests = {
+        c: [r["accuracy"]["test"] for r in results if r["category"] == c and r["accuracy"]["test"] is not None]
+        for c in ("nlp", "algorithmic")
+    }
     purposes: dict[str, int] = {}
     roles: dict[str, int] = {}
     for s in stats:
@@ -284,4 +303,3 @@ def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
     os.replace(tmp, path)
-

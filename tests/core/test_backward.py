@@ -89,7 +89,10 @@ def _two_input_graph():
 def test_per_edge_hides_siblings_and_neighbor_aware_shows_them():
     """per_edge shows a's request no value of b; neighbor_aware shows both in one request."""
     graph, params = _two_input_graph()
-    llm = ScriptedLLM([({"node": "a", "purpose": "forward"}, "VALUE-OF-A"), ({"node": "b", "purpose": "forward"}, "VALUE-OF-B")], default=HashLLM())
+    llm = ScriptedLLM(
+        [({"node": "a", "purpose": "forward"}, "VALUE-OF-A"), ({"node": "b", "purpose": "forward"}, "VALUE-OF-B")],
+        default=HashLLM(),
+    )
     trace = run_sync(forward(graph, params, {"q": "?"}), llm)
     edge = RecordingLLM(HashLLM())
     grads = run_sync(backward(graph, params, trace, FEEDBACK, rules.per_edge()), edge)
@@ -210,7 +213,9 @@ def test_a_failed_call_fails_downstream_targets_without_calls():
     mid = b.llm("mid", inputs=[first], instruction="y")
     b.llm("out", inputs=[mid], instruction="z")
     graph, params = b.build(output="out")
-    script = ScriptedLLM([({"purpose": "backward", "node": "out"}, LLMError("server", "down", True))], default=HashLLM())
+    script = ScriptedLLM(
+        [({"purpose": "backward", "node": "out"}, LLMError("server", "down", True))], default=HashLLM()
+    )
     trace = run_sync(forward(graph, params, {"q": "?"}), script)
     rec = RecordingLLM(script)
     grads = run_sync(backward(graph, params, trace, FEEDBACK), rec)
@@ -335,6 +340,6 @@ def test_backward_failure_reply_from_runner_is_data():
     graph, params = _two_input_graph()
     trace = run_sync(forward(graph, params, {"q": "?"}), HashLLM())
     state = backward(graph, params, trace, FEEDBACK)
-    (token, _), = state.emitted
+    ((token, _),) = state.emitted
     done = state.feed(token, Failure(LLMError("timeout", "slow", True)))
     assert done.done and done.value.failures[0].targets == ("a", "b")

@@ -36,7 +36,7 @@ def test_requests_are_emitted_only_after_all_inputs_and_order_does_not_matter(gp
     state = forward(graph, params, inputs)
     pending = list(state.emitted)
     while not state.done:
-        for token, request in state.emitted:
+        for _, request in state.emitted:
             pos = graph.position(request.node)
             assert isinstance(state, ForwardMachine)
             for parent in graph.predecessors(request.node):

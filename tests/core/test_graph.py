@@ -136,6 +136,7 @@ def test_params_name_instructions_and_free_parameters():
 
 def test_graph_and_params_are_hashable_values():
     """Building the same graph twice gives equal, equally hashed values."""
+
     def make():
         b = GraphBuilder()
         q = b.input("q")

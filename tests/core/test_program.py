@@ -19,7 +19,9 @@ def req(text: str) -> LLMRequest:
 
 def asks(text: str):
     """A program asking once, then once more with the reply, yielding both texts."""
-    return bind(ask(req(text)), lambda r1: map_(ask(req(r1.unwrap().text)), lambda r2: (r1.unwrap().text, r2.unwrap().text)))
+    return bind(
+        ask(req(text)), lambda r1: map_(ask(req(r1.unwrap().text)), lambda r2: (r1.unwrap().text, r2.unwrap().text))
+    )
 
 
 def observe(prog_factory, salt: str):

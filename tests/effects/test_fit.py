@@ -29,15 +29,25 @@ def _gsm8k(n_train=5):
     return SimulatedLLM(dict(samples), seed=5), examples[:n_train], examples[n_train:]
 
 
-@pytest.mark.parametrize(("via_feedback", "rewrite_side"), [(False, {"rewrite": 3}), (True, {"critique": 3, "rewrite": 3})])
+@pytest.mark.parametrize(
+    ("via_feedback", "rewrite_side"), [(False, {"rewrite": 3}), (True, {"critique": 3, "rewrite": 3})]
+)
 def test_one_neighbor_sgd_iteration_makes_exactly_the_paper_counts(via_feedback, rewrite_side):
     """One iteration on the paper's graph: 3N forward + 3V once for the initial score + 3V gate,
     2 backward, and 3 rewrite (6 rewrite-side calls with the critique step)."""
     llm, train, validation = _gsm8k()
     rec = RecordingLLM(llm)
     graph, params = paper_graph()
-    fit_sync(graph, params, optim.neighbor_sgd(k=2, via_feedback=via_feedback), train=train, validation=validation,
-             llm=rec, iterations=1, loss=numeric_match())
+    fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2, via_feedback=via_feedback),
+        train=train,
+        validation=validation,
+        llm=rec,
+        iterations=1,
+        loss=numeric_match(),
+    )
     n, v = len(train), len(validation)
     assert dict(rec.counts()) == {"forward": 3 * n + 3 * v + 3 * v, "backward": 2, **rewrite_side}
 
@@ -46,18 +56,28 @@ def test_the_demo_task_improves_and_returns_the_best_accepted_params():
     """On the simulated task every accepted update raises the validation score; FitResult.params holds them."""
     llm, train, validation = _gsm8k()
     graph, params = paper_graph()
-    result = fit_sync(graph, params, optim.neighbor_sgd(k=2), train=train, validation=validation, llm=llm,
-                      iterations=3, loss=numeric_match())
+    result = fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2),
+        train=train,
+        validation=validation,
+        llm=llm,
+        iterations=3,
+        loss=numeric_match(),
+    )
     assert [r.accepted for r in result.history] == [True, True, True]
     assert result.initial_score == 0.0 and result.best_score == 1.0
     assert result.params.value("answer.instruction") != params.value("answer.instruction")
     assert result.params == result.initial_params.with_values(
-        {k: v for r in result.history if r.applied for k, v in r.updates.items()})
+        {k: v for r in result.history if r.applied for k, v in r.updates.items()}
+    )
 
 
 def _scripted_gate_llm(better: bool):
     """Forward answers right for even sample questions under the initial instruction; a rewrite makes
     every answer right (better=True) or wrong (better=False)."""
+
     def answer(request):
         if request.purpose == "rewrite":
             return reply_rewrite(request, "Rewritten instruction.")
@@ -69,6 +89,7 @@ def _scripted_gate_llm(better: bool):
         even = any(f"question {i}" in request.prompt for i in (0, 2, 4, 6))
         right = (rewritten and better) or (not rewritten and even)
         return "Answer: 1" if right else "Answer: 2"
+
     return FunctionLLM(answer)
 
 
@@ -76,14 +97,24 @@ def _numbered(n, start=0):
     return [Example({"question": f"question {i}"}, "1", id=i) for i in range(start, start + n)]
 
 
-@pytest.mark.parametrize(("better", "gate", "applied"), [(False, True, False), (True, True, True), (False, False, True)],
-                         ids=["harmful-gated", "helpful-gated", "harmful-ungated"])
+@pytest.mark.parametrize(
+    ("better", "gate", "applied"),
+    [(False, True, False), (True, True, True), (False, False, True)],
+    ids=["harmful-gated", "helpful-gated", "harmful-ungated"],
+)
 def test_the_gate_rejects_harm_accepts_help_and_no_gate_always_applies(better, gate, applied):
     """With rewrites that lower the validation score the gate rejects every update and returns the initial
     params; with helpful rewrites they are accepted; with no gate they are always applied."""
     graph, params = paper_graph()
-    result = fit_sync(graph, params, optim.neighbor_sgd(k=2, gate=gate), train=_numbered(4), validation=_numbered(4, 4),
-                      llm=_scripted_gate_llm(better), iterations=2)
+    result = fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2, gate=gate),
+        train=_numbered(4),
+        validation=_numbered(4, 4),
+        llm=_scripted_gate_llm(better),
+        iterations=2,
+    )
     assert all(r.applied == applied for r in result.history[:1])
     if applied:
         assert result.params.value("answer.instruction") == "Rewritten instruction."
@@ -97,8 +128,17 @@ def test_checkpoint_none_writes_no_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     llm, train, validation = _gsm8k()
     graph, params = paper_graph()
-    fit_sync(graph, params, optim.neighbor_sgd(k=2), train=train, validation=validation, llm=llm, iterations=1,
-             loss=numeric_match(), checkpoint=None)
+    fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2),
+        train=train,
+        validation=validation,
+        llm=llm,
+        iterations=1,
+        loss=numeric_match(),
+        checkpoint=None,
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -142,7 +182,8 @@ SCRIPT = textwrap.dedent(
 
     graph, params = paper_graph()
     result = fit_sync(graph, params, optim.neighbor_sgd(k=2), train=examples[:5], validation=examples[5:], llm=llm,
-                      iterations=4, loss=numeric_match(), checkpoint=checkpoint, resume=checkpoint if mode == "resume" else None,
+                      iterations=4, loss=numeric_match(), checkpoint=checkpoint,
+                      resume=checkpoint if mode == "resume" else None,
                       on_progress=progress)
     print(repr(sorted(result.params.texts().items())))
     """
@@ -157,16 +198,32 @@ def test_a_run_killed_after_iteration_2_resumes_to_the_same_result(tmp_path):
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ckpt, log = tmp_path / "ckpt.json", tmp_path / "calls.log"
-    killed = subprocess.run([sys.executable, str(script), str(ckpt), str(log), "kill"], env=env, capture_output=True, text=True, timeout=120)
+    killed = subprocess.run(
+        [sys.executable, str(script), str(ckpt), str(log), "kill"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     first_calls = len(log.read_text().splitlines())
     log.unlink()
-    resumed = subprocess.run([sys.executable, str(script), str(ckpt), str(log), "resume"], env=env, capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(
+        [sys.executable, str(script), str(ckpt), str(log), "resume"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert resumed.returncode == 0, resumed.stderr
     llm, train, validation = _gsm8k()
     graph, params = paper_graph()
-    full = fit_sync(graph, params, optim.neighbor_sgd(k=2), train=train, validation=validation, llm=llm, iterations=4,
-                    loss=numeric_match())
+    full = fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2),
+        train=train,
+        validation=validation,
+        llm=llm,
+        iterations=4,
+        loss=numeric_match(),
+    )
     assert resumed.stdout.strip() == repr(sorted(full.params.texts().items()))
     from semgrad.effects._fit import _RunState
 
@@ -181,8 +238,17 @@ def test_a_budget_stops_cleanly_with_the_best_result_so_far():
     """A call budget ends the run early, keeping the params of the last completed iteration."""
     llm, train, validation = _gsm8k()
     graph, params = paper_graph()
-    result = fit_sync(graph, params, optim.neighbor_sgd(k=2), train=train, validation=validation, llm=llm, iterations=4,
-                      loss=numeric_match(), budget=Budget(max_calls=50))
+    result = fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2),
+        train=train,
+        validation=validation,
+        llm=llm,
+        iterations=4,
+        loss=numeric_match(),
+        budget=Budget(max_calls=50),
+    )
     assert result.stopped == "budget"
     assert len(result.history) == 1 and result.history[0].accepted
     assert result.params == params.with_values(result.history[0].updates)
@@ -200,18 +266,26 @@ def test_test_time_optimisation_of_a_free_solution_with_an_llm_judge():
     def llm(request):
         if request.purpose == "evaluate":
             steps = request.prompt.count("refined")
-            return f"<score>{min(1.0, steps / 3):.2f}</score><critique>CRITIQUE-{steps}: handle the empty input.</critique>"
+            critique = f"CRITIQUE-{steps}: handle the empty input."
+            return f"<score>{min(1.0, steps / 3):.2f}</score><critique>{critique}</critique>"
         if request.purpose == "rewrite":
             rewrites.append(request)
             current = request.prompt.split("<current>\n", 1)[1].split("\n</current>", 1)[0]
             return reply_rewrite(request, current + " refined")
         pytest.fail(f"unexpected call {request.purpose}")
 
-    result = fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=False), train=[Example({}, None, id="task")], llm=FunctionLLM(llm),
-                      iterations=3, loss=llm_judge("The code must handle empty input."))
+    result = fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=1, gate=False),
+        train=[Example({}, None, id="task")],
+        llm=FunctionLLM(llm),
+        iterations=3,
+        loss=llm_judge("The code must handle empty input."),
+    )
     assert list(result.scores) == pytest.approx([0.0, 1 / 3, 2 / 3], abs=0.01)
     assert result.params.value("solution") == "x = 1 refined refined refined"
-    assert [("CRITIQUE-%d" % i) in r.prompt for i, r in enumerate(rewrites)] == [True, True, True]
+    assert [f"CRITIQUE-{i}" in r.prompt for i, r in enumerate(rewrites)] == [True, True, True]
 
 
 def test_bad_arguments_fail_clearly():

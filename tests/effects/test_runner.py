@@ -74,7 +74,9 @@ async def test_requests_start_across_samples_without_waiting_for_a_batch():
         await anyio.sleep(0.4 if request.sample == "slow" else 0.01)
         return "ok"
 
-    program = gather(forward(graph, params, {"q": "a"}, sample="slow"), forward(graph, params, {"q": "b"}, sample="fast"))
+    program = gather(
+        forward(graph, params, {"q": "a"}, sample="slow"), forward(graph, params, {"q": "b"}, sample="fast")
+    )
     t0 = anyio.current_time()
     await run(program, FunctionLLM(llm))
     assert starts[("fast", "second")] - t0 < 0.3
@@ -171,7 +173,10 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
     b.llm("b", inputs=[q], instruction="x")
     graph, params = b.build(output="a")
     llm = ScriptedLLM(
-        [({"node": "a"}, LLMResponse("A", {"input_tokens": 7, "output_tokens": 2})), ({"node": "b"}, LLMError("rate_limit", "slow down", True))]
+        [
+            ({"node": "a"}, LLMResponse("A", {"input_tokens": 7, "output_tokens": 2})),
+            ({"node": "b"}, LLMError("rate_limit", "slow down", True)),
+        ]
     )
     runner = Runner(llm)
     runner.run_sync(forward(graph, params, {"q": "?"}))

@@ -24,15 +24,23 @@ needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folde
 
 def semgrad(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the command line in a subprocess."""
-    return subprocess.run([sys.executable, "-m", "semgrad", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "semgrad", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
 
 
 @needs_data
 def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
     """`semgrad run bbh:navigate --backend simulated` finishes offline and writes config, checkpoint and results."""
     out = tmp_path / "run"
-    result = semgrad("run", "bbh:navigate", "--backend", "simulated", "--data-dir", str(DATA), "--iterations", "2", "--out", str(out))
+    result = semgrad(
+        "run", "bbh:navigate", "--backend", "simulated", "--data-dir", str(DATA), "--iterations", "2", "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     assert {"config.json", "checkpoint.json", "results.json"} <= {p.name for p in out.iterdir()}
     results = json.loads((out / "results.json").read_text())
@@ -53,12 +61,16 @@ def _one_line_error(result: subprocess.CompletedProcess, fragment: str) -> None:
 
 def test_a_missing_data_dir_is_a_one_line_error(tmp_path):
     """A data directory that does not exist gives one line naming it, and a non-zero exit."""
-    _one_line_error(semgrad("run", "gsm8k", "--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")), "does not exist")
+    _one_line_error(
+        semgrad("run", "gsm8k", "--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")), "does not exist"
+    )
 
 
 def test_an_unknown_task_is_a_one_line_error_listing_valid_names(tmp_path):
     """An unknown task name gives one line listing the valid names."""
-    _one_line_error(semgrad("run", "bbh:navigation", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")), "bbh:navigate")
+    _one_line_error(
+        semgrad("run", "bbh:navigation", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")), "bbh:navigate"
+    )
 
 
 def test_a_malformed_json_line_is_a_one_line_error(tmp_path):
@@ -72,11 +84,31 @@ def test_a_malformed_json_line_is_a_one_line_error(tmp_path):
 @needs_data
 def test_a_missing_api_key_is_a_one_line_error(tmp_path):
     """The OpenAI backend without OPENAI_API_KEY (and no local base URL) gives one line saying what to set."""
-    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible", "--yes",
-                     "--out", str(tmp_path / "o"), env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    result = semgrad(
+        "run",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--backend",
+        "openai-compatible",
+        "--yes",
+        "--out",
+        str(tmp_path / "o"),
+        env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""},
+    )
     _one_line_error(result, "OPENAI_API_KEY")
-    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "anthropic", "--yes",
-                     "--out", str(tmp_path / "o"), env={"ANTHROPIC_API_KEY": ""})
+    result = semgrad(
+        "run",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--backend",
+        "anthropic",
+        "--yes",
+        "--out",
+        str(tmp_path / "o"),
+        env={"ANTHROPIC_API_KEY": ""},
+    )
     _one_line_error(result, "ANTHROPIC_API_KEY")
 
 
@@ -113,8 +145,23 @@ def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible", "--base-url",
-                     f"http://127.0.0.1:{port}/v1", "--model", "m", "--yes", "--iterations", "1", "--out", str(tmp_path / "o"))
+    result = semgrad(
+        "run",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--backend",
+        "openai-compatible",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        "m",
+        "--yes",
+        "--iterations",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+    )
     _one_line_error(result, "cannot be used: connection")
 
 
@@ -127,8 +174,23 @@ def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_ser
     rec = RecordingLLM(HashLLM())
     run_experiment(config, tmp_path / "real", llm=rec)
     assert report.by_purpose() == dict(rec.counts())
-    result = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible", "--base-url",
-                     counting_server, "--model", "m", "--iterations", "2", "--dry-run", "--out", str(tmp_path / "dry"))
+    result = semgrad(
+        "run",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--backend",
+        "openai-compatible",
+        "--base-url",
+        counting_server,
+        "--model",
+        "m",
+        "--iterations",
+        "2",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "dry"),
+    )
     assert result.returncode == 0, result.stderr
     for purpose, n in report.by_purpose().items():
         assert f" {purpose} " in result.stdout and str(n) in result.stdout
@@ -141,13 +203,31 @@ def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_ser
 def test_a_sigint_interrupted_run_resumes_to_the_same_result(tmp_path):
     """A run interrupted with SIGINT exits cleanly, keeps its checkpoint, and --resume reaches the same final
     result as an uninterrupted run."""
-    args = ["run", "bbh:navigate", "--data-dir", str(DATA), "--iterations", "3", "--train", "6", "--validation", "6",
-            "--test", "6", "--quiet"]
+    args = [
+        "run",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--iterations",
+        "3",
+        "--train",
+        "6",
+        "--validation",
+        "6",
+        "--test",
+        "6",
+        "--quiet",
+    ]
     whole = tmp_path / "whole"
     assert semgrad(*args, "--out", str(whole)).returncode == 0
     cut = tmp_path / "cut"
-    proc = subprocess.Popen([sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.05"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.05"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (cut / "checkpoint.json").exists() and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -27,7 +27,9 @@ def steps(draw):
     llm = draw(pure_llms())
     examples = [Example(draw(inputs_for(graph)), "never matches", id=i) for i in range(draw(st.integers(1, 4)))]
     results = run_sync(optim.evaluate(graph, params, examples, exact_match()), llm)
-    step = Step(graph, 0, tuple(examples), tuple(t for t, _ in results), tuple(s for _, s in results), loss=exact_match())
+    step = Step(
+        graph, 0, tuple(examples), tuple(t for t, _ in results), tuple(s for _, s in results), loss=exact_match()
+    )
     return step, params, llm
 
 

@@ -15,11 +15,15 @@ from ._base import Step, Transform
 __all__ = ["apply_if", "chain", "every_k", "masked", "named_chain"]
 
 
-def _run_all(transforms: Sequence[Transform], step: Step, states: Sequence[Any], params: Params) -> Program[tuple[Step, tuple[Any, ...]]]:
+def _run_all(
+    transforms: Sequence[Transform], step: Step, states: Sequence[Any], params: Params
+) -> Program[tuple[Step, tuple[Any, ...]]]:
     def go(index: int, step: Step, done: tuple[Any, ...]) -> Program[tuple[Step, tuple[Any, ...]]]:
         if index == len(transforms):
             return pure((step, done))
-        return bind(transforms[index].update(step, states[index], params), lambda r: go(index + 1, r[0], done + (r[1],)))
+        return bind(
+            transforms[index].update(step, states[index], params), lambda r: go(index + 1, r[0], done + (r[1],))
+        )
 
     return go(0, step, ())
 
@@ -50,9 +54,13 @@ def named_chain(*pairs: tuple[str, Transform]) -> Transform:
     transforms = [t for _, t in pairs]
 
     def update(step: Step, state: FrozenMap[str, Any], params: Params) -> Program[tuple[Step, FrozenMap[str, Any]]]:
-        return map_(_run_all(transforms, step, [state[n] for n in names], params), lambda r: (r[0], FrozenMap(zip(names, r[1]))))
+        return map_(
+            _run_all(transforms, step, [state[n] for n in names], params), lambda r: (r[0], FrozenMap(zip(names, r[1])))
+        )
 
-    return Transform(lambda params: FrozenMap((n, t.init(params)) for n, t in pairs), update, f"named_chain({', '.join(names)})")
+    return Transform(
+        lambda params: FrozenMap((n, t.init(params)) for n, t in pairs), update, f"named_chain({', '.join(names)})"
+    )
 
 
 def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) -> Transform:
@@ -73,7 +81,9 @@ def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) 
         def restore(result: tuple[Step, Any]) -> tuple[Step, Any]:
             new, inner_state = result
             keep = lambda m: None if m is None else FrozenMap((k, v) for k, v in m.items() if k in allowed)  # noqa: E731
-            return attrs.evolve(new, active=outer, updates=keep(new.updates), proposals=keep(new.proposals)), inner_state
+            return attrs.evolve(
+                new, active=outer, updates=keep(new.updates), proposals=keep(new.proposals)
+            ), inner_state
 
         return map_(inner.update(attrs.evolve(step, active=allowed), state, params), restore)
 
@@ -105,7 +115,9 @@ def every_k(inner: Transform, k: int) -> Transform:
     def update(step: Step, state: EveryKState, params: Params) -> Program[tuple[Step, EveryKState]]:
         count = state.count + 1
         if count % k:
-            return pure((step.noted(f"every_k({inner.name})", f"skipped ({count % k}/{k})"), EveryKState(count, state.inner)))
+            return pure(
+                (step.noted(f"every_k({inner.name})", f"skipped ({count % k}/{k})"), EveryKState(count, state.inner))
+            )
         return map_(inner.update(step, state.inner, params), lambda r: (r[0], EveryKState(count, r[1])))
 
     return Transform(lambda params: EveryKState(0, inner.init(params)), update, f"every_k({inner.name}, {k})")

@@ -73,11 +73,16 @@ def select_error_samples(k: int = 2, *, seed: int = 0, fallback: bool = True) ->
         if wrong:
             chosen, note = sorted(rng.sample(wrong, min(k, len(wrong)))), f"{len(wrong)} wrong"
         elif fallback:
-            chosen, note = sorted(rng.sample(range(len(scores)), min(k, len(scores)))), "no wrong sample; random fallback"
+            chosen, note = (
+                sorted(rng.sample(range(len(scores)), min(k, len(scores)))),
+                "no wrong sample; random fallback",
+            )
         else:
             chosen, note = [], "no wrong sample"
         ids = ", ".join(str(step.traces[i].sample) for i in chosen)
-        new = attrs.evolve(step, selected=tuple(chosen)).noted("select_error_samples", note, f"selected: {ids or 'none'}")
+        new = attrs.evolve(step, selected=tuple(chosen)).noted(
+            "select_error_samples", note, f"selected: {ids or 'none'}"
+        )
         return pure((new, state))
 
     return Transform(lambda params: SelectState(seed), update, "select_error_samples")
@@ -88,7 +93,9 @@ def backward(rule: Rule | None = None) -> Transform:
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         selected = require(step, "selected", "backward", "select_error_samples()")
-        programs = [backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, rule) for i in selected]
+        programs = [
+            backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, rule) for i in selected
+        ]
 
         def done(parts: tuple[Gradients, ...]) -> tuple[Step, EmptyState]:
             grads = merge_gradients(parts)
@@ -174,7 +181,9 @@ def critique(*, engine: str = "optimizer", options: dict[str, Any] | None = None
         def done(results: tuple[tuple[str, Any], ...]) -> tuple[Step, EmptyState]:
             ok = {n: r.unwrap() for n, r in results if isinstance(r, Success)}
             bad = [f"{n}: {r.failure()}" for n, r in results if not isinstance(r, Success)]
-            new = attrs.evolve(step, critiques=FrozenMap(ok)).noted("critique", f"critiques for {', '.join(ok) or 'none'}", *bad)
+            new = attrs.evolve(step, critiques=FrozenMap(ok)).noted(
+                "critique", f"critiques for {', '.join(ok) or 'none'}", *bad
+            )
             return new, state
 
         return map_(gather(*(one(n) for n in names)), done)
@@ -229,7 +238,9 @@ def propose_rewrite(
 
         def done(proposals: tuple[Proposal, ...]) -> tuple[Step, EmptyState]:
             notes = [f"{p.param}: {'proposed' if p.ok else 'kept (' + p.reason + ')'}" for p in proposals]
-            new = attrs.evolve(step, proposals=FrozenMap((p.param, p) for p in proposals)).noted("propose_rewrite", *notes)
+            new = attrs.evolve(step, proposals=FrozenMap((p.param, p) for p in proposals)).noted(
+                "propose_rewrite", *notes
+            )
             return new, state
 
         return map_(gather(*(one(n) for n in names)), done)
@@ -248,7 +259,9 @@ def _proposal(name: str, parsed: Any, max_chars: int | None) -> Proposal:
 
 def _usable(step: Step, params: Params) -> list[Proposal]:
     proposals = require(step, "proposals", "an update stage", "propose_rewrite()")
-    return [p for p in proposals.values() if p.ok and p.value != params.value(p.param) and p.param in step.trainable(params)]
+    return [
+        p for p in proposals.values() if p.ok and p.value != params.value(p.param) and p.param in step.trainable(params)
+    ]
 
 
 def full_update() -> Transform:
@@ -291,11 +304,16 @@ def one_at_a_time(*, seed: int = 0) -> Transform:
     return Transform(lambda params: SelectState(seed), update, "one_at_a_time")
 
 
-def evaluate(graph: Graph, params: Params, examples: Sequence[Example], loss: Loss) -> Program[tuple[tuple[Trace, Score], ...]]:
+def evaluate(
+    graph: Graph, params: Params, examples: Sequence[Example], loss: Loss
+) -> Program[tuple[tuple[Trace, Score], ...]]:
     """Forward and score each example; each sample is scored the moment its trace exists."""
 
     def one(example: Example) -> Program[tuple[Trace, Score]]:
-        return bind(forward(graph, params, example.inputs, sample=example.id), lambda t: map_(loss(example, t), lambda s: (t, s)))
+        return bind(
+            forward(graph, params, example.inputs, sample=example.id),
+            lambda t: map_(loss(example, t), lambda s: (t, s)),
+        )
 
     return gather(*(one(e) for e in examples))
 
@@ -331,14 +349,20 @@ def validation_gate(*, min_gain: float = 0.0) -> Transform:
             return pure((new, state))
         best = state.best if state.best is not None else step.best_score
         candidate = evaluate(step.graph, apply_updates(params, updates), step.validation, step.loss)
-        baseline = pure(best) if best is not None else map_(evaluate(step.graph, params, step.validation, step.loss), mean_score)
+        baseline = (
+            pure(best)
+            if best is not None
+            else map_(evaluate(step.graph, params, step.validation, step.loss), mean_score)
+        )
 
         def decide(pair: tuple[Any, float]) -> tuple[Step, GateState]:
             results, base = pair
             score = mean_score(results)
             accepted = score > base + min_gain
             verdict = "accepted" if accepted else "rejected"
-            new = attrs.evolve(step, candidate_score=score, accepted=accepted, best_score=max(base, score) if accepted else base)
+            new = attrs.evolve(
+                step, candidate_score=score, accepted=accepted, best_score=max(base, score) if accepted else base
+            )
             new = new.noted("validation_gate", f"candidate {score:.3f} vs best {base:.3f}: {verdict}")
             return new, GateState(score if accepted else base)
 
@@ -369,7 +393,9 @@ def momentum(*, history: int = 2) -> Transform:
             summary = gradient.feedback or "; ".join(str(e.feedback) for e in gradient.examples if e.feedback)
             if summary:
                 past[name] = (past.get(name, ()) + (f"iteration {step.iteration}: {summary}",))[-history:]
-        new = attrs.evolve(step, history=FrozenMap(shown)).noted("momentum", f"history for {', '.join(n for n, h in shown.items() if h) or 'none'}")
+        new = attrs.evolve(step, history=FrozenMap(shown)).noted(
+            "momentum", f"history for {', '.join(n for n, h in shown.items() if h) or 'none'}"
+        )
         return pure((new, MomentumState(FrozenMap(past))))
 
     return Transform(lambda params: MomentumState(), update, "momentum")
