@@ -1,0 +1,278 @@
+"""Run the selected workloads, print a table, write the JSON report."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _workloads as w
+from ._workloads import Settings
+
+__all__ = ["FAMILIES", "format_markdown", "format_table", "machine_info", "main", "run_suite", "textgrad_available"]
+
+FAMILIES = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
+DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Platform, CPUs, Python, library versions and the load when the run began."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count()
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover
+        load = None
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "semgrad": _version("semgrad"),
+        "anyio": _version("anyio"),
+        "textgrad": _version("textgrad") if textgrad_available() else None,
+        "load_average_at_start": load,
+    }
+
+
+def textgrad_available() -> bool:
+    """True when `textgrad` can be imported here (it is never a project dependency)."""
+    import importlib.util
+
+    return importlib.util.find_spec("textgrad") is not None
+
+
+def _key(family: str, latency: float | None = None, base: str | None = None) -> str:
+    name = f"{family}-{base}" if base else family
+    return name if latency is None else f"{name}@{latency:g}"
+
+
+def _warm_up() -> None:
+    """Import-time and first-call costs (anyio backend, attrs validators) off the clock."""
+    s = Settings.tiny()
+    w.w1_forward(s, 0.0005)
+    w.w4_deep(s, 0.0005)
+
+
+def run_suite(
+    settings: Settings,
+    only: Sequence[str] = FAMILIES,
+    *,
+    output: Path | None = DEFAULT_OUTPUT,
+    textgrad: bool | None = None,
+    echo: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the workloads in `only`; return the report and write it to `output` (None: don't).
+
+    `textgrad=None` compares with TextGrad when it is importable.
+    """
+    unknown = [f for f in only if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown workload(s) {unknown}; choose from {', '.join(FAMILIES)}")
+    use_textgrad = textgrad_available() if textgrad is None else textgrad
+    report: dict[str, Any] = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "settings": _settings_dict(settings),
+        "workloads": {},
+        "notes": [],
+    }
+    workloads: dict[str, Any] = report["workloads"]
+    started = time.perf_counter()
+    _warm_up()
+
+    def step(key: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        row = fn()
+        workloads.setdefault(key, {})["semgrad"] = row
+        echo(f"  {key:<14} done in {time.perf_counter() - t0:6.1f} s")
+        return row
+
+    for latency in settings.latencies:
+        if "W1" in only:
+            step(_key("W1", latency), lambda: w.w1_forward(settings, latency))
+        if "W2" in only:
+            row = step(_key("W2", latency), lambda: w.w2_iteration(settings, latency))
+            if "skipped" in row:
+                echo(f"  note: W2 skipped: {row['skipped']}")
+                note = f"W2 skipped: {row['skipped']}"
+                if note not in report["notes"]:
+                    report["notes"].append(note)
+        if "W4" in only:
+            step(_key("W4", latency), lambda: w.w4_deep(settings, latency))
+        if "W5" in only:
+            for base in ("W1", "W4"):
+                step(_key("W5", latency, base), lambda: w.w5_jitter(settings, latency, base))
+    if "W3" in only:
+        step("W3", lambda: w.w3_overhead(settings))
+    if "W6" in only:
+        row = step("W6", lambda: w.w6_scale(settings))
+        if row.get("note"):
+            report["notes"].append(f"W6: {row['note']}")
+    if "W7" in only:
+        step("W7", lambda: w.w7_throughput(settings))
+
+    if use_textgrad:
+        from . import textgrad_compare
+
+        textgrad_compare.add_rows(report, settings, only, echo=echo)
+    elif any(f in only for f in ("W1", "W3", "W4")):
+        report["notes"].append("TextGrad is not importable here: no comparison rows (see benchmarks/README.md).")
+
+    report["elapsed_s"] = round(time.perf_counter() - started, 1)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return report
+
+
+def _settings_dict(settings: Settings) -> dict[str, Any]:
+    out = {}
+    for name in Settings.__dataclass_fields__:
+        value = getattr(settings, name)
+        if name == "extra" and not value:
+            continue
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+# --------------------------------------------------------------------------- printing
+
+
+def _fmt(x: Any, spec: str = ".3f") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return format(x, spec)
+    return str(x)
+
+
+def _calls(calls: dict[str, int] | None) -> str:
+    if not calls:
+        return "-"
+    return " ".join(f"{k[:3]}={v}" for k, v in calls.items())
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The report as an aligned text table (one line per workload and system)."""
+    head = ("workload", "system", "wall s", "limit s", "ratio", "calls", "peak", "us/call", "target", "ok")
+    lines: list[tuple[str, ...]] = []
+    for key, systems in report["workloads"].items():
+        for system, row in systems.items():
+            if "skipped" in row:
+                lines.append((key, system, "-", "-", "-", "-", "-", "-", "-", "skipped"))
+                continue
+            ok = "-" if "met" not in row else ("yes" if row["met"] else "MISS")
+            if key == "W3":
+                target = f"<= {row['target']['us_per_call_max']:g} us" if "target" in row else "-"
+                us = f"{_fmt(row.get('us_per_call_sync'), '.1f')} sync / {_fmt(row.get('us_per_call_async'), '.1f')} async"
+                if "us_per_call_sync" not in row:
+                    us = _fmt(row.get("us_per_call"), ".1f")
+                lines.append((key, system, "-", "-", "-", _calls(row.get("calls")), "-", us, target, ok))
+            elif key == "W6":
+                sizes = row["sizes"]
+                for n, size in sizes.items():
+                    lines.append(
+                        (f"W6 n={n}", system, _fmt(size["seconds"]), "-", "-", _calls(size["calls"]), "-", _fmt(size["us_per_call"], ".1f"),
+                         f"{size['peak_mb']:.1f} MB", "")
+                    )
+                lines.append(
+                    ("W6 growth", system, f"x{row['time_ratio']:.2f}", "-", f"nodes x{row['node_ratio']:g}", f"mem x{row['memory_ratio']:.2f}",
+                     "-", "-", f"<= x{row['node_ratio'] * row['target']['ratio_over_node_ratio_max']:g}", ok)
+                )
+                lines.append(
+                    (f"W6 x{row['spec_samples']}", system, _fmt(row["seconds_at_spec_samples"], ".1f"), "-", "-", f"{row['samples']} samples run",
+                     "-", "-", f"<= {row['target']['seconds_at_spec_samples_max']:g} s", ok)
+                )
+            elif key == "W7":
+                lines.append(
+                    (key, system, _fmt(row["wall_s"]), _fmt(row["limit_s"]), f"{row['throughput_over_bound']:.3f} of C/L", _calls(row["calls"]),
+                     str(row["peak_in_flight"]), _fmt(row.get("us_per_call"), ".1f"), f">= {row['target']['throughput_over_bound_min']:g}", ok)
+                )
+            else:
+                target = f"<= {row['target']['wall_over_limit_max']:g}" if "target" in row else "-"
+                lines.append(
+                    (key, system, _fmt(row["wall_s"]), _fmt(row["limit_s"]), _fmt(row["wall_over_limit"], ".2f"), _calls(row["calls"]),
+                     str(row["peak_in_flight"]), _fmt(row.get("us_per_call"), ".1f"), target, ok)
+                )
+    widths = [max(len(str(r[i])) for r in [head, *lines]) for i in range(len(head))]
+    render = lambda r: "  ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip()  # noqa: E731
+    return "\n".join([render(head), render(tuple("-" * n for n in widths)), *map(render, lines)])
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The text table as a Markdown table (for README.md)."""
+    lines = format_table(report).splitlines()
+    head, rows = lines[0], lines[2:]
+    widths = [len(c) for c in lines[1].split("  ")]
+    cut = lambda line: [line[sum(widths[:i]) + 2 * i : sum(widths[: i + 1]) + 2 * i].strip() for i in range(len(widths))]  # noqa: E731
+    out = ["| " + " | ".join(cut(head)) + " |", "|" + "---|" * len(widths)]
+    out += ["| " + " | ".join(cut(row.ljust(sum(widths) + 2 * len(widths)))) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="semgrad's benchmark suite (fake LLMs, no network).")
+    parser.add_argument("--quick", action="store_true", help="small sizes, 20 ms only: well under a minute")
+    parser.add_argument("--only", default=",".join(FAMILIES), help="comma-separated workloads, e.g. W1,W3 (default: all)")
+    parser.add_argument("--repeats", type=int, default=None, help="runs per short-latency workload (median reported)")
+    parser.add_argument("--w6-samples", type=int, default=None, help="samples for W6 (default 100, reduced to fit the time budget)")
+    parser.add_argument("--w6-budget", type=float, default=None, help="seconds W6's timing runs may take")
+    parser.add_argument("--no-textgrad", action="store_true", help="skip the TextGrad comparison even if it is importable")
+    parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="where to write the JSON report ('-': nowhere)")
+    parser.add_argument("--markdown", metavar="REPORT", default=None, help="print REPORT's table as Markdown and exit (no run)")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(format_markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))))
+        return 0
+    settings = Settings.quick() if args.quick else Settings.default()
+    changes: dict[str, Any] = {}
+    if args.repeats is not None:
+        changes.update(repeats=max(1, args.repeats), w3_repeats=max(1, args.repeats))
+    if args.w6_samples is not None:
+        changes["w6_samples"] = max(1, args.w6_samples)
+    if args.w6_budget is not None:
+        changes["w6_budget_s"] = args.w6_budget
+    if changes:
+        import dataclasses
+
+        settings = dataclasses.replace(settings, **changes)
+    only = tuple(f.strip().upper() for f in args.only.split(",") if f.strip())
+    output = None if args.output == "-" else Path(args.output)
+    print(f"semgrad benchmarks ({'quick' if args.quick else 'default'}): {', '.join(only)}", flush=True)
+    try:
+        report = run_suite(settings, only, output=output, textgrad=False if args.no_textgrad else None, echo=lambda s: print(s, flush=True))
+    except ValueError as exc:
+        parser.error(str(exc))
+    print()
+    print(format_table(report))
+    for note in report["notes"]:
+        print(f"note: {note}")
+    m = report["machine"]
+    print(f"\n{report['date']}  {m['platform']}  {m['usable_cpus']} CPUs  Python {m['python']}  load at start {m['load_average_at_start']}")
+    print(f"total {report['elapsed_s']} s" + (f"; written to {output}" if output else ""))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

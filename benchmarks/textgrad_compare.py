@@ -1,0 +1,389 @@
+"""The same workloads in TextGrad (W1, W4, and W3's overhead), with the same fake latency.
+
+TextGrad is never a dependency of semgrad. Install it in its own environment::
+
+    python -m venv /tmp/tgvenv
+    /tmp/tgvenv/bin/pip install textgrad
+    /tmp/tgvenv/bin/pip install -e .          # from the repository root
+    /tmp/tgvenv/bin/python -m benchmarks.textgrad_compare --merge benchmarks/results/latest.json
+
+`python -m benchmarks` also adds these rows by itself when `textgrad` is importable.
+
+How the equivalent programs are written (TextGrad 0.1.x):
+
+* The fake is an `EngineLM` subclass (`LatencyEngine`) whose ``generate`` sleeps
+  the latency (``time.sleep``: TextGrad is synchronous) and answers with a short
+  digest of the prompt, like `HashLLM`. It counts calls by purpose (``backward``
+  when TextGrad passes its backward system prompt, ``evaluate`` for the loss) and
+  the peak number in flight.
+* W1: per sample, ``hint_1`` and ``hint_2`` are `FormattedLLMCall`s of the
+  question with trainable instruction `Variable`s as system prompts, and
+  ``answer`` a `FormattedLLMCall` of the question and both hints.
+* W4: the same layered graph; TextGrad seeds feedback through a loss, so each
+  sample adds a `TextLoss` call (``evaluate``) and calls ``loss.backward(engine)``.
+  TextGrad's backward is per edge and sends a partial to every predecessor that
+  requires a gradient, the instructions included (that is how its prompt
+  optimization works), one call at a time.
+* ``textgrad``: samples one after another, as TextGrad's training examples loop
+  over a batch. ``textgrad_threads``: one thread per sample (the most a user can
+  get without changing TextGrad); within a sample calls stay sequential. The
+  threaded W4 gives each sample its own instruction Variables (shared ones would
+  race in TextGrad's gradient sets).
+* The limit is the workload's own critical path (the same figure semgrad's row
+  uses), so ``wall_over_limit`` compares both systems with the same ideal.
+* TextGrad's default logging (a JSON line per call into ``$TEXTGRAD_LOG_DIR``)
+  stays on, pointed at a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LatencyEngine", "add_rows", "available", "main", "tg_overhead", "tg_w1", "tg_w4"]
+
+HINT = "Work out an intermediate step that helps solve the problem."
+SOLVE = "Solve the problem."
+
+
+def available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("textgrad") is not None
+
+
+def _import() -> Any:
+    os.environ.setdefault("TEXTGRAD_LOG_DIR", tempfile.mkdtemp(prefix="textgrad-logs-"))
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+    import textgrad
+
+    return textgrad
+
+
+def _engine_class() -> type:
+    _import()
+    from textgrad.autograd.llm_backward_prompts import BACKWARD_SYSTEM_PROMPT
+    from textgrad.engine import EngineLM
+
+    class LatencyEngine(EngineLM):
+        """A TextGrad engine with a fixed delay and digest replies (no network)."""
+
+        def __init__(self, latency: float = 0.0, evaluate_prompts: Sequence[str] = ()) -> None:
+            self.model_string = "semgrad-benchmark-fake"
+            self.latency = latency
+            self.evaluate_prompts = set(evaluate_prompts)
+            self.calls: Counter[str] = Counter()
+            self.in_flight = 0
+            self.peak = 0
+            self.lock = threading.Lock()
+            self.seen: list[tuple[str, str | None]] = []
+
+        def generate(self, prompt: str, system_prompt: str | None = None, **kwargs: Any) -> str:
+            if system_prompt == BACKWARD_SYSTEM_PROMPT:
+                purpose = "backward"
+            elif system_prompt in self.evaluate_prompts:
+                purpose = "evaluate"
+            else:
+                purpose = "forward"
+            with self.lock:
+                self.calls[purpose] += 1
+                self.in_flight += 1
+                self.peak = max(self.peak, self.in_flight)
+                self.seen.append((prompt, system_prompt))
+            try:
+                if self.latency:
+                    time.sleep(self.latency)
+                return reply(prompt, system_prompt)
+            finally:
+                with self.lock:
+                    self.in_flight -= 1
+
+        def __call__(self, prompt: str, **kwargs: Any) -> str:
+            return self.generate(prompt, **kwargs)
+
+    return LatencyEngine
+
+
+def reply(prompt: str, system_prompt: str | None) -> str:
+    """The fake's answer: a digest of what it was asked (costs about what HashLLM does)."""
+    blob = json.dumps([system_prompt or "", prompt], ensure_ascii=False)
+    return f"reply#{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def LatencyEngine(latency: float = 0.0, evaluate_prompts: Sequence[str] = ()) -> Any:  # noqa: N802 - a class factory
+    """Build the fake engine (the class is made lazily, after importing textgrad)."""
+    return _engine_class()(latency, evaluate_prompts)
+
+
+def _question(i: int) -> str:
+    from ._workloads import question
+
+    return question(i)
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def _paper_sample(tg: Any, engine: Any, instructions: dict[str, Any], i: int) -> Any:
+    from textgrad.autograd import FormattedLLMCall
+
+    q = tg.Variable(_question(i), requires_grad=False, role_description="the problem to solve")
+    hints = [
+        FormattedLLMCall(engine, "{question}", {"question": None}, system_prompt=instructions[name])(
+            inputs={"question": q}, response_role_description="an intermediate step"
+        )
+        for name in ("hint_1", "hint_2")
+    ]
+    answer = FormattedLLMCall(
+        engine,
+        "Problem:\n{question}\n\nStep 1:\n{hint_1}\n\nStep 2:\n{hint_2}",
+        {"question": None, "hint_1": None, "hint_2": None},
+        system_prompt=instructions["answer"],
+    )
+    return answer(inputs={"question": q, "hint_1": hints[0], "hint_2": hints[1]}, response_role_description="the final answer")
+
+
+def _paper_instructions(tg: Any) -> dict[str, Any]:
+    return {
+        name: tg.Variable(text, requires_grad=True, role_description=f"instruction of {name}")
+        for name, text in (("hint_1", HINT), ("hint_2", HINT), ("answer", SOLVE))
+    }
+
+
+def _layered_instructions(tg: Any, width: int, depth: int) -> dict[str, Any]:
+    names = [f"l{layer}_{i}" for layer in range(depth) for i in range(width)] + ["final"]
+    return {name: tg.Variable(SOLVE if name == "final" else HINT, requires_grad=True, role_description=f"instruction of {name}") for name in names}
+
+
+def _layered_sample(tg: Any, engine: Any, instructions: dict[str, Any], i: int, width: int, depth: int) -> None:
+    from textgrad.autograd import FormattedLLMCall
+
+    previous = {"question": tg.Variable(_question(i), requires_grad=False, role_description="the problem to solve")}
+    for layer in range(depth):
+        fields = {name: None for name in previous}
+        template = "\n\n".join(f"{name}:\n{{{name}}}" for name in previous)
+        previous = {
+            f"l{layer}_{k}": FormattedLLMCall(engine, template, fields, system_prompt=instructions[f"l{layer}_{k}"])(
+                inputs=dict(previous), response_role_description=f"a step of layer {layer}"
+            )
+            for k in range(width)
+        }
+    template = "\n\n".join(f"{name}:\n{{{name}}}" for name in previous)
+    final = FormattedLLMCall(engine, template, {name: None for name in previous}, system_prompt=instructions["final"])(
+        inputs=dict(previous), response_role_description="the final answer"
+    )
+    loss = tg.TextLoss(_evaluate_prompt(i), engine=engine)(final)
+    loss.backward(engine)
+
+
+def _evaluate_prompt(i: int) -> str:
+    return f"The expected output is {2 * i}. Evaluate the answer against it."
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def _measure(run: Callable[[], None]) -> tuple[float, float]:
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _row(walls: list[float], cpus: list[float], engine: Any, limit: float, **extra: Any) -> dict[str, Any]:
+    from ._workloads import RATIO_TARGET
+
+    wall = statistics.median(walls)
+    calls = dict(engine.calls)
+    n = sum(calls.values())
+    return {
+        "wall_s": round(wall, 6),
+        "limit_s": round(limit, 6),
+        "wall_over_limit": round(wall / limit, 4) if limit else None,
+        "calls": calls,
+        "peak_in_flight": engine.peak,
+        "us_per_call": round(statistics.median(cpus) / n * 1e6, 2) if n else None,
+        "walls_s": [round(w, 6) for w in walls],
+        "repeats": len(walls),
+        **extra,
+        "target": {"wall_over_limit_max": RATIO_TARGET},
+        "met": bool(limit and wall / limit <= RATIO_TARGET),
+    }
+
+
+def tg_w1(latency: float, batch: int, *, threads: bool, repeats: int = 1, limit: float | None = None) -> dict[str, Any]:
+    """W1 in TextGrad: forward over `batch` questions on the paper's graph."""
+    tg = _import()
+    walls, cpus = [], []
+    engine = None
+    for _ in range(repeats):
+        engine = LatencyEngine(latency)
+        instructions = _paper_instructions(tg)
+        one = lambda i: _paper_sample(tg, engine, instructions, i)  # noqa: E731
+        if threads:
+            run = lambda: list(ThreadPoolExecutor(max_workers=batch).map(one, range(batch)))  # noqa: E731
+        else:
+            run = lambda: [one(i) for i in range(batch)]  # noqa: E731
+        wall, cpu = _measure(run)
+        walls.append(wall)
+        cpus.append(cpu)
+    return _row(walls, cpus, engine, limit if limit is not None else 2 * latency, latency_s=latency, samples=batch, threads=threads)
+
+
+def tg_w4(
+    latency: float, batch: int, width: int = 4, depth: int = 4, *, threads: bool, repeats: int = 1, limit: float | None = None
+) -> dict[str, Any]:
+    """W4 in TextGrad: forward + loss + backward per sample on the layered graph."""
+    tg = _import()
+    walls, cpus = [], []
+    engine = None
+    for _ in range(repeats):
+        engine = LatencyEngine(latency, [_evaluate_prompt(i) for i in range(batch)])
+        shared = _layered_instructions(tg, width, depth)
+
+        def one(i: int, engine: Any = engine, shared: dict[str, Any] = shared) -> None:
+            instructions = _layered_instructions(tg, width, depth) if threads else shared
+            _layered_sample(tg, engine, instructions, i, width, depth)
+
+        if threads:
+            run = lambda one=one: list(ThreadPoolExecutor(max_workers=batch).map(one, range(batch)))  # noqa: E731
+        else:
+            run = lambda one=one: [one(i) for i in range(batch)]  # noqa: E731
+        wall, cpu = _measure(run)
+        walls.append(wall)
+        cpus.append(cpu)
+    # TextGrad's own longest chain if every independent call ran at once: the forward
+    # levels, the loss, the loss's backward, then final's and each layer's backward.
+    own_chain = (depth + 1) + 1 + 1 + (depth + 1)
+    return _row(
+        walls,
+        cpus,
+        engine,
+        limit if limit is not None else (depth + 1 + depth) * latency,
+        latency_s=latency,
+        samples=batch,
+        threads=threads,
+        own_chain_calls=own_chain,
+    )
+
+
+def tg_overhead(batch: int = 256, repeats: int = 3) -> dict[str, Any]:
+    """W3 in TextGrad: CPU per call of W1 at zero latency, minus the fake's own cost."""
+    from ._workloads import OVERHEAD_TARGET_US
+
+    tg = _import()
+    results = []
+    engine = None
+    for attempt in range(repeats + 1):
+        engine = LatencyEngine(0.0)
+        instructions = _paper_instructions(tg)
+        gc.collect()
+        c0 = time.process_time()
+        for i in range(batch):
+            _paper_sample(tg, engine, instructions, i)
+        total = time.process_time() - c0
+        seen = list(engine.seen)
+        c0 = time.process_time()
+        for prompt, system in seen:
+            reply(prompt, system)
+        fake = time.process_time() - c0
+        if attempt:  # the first run warms up
+            results.append(((total - fake) / len(seen) * 1e6, total / len(seen) * 1e6, fake / len(seen) * 1e6))
+    library = statistics.median(r[0] for r in results)
+    return {
+        "us_per_call": round(library, 2),
+        "total_us_per_call": round(statistics.median(r[1] for r in results), 2),
+        "fake_us_per_call": round(statistics.median(r[2] for r in results), 2),
+        "runs_us_per_call": [round(r[0], 2) for r in results],
+        "calls": dict(engine.calls),
+        "samples": batch,
+        "repeats": repeats,
+        "logging": "TextGrad default (JSON lines to $TEXTGRAD_LOG_DIR)",
+        "target": {"us_per_call_max": OVERHEAD_TARGET_US},
+        "met": bool(library <= OVERHEAD_TARGET_US),
+    }
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def add_rows(report: dict[str, Any], settings: Any, only: Sequence[str], *, echo: Callable[[str], None] = print) -> None:
+    """Add ``textgrad`` and ``textgrad_threads`` rows to `report` for W1, W4 (at
+    ``settings.textgrad_latencies``) and W3."""
+    workloads = report["workloads"]
+    tg = _import()
+    notes = report.setdefault("notes", [])
+    notes[:] = [n for n in notes if not n.startswith(("TextGrad is not importable", "TextGrad rows", "TextGrad compared"))]
+    report.setdefault("machine", {})["textgrad"] = getattr(tg, "__version__", None)
+    notes.append(
+        f"TextGrad rows: textgrad {getattr(tg, '__version__', '?')} on Python {sys.version.split()[0]}, "
+        f"run {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC by benchmarks.textgrad_compare."
+    )
+    for latency in settings.textgrad_latencies:
+        for family in ("W1", "W4"):
+            if family not in only:
+                continue
+            key = f"{family}@{latency:g}"
+            semgrad_row = workloads.get(key, {}).get("semgrad", {})
+            limit = semgrad_row.get("limit_s")
+            for label, threads in (("textgrad", False), ("textgrad_threads", True)):
+                t0 = time.perf_counter()
+                if family == "W1":
+                    row = tg_w1(latency, settings.w1_batch, threads=threads, repeats=settings.textgrad_repeats, limit=limit)
+                else:
+                    row = tg_w4(
+                        latency, settings.w4_batch, settings.w4_width, settings.w4_depth, threads=threads, repeats=settings.textgrad_repeats, limit=limit
+                    )
+                workloads.setdefault(key, {})[label] = row
+                echo(f"  {key:<14} {label} done in {time.perf_counter() - t0:6.1f} s")
+    if "W3" in only:
+        t0 = time.perf_counter()
+        workloads.setdefault("W3", {})["textgrad"] = tg_overhead(settings.w3_batch, max(1, settings.w3_repeats))
+        echo(f"  {'W3':<14} textgrad done in {time.perf_counter() - t0:6.1f} s")
+    skipped = [f"{lat:g}" for lat in settings.latencies if lat not in settings.textgrad_latencies]
+    if skipped:
+        notes.append(
+            f"TextGrad compared at {', '.join(f'{x:g}' for x in settings.textgrad_latencies)} s only "
+            f"(sequential calls: W4 at 1 s would take about 12 minutes)."
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ._suite import format_table
+    from ._workloads import Settings
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.textgrad_compare", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="W1,W3,W4")
+    parser.add_argument("--merge", default=None, help="add the rows to this JSON report (e.g. benchmarks/results/latest.json)")
+    args = parser.parse_args(argv)
+    if not available():
+        print("textgrad is not importable here; see benchmarks/README.md", file=sys.stderr)
+        return 2
+    settings = Settings.quick() if args.quick else Settings.default()
+    only = tuple(f.strip().upper() for f in args.only.split(","))
+    path = Path(args.merge) if args.merge else None
+    report = json.loads(path.read_text()) if path and path.exists() else {"machine": {}, "workloads": {}, "notes": []}
+    add_rows(report, settings, only)
+    print(format_table(report))
+    if path:
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"merged into {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

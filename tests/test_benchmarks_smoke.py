@@ -1,0 +1,72 @@
+"""Smoke test of the benchmark suite (``python -m benchmarks``).
+
+Property: a tiny run of every workload (B = 2, L = 1 ms, one repeat, W6 on 20-
+and 40-node DAGs) finishes in a few seconds and writes, where it is told to and
+never to ``benchmarks/results/latest.json``, a JSON report of the documented
+shape: date, machine, and per workload the figures README.md describes, with
+limits computed from the longest chain of dependent calls. It asserts no
+performance figure: the benchmark is not part of the unit tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import Settings, format_table, run_suite
+from benchmarks._suite import DEFAULT_OUTPUT, main
+
+LATENCY_KEYS = {"wall_s", "limit_s", "wall_over_limit", "calls", "peak_in_flight", "us_per_call"}
+
+
+def _snapshot(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+@pytest.fixture
+def latest_untouched():
+    before = _snapshot(DEFAULT_OUTPUT)
+    yield
+    assert _snapshot(DEFAULT_OUTPUT) == before, "the smoke test must not write benchmarks/results/latest.json"
+
+
+def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched: None) -> None:
+    out = tmp_path / "report.json"
+    report = run_suite(Settings.tiny(), output=out, textgrad=False, echo=lambda line: None)
+    saved = json.loads(out.read_text())
+    assert saved["workloads"].keys() == report["workloads"].keys()
+    assert {"date", "machine", "workloads"} <= saved.keys()
+    assert {"platform", "cpu_count", "python"} <= saved["machine"].keys()
+
+    rows = {key: systems["semgrad"] for key, systems in saved["workloads"].items()}
+    assert {"W1@0.001", "W2@0.001", "W3", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001", "W6", "W7"} == rows.keys()
+    for key in ("W1@0.001", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001", "W7"):
+        assert LATENCY_KEYS <= rows[key].keys(), key
+        assert rows[key]["wall_s"] > 0 and rows[key]["limit_s"] > 0
+    # Limits are chains of dependent calls x L: 2 levels on the paper's graph;
+    # 2 layers + final forward, then final's and layer 1's backward steps.
+    assert rows["W1@0.001"]["chain_calls"] == 2 and rows["W1@0.001"]["limit_s"] == pytest.approx(0.002)
+    assert rows["W4@0.001"]["chain_calls"] == 5 and rows["W4@0.001"]["limit_s"] == pytest.approx(0.005)
+    assert rows["W1@0.001"]["calls"] == {"forward": 6}
+    assert rows["W4@0.001"]["calls"] == {"forward": 10, "backward": 6}
+    assert "skipped" in rows["W2@0.001"] or LATENCY_KEYS <= rows["W2@0.001"].keys()
+    assert {"us_per_call", "us_per_call_sync", "us_per_call_async"} <= rows["W3"].keys()
+    assert all({"seconds", "peak_mb"} <= size.keys() for size in rows["W6"]["sizes"].values())
+    assert {"time_ratio", "memory_ratio", "node_ratio"} <= rows["W6"].keys()
+    assert "throughput_over_bound" in rows["W7"]
+    assert "W1@0.001" in format_table(saved)
+
+
+def test_cli_selects_workloads_and_writes_where_told(
+    tmp_path: Path, latest_untouched: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "cli.json"
+    tiny = Settings.tiny()
+    monkeypatch.setattr(Settings, "quick", classmethod(lambda cls: tiny))
+    assert main(["--quick", "--only", "W1,W7", "--no-textgrad", "--output", str(out)]) == 0
+    assert set(json.loads(out.read_text())["workloads"]) == {"W1@0.001", "W7"}
+    assert "W7" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--only", "W9", "--output", "-"])
