@@ -1,0 +1,26 @@
+"""The self-contained HTML report of an optimization run.
+
+``semgrad run TASK --out DIR`` writes ``DIR/results.json``; `write_report` turns it
+into ``DIR/report.html``: one file with inline CSS and SVG and no script, which
+loads nothing from the network. It shows the run's settings (and a notice when
+the LLM was the simulated one), a summary table beside the paper's published
+figures, the score per iteration as a chart, the graph as a picture (with its
+DOT and Mermaid text), each parameter's initial and final text with a diff, and
+the gradients and stage reports behind every update. `render_report` is the
+pure part: results in, HTML text out.
+
+Examples:
+    >>> from semgrad.report import render_report
+    >>> page = render_report({"task": "bbh:navigate", "tasks": [{"task": "bbh:navigate", "category": "algorithmic"}]})
+    >>> "85.6 %" in page  # the paper's BBH algorithmic average, beside our test accuracy
+    True
+
+.. versionadded:: 0.1.0
+"""
+
+from ._html import render_report as render_report
+from ._io import REPORT_NAME as REPORT_NAME
+from ._io import write_report as write_report
+from ._summary import PUBLISHED as PUBLISHED
+
+__all__ = ["PUBLISHED", "REPORT_NAME", "render_report", "write_report"]

@@ -1,0 +1,244 @@
+"""The report's header, summary table and per-task table, with the published figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._format import as_list, as_mapping, as_text, count, esc, money, number, percent, points
+
+__all__ = [
+    "PUBLISHED",
+    "header",
+    "is_simulated",
+    "per_task_table",
+    "published_figures",
+    "summary_table",
+    "task_published",
+]
+
+#: The paper's published figures (and TextGrad's on GSM8K), as fractions.
+PUBLISHED: Mapping[str, float] = {"gsm8k": 0.932, "bbh_nlp": 0.825, "bbh_algorithmic": 0.856, "textgrad_gsm8k": 0.782}
+
+_PUBLISHED_LABEL = {
+    "gsm8k": "Paper (GSM8K)",
+    "bbh_nlp": "Paper (BBH NLP average)",
+    "bbh_algorithmic": "Paper (BBH algorithmic average)",
+    "textgrad_gsm8k": "TextGrad (GSM8K)",
+}
+
+_AVERAGES = (
+    ("nlp", "BBH NLP average (test)", "bbh_nlp"),
+    ("algorithmic", "BBH algorithmic average (test)", "bbh_algorithmic"),
+    ("overall", "Overall average (test)", None),
+)
+
+Row = tuple[str, str, str]  # label, this run, published -- all already HTML
+
+
+def is_simulated(results: Mapping[str, Any]) -> bool:
+    """Whether the run used the built-in simulated LLM.
+
+    Examples:
+        >>> is_simulated({"simulated": True}), is_simulated({"backend": "simulated"}), is_simulated({})
+        (True, True, False)
+    """
+    return results.get("simulated") is True or results.get("backend") == "simulated"
+
+
+def published_figures(results: Mapping[str, Any]) -> dict[str, float]:
+    """`PUBLISHED`, overridden by the numeric entries of the run's ``published`` object.
+
+    Examples:
+        >>> published_figures({"published": {"gsm8k": 0.9, "bbh_nlp": "x"}})["gsm8k"], published_figures({})["bbh_nlp"]
+        (0.9, 0.825)
+    """
+    given = as_mapping(results.get("published"))
+    figures = dict(PUBLISHED)
+    for key in PUBLISHED:
+        value = number(given.get(key))
+        figures[key] = figures[key] if value is None else value
+    return figures
+
+
+def task_published(task: Mapping[str, Any], figures: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The published figures to show beside a task's test accuracy, as (label, value).
+
+    The task's own ``published`` entry comes first; GSM8K also gets TextGrad's
+    figure, and a BBH task without an entry gets its category's average.
+
+    Examples:
+        >>> task_published({"task": "gsm8k"}, PUBLISHED)
+        [('Paper (GSM8K)', 0.932), ('TextGrad (GSM8K)', 0.782)]
+        >>> task_published({"task": "bbh:navigate", "category": "algorithmic"}, PUBLISHED)
+        [('Paper (BBH algorithmic average)', 0.856)]
+        >>> task_published({"task": "liar"}, PUBLISHED)
+        []
+    """
+    entry = as_mapping(task.get("published"))
+    value = number(entry.get("value"))
+    found = [(as_text(entry.get("label")) or "Published", value)] if value is not None else []
+    name, category = as_text(task.get("task")), task.get("category")
+    if name == "gsm8k":
+        keys = ["textgrad_gsm8k"] if found else ["gsm8k", "textgrad_gsm8k"]
+    else:
+        keys = (
+            [f"bbh_{category}"] if name.startswith("bbh") and not found and category in ("nlp", "algorithmic") else []
+        )
+    return found + [(_PUBLISHED_LABEL[key], figures[key]) for key in keys]
+
+
+def _published_html(figures: Sequence[tuple[str, float]]) -> str:
+    return "<br>".join(
+        f'<span class="published">{esc(label)}: {esc(percent(value))}</span>' for label, value in figures
+    )
+
+
+def _fact(label: str, value: Any) -> str:
+    return f"<dt>{esc(label)}</dt><dd>{esc(value)}</dd>"
+
+
+def header(results: Mapping[str, Any]) -> str:
+    """The page header: the task and the run's settings, and the notices that matter.
+
+    Examples:
+        >>> "simulated-notice" in header({"task": "gsm8k", "simulated": True})
+        True
+    """
+    facts = "".join(
+        _fact(label, results.get(key))
+        for label, key in (
+            ("Task", "task"),
+            ("Backend", "backend"),
+            ("Optimizer", "optimizer"),
+            ("Seed", "seed"),
+            ("semgrad", "semgrad_version"),
+        )
+    )
+    notices = []
+    if is_simulated(results):
+        notices.append(
+            '<p id="simulated-notice" class="notice"><strong>Simulated LLM.</strong> This run used the '
+            "built-in simulated LLM, not a real model: its scores show that the pipeline works and say "
+            "nothing about the method's accuracy. Do not compare them with the published figures.</p>"
+        )
+    if results.get("stopped") is not None:
+        notices.append(
+            f'<p id="stopped-notice" class="notice warn"><strong>Stopped early</strong> '
+            f"({esc(results.get('stopped'))}): the figures are those of the iterations completed.</p>"
+        )
+    return (
+        f'<header><h1>semgrad run report: <span class="task-name">{esc(results.get("task"))}</span></h1>'
+        f'<dl class="facts">{facts}</dl>{"".join(notices)}</header>'
+    )
+
+
+def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:
+    accuracy = as_mapping(task.get("accuracy"))
+    test, initial = number(accuracy.get("test")), number(accuracy.get("initial_test"))
+    change = None if test is None or initial is None else test - initial
+    return [
+        ("Train accuracy", percent(accuracy.get("train")), ""),
+        ("Validation accuracy", percent(accuracy.get("validation")), ""),
+        ("Test accuracy", f"<strong>{percent(test)}</strong>", _published_html(task_published(task, figures))),
+        ("Initial test accuracy", percent(initial), ""),
+        ("Test change", points(change), ""),
+        (
+            "Validation score (initial \u2192 best)",
+            f"{percent(task.get('initial_score'))} \u2192 {percent(task.get('best_score'))}",
+            "",
+        ),
+    ]
+
+
+def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:
+    averages, rows = as_mapping(results.get("averages")), []
+    for key, label, published in _AVERAGES:
+        value = number(averages.get(key))
+        if value is not None:
+            shown = _published_html([(_PUBLISHED_LABEL[published], figures[published])]) if published else ""
+            rows.append((label, f"<strong>{percent(value)}</strong>", shown))
+    return rows
+
+
+def _counts(value: Any) -> str:
+    entries = as_mapping(value)
+    if not entries:
+        return "\u2014"
+    total = sum(number(n) or 0 for n in entries.values())
+    listed = " \u00b7 ".join(f"{esc(name)}: {count(n)}" for name, n in entries.items())
+    return f"{listed} (total {count(total)})"
+
+
+def _usage_rows(results: Mapping[str, Any]) -> list[Row]:
+    calls, tokens = as_mapping(results.get("calls")), as_mapping(results.get("tokens"))
+    return [
+        ("Calls by purpose", _counts(calls.get("by_purpose")), ""),
+        ("Calls by role", _counts(calls.get("by_role")), ""),
+        ("Tokens", f"{count(tokens.get('input'))} in \u00b7 {count(tokens.get('output'))} out", ""),
+        ("Cost", esc(money(results.get("cost_usd"))), ""),
+    ]
+
+
+def summary_table(results: Mapping[str, Any]) -> str:
+    """The summary table (id ``summary``): accuracies beside the published figures, calls,
+    tokens and cost. A single task shows its accuracies; several show the averages.
+
+    Examples:
+        >>> "93.2 %" in summary_table({"task": "gsm8k", "tasks": [{"task": "gsm8k"}]})
+        True
+    """
+    figures, tasks = published_figures(results), [as_mapping(t) for t in as_list(results.get("tasks"))]
+    rows = _accuracy_rows(tasks[0], figures) if len(tasks) == 1 else [("Tasks optimized", count(len(tasks)), "")]
+    rows += _average_rows(results, figures) if len(tasks) != 1 else []
+    rows += _usage_rows(results)
+    body = "".join(
+        f'<tr><th scope="row">{esc(label)}</th><td>{ours}</td><td class="published-cell">{paper}</td></tr>'
+        for label, ours, paper in rows
+    )
+    return (
+        '<table id="summary" class="summary"><thead><tr><th>Measure</th><th>This run</th><th>Published</th></tr>'
+        f"</thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _task_row(index: int, task: Mapping[str, Any], figures: Mapping[str, float]) -> str:
+    accuracy = as_mapping(task.get("accuracy"))
+    test, initial = number(accuracy.get("test")), number(accuracy.get("initial_test"))
+    cells = [
+        f'<a href="#task-{index}">{esc(task.get("task"))}</a>',
+        esc(task.get("category") or "\u2014"),
+        percent(accuracy.get("train")),
+        percent(accuracy.get("validation")),
+        f"<strong>{percent(test)}</strong>",
+        percent(initial),
+        points(None if test is None or initial is None else test - initial),
+    ]
+    published = _published_html(task_published(task, figures))
+    numbers = "".join(f'<td class="num">{cell}</td>' for cell in cells[2:])
+    return f"<tr><td>{cells[0]}</td><td>{cells[1]}</td>{numbers}" + f'<td class="published-cell">{published}</td></tr>'
+
+
+def per_task_table(results: Mapping[str, Any]) -> str:
+    """One row per task (id ``per-task``) with the NLP / algorithmic / overall averages below.
+
+    Examples:
+        >>> table = per_task_table({"tasks": [{"task": "bbh:a"}, {"task": "bbh:b"}], "averages": {"nlp": 0.5}})
+        >>> table.count("<tr"), "50.0 %" in table
+        (4, True)
+    """
+    figures = published_figures(results)
+    rows = "".join(_task_row(i, as_mapping(t), figures) for i, t in enumerate(as_list(results.get("tasks"))))
+    averages = "".join(
+        f'<tr class="average"><th scope="row" colspan="4">{esc(label)}</th><td>{ours}</td>'
+        f'<td colspan="2"></td><td class="published-cell">{paper}</td></tr>'
+        for label, ours, paper in _average_rows(results, figures)
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("Task", "Category", "Train", "Validation", "Test", "Initial test", "Change", "Published")
+    )
+    return (
+        f'<table id="per-task" class="per-task"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+        f"<tfoot>{averages}</tfoot></table>"
+    )
