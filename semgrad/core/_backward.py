@@ -144,6 +144,7 @@ class BackwardMachine(Program[Gradients]):
         "trace",
         "rule",
         "plan",
+        "stepping",
         "received",
         "waiting",
         "running",
@@ -167,8 +168,9 @@ class BackwardMachine(Program[Gradients]):
             trace=trace,
             rule=rule,
             plan=plan,
-            received=FrozenMap(),
-            waiting=plan.awaits,
+            stepping=frozenset(plan.steps),
+            received={},
+            waiting=plan.awaits.to_dict(),
             running=FrozenMap(),
             partials=(),
             failures=(),
@@ -221,19 +223,20 @@ class BackwardMachine(Program[Gradients]):
         return state._evolve(emitted=tuple(emitted))
 
     def _deliver(self, node: str, gradient: Any, result: NodeResult, ready: dict[str, _Launch]) -> BackwardMachine:
-        received = dict(self.received)
-        waiting = dict(self.waiting)
+        # `received` and `waiting` are private dicts, copied (never changed in place) per transition.
+        received = self.received.copy()
+        waiting = self.waiting.copy()
         for partial in result.partials:
             received[partial.target] = received.get(partial.target, ()) + (partial,)
         for target in self.plan.targets[node]:
             if target in waiting:
                 waiting[target] -= 1
-                if waiting[target] == 0 and target in self.plan.steps:
+                if waiting[target] == 0 and target in self.stepping:
                     ready[target] = _Launch(None, received.get(target, ()))
         told = (NodeFeedback(node, gradient, self.trace.sample),) if node != self.graph.output else ()
         return self._evolve(
-            received=FrozenMap(received),
-            waiting=FrozenMap(waiting),
+            received=received,
+            waiting=waiting,
             partials=self.partials + result.partials,
             failures=self.failures + result.failures,
             feedback=self.feedback + told,

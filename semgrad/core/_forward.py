@@ -27,11 +27,11 @@ from typing import Any
 from returns.result import Success
 
 from ._errors import InputError, ProtocolError
-from ._frozen import FrozenMap
-from ._graph import Graph, Params
+from ._frozen import FrozenMap, freeze
+from ._graph import Graph, Node, Params
 from ._program import Done, Emitted, Program, Token
 from ._prompts import render_forward
-from ._requests import LLMRequest, Reply, SampleId, request_key
+from ._requests import LLMRequest, Reply, SampleId
 from ._trace import NodeRun, Trace
 
 __all__ = ["ForwardMachine", "check_inputs", "forward", "runs_inputs"]
@@ -41,19 +41,19 @@ def check_inputs(graph: Graph, params: Params, inputs: Mapping[str, Any]) -> Non
     """Raise `InputError` unless `inputs` names exactly the graph's input fields
     and `params` holds every parameter the graph reads."""
     expected = graph.inputs
-    missing = [name for name in expected if name not in inputs]
-    extra = [name for name in inputs if name not in expected]
-    if missing or extra:
+    if len(inputs) != len(expected) or not all(name in inputs for name in expected):
+        missing = [name for name in expected if name not in inputs]
+        extra = [name for name in inputs if name not in expected]
         parts = []
         if missing:
             parts.append(f"missing input field(s) {', '.join(map(repr, missing))}")
         if extra:
             parts.append(f"unexpected input field(s) {', '.join(map(repr, extra))}")
         raise InputError(f"{'; '.join(parts)}; the graph's inputs are: {', '.join(map(repr, expected))}")
-    needed = [n.instruction or n.name for n in graph.nodes.values() if n.kind in ("llm", "param")]
-    absent = [name for name in needed if name not in params]
-    if absent:
-        raise InputError(f"params lack {', '.join(map(repr, absent))}; pass the params built with this graph")
+    for node in graph.nodes.values():
+        name = node.instruction or node.name
+        if node.kind in ("llm", "param") and name not in params:
+            raise InputError(f"params lack {name!r}; pass the params built with this graph")
 
 
 def forward(
@@ -86,7 +86,7 @@ def forward(
         semgrad.core._errors.InputError: missing input field(s) 'question'; unexpected input field(s) 'q'; ...
     """
     check_inputs(graph, params, inputs)
-    return ForwardMachine.start(graph, params, inputs, sample=sample, engine=engine, options=dict(options or {}))
+    return ForwardMachine.start(graph, params, inputs, sample=sample, engine=engine, options=freeze(options or {}))
 
 
 _MISSING = object()
@@ -95,7 +95,7 @@ _MISSING = object()
 class ForwardMachine(Program[Trace]):
     """The forward state machine for one sample; build it with `forward`."""
 
-    __slots__ = ("graph", "params", "sample", "engine", "options", "runs", "waiting", "unfinished", "emitted")
+    __slots__ = ("graph", "params", "sample", "engine", "options", "runs", "waiting", "asked", "unfinished", "emitted")
 
     def __init__(
         self,
@@ -106,6 +106,7 @@ class ForwardMachine(Program[Trace]):
         options: dict[str, Any],
         runs: tuple[NodeRun | None, ...],
         waiting: tuple[int, ...],
+        asked: tuple[tuple[LLMRequest, tuple[tuple[str, Any], ...]] | None, ...],
         unfinished: int,
         emitted: Emitted,
     ) -> None:
@@ -116,6 +117,7 @@ class ForwardMachine(Program[Trace]):
         self.options = options
         self.runs = runs
         self.waiting = waiting
+        self.asked = asked
         self.unfinished = unfinished
         self.emitted: Emitted = emitted  # type: ignore[misc]
 
@@ -130,49 +132,48 @@ class ForwardMachine(Program[Trace]):
         engine: str,
         options: dict[str, Any],
     ) -> Program[Trace]:
-        runs: list[NodeRun | None] = [None] * len(graph.nodes)
+        size = len(graph.nodes)
+        runs: list[NodeRun | None] = [None] * size
         waiting = [len(p) for p in graph.input_positions]
-        state = cls(graph, params, sample, engine, options, (), (), len(runs), ())
+        state = cls(graph, params, sample, engine, options, (), (), (), size, ())
         ready = []
+        unfinished = size
         for pos, node in enumerate(graph.nodes.values()):
             if node.kind == "input":
                 runs[pos] = NodeRun(node.name, "input", value=inputs[node.name])
             elif node.kind == "param":
                 runs[pos] = NodeRun(node.name, "param", value=params.value(node.name))
-            elif not node.inputs:
-                ready.append(pos)
-                continue
             else:
+                if not node.inputs:
+                    ready.append(pos)
                 continue
+            unfinished -= 1
             ready.extend(state._release(pos, waiting))
-        return state._advance(runs, waiting, ready, len(runs) - sum(r is not None for r in runs))
+        return state._advance(runs, waiting, [None] * size, ready, unfinished)
 
     @property
     def in_flight(self) -> tuple[str, ...]:
         """Names of the LLM nodes whose request is out and unanswered, in order."""
-        return tuple(
-            name
-            for pos, (name, node) in enumerate(self.graph.nodes.items())
-            if node.kind == "llm" and self.runs[pos] is None and self.waiting[pos] == 0
-        )
+        names = self.graph.topological_order
+        return tuple(names[pos] for pos, asked in enumerate(self.asked) if asked is not None)
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         name = token[0] if len(token) == 1 else None
         pos = self.graph.position(name) if isinstance(name, str) and name in self.graph.nodes else -1
-        if pos < 0 or self.runs[pos] is not None or self.waiting[pos] != 0 or self.graph[name].kind != "llm":
+        if pos < 0 or self.asked[pos] is None:
             raise ProtocolError(f"forward machine got a reply for {token!r}, which it is not waiting for")
+        request, shown = self.asked[pos]  # type: ignore[misc]
         runs = list(self.runs)
         waiting = list(self.waiting)
-        request = self._request(pos, runs)
-        key = request_key(request)
-        shown = runs_inputs(self.graph, pos, runs)
+        asked = list(self.asked)
+        asked[pos] = None
         if isinstance(reply, Success):
             text = reply.unwrap().text
-            runs[pos] = NodeRun(name, "llm", shown, text.strip(), key, text)
+            runs[pos] = NodeRun(name, "llm", shown, text.strip(), request, text)  # type: ignore[arg-type]
         else:
-            runs[pos] = NodeRun(name, "llm", shown, None, key, None, reply.failure())
+            runs[pos] = NodeRun(name, "llm", shown, None, request, None, reply.failure())  # type: ignore[arg-type]
         ready = self._release(pos, waiting)
-        return self._advance(runs, waiting, ready, self.unfinished - 1)
+        return self._advance(runs, waiting, asked, ready, self.unfinished - 1)
 
     def _release(self, pos: int, waiting: list[int]) -> list[int]:
         ready = []
@@ -183,51 +184,60 @@ class ForwardMachine(Program[Trace]):
         return ready
 
     def _advance(
-        self, runs: list[NodeRun | None], waiting: list[int], ready: list[int], unfinished: int
+        self,
+        runs: list[NodeRun | None],
+        waiting: list[int],
+        asked: list[Any],
+        ready: list[int],
+        unfinished: int,
     ) -> Program[Trace]:
         emitted = []
-        nodes = self.graph.nodes
-        names = self.graph.topological_order
+        graph = self.graph
+        names = graph.topological_order
+        nodes = graph.nodes
         while ready:
-            pos = ready.pop(0)
+            pos = ready.pop()
             node = nodes[names[pos]]
-            shown = runs_inputs(self.graph, pos, runs)
-            failed = next((n for n, _ in shown if runs[self.graph.position(n)].error is not None), None)  # type: ignore[union-attr]
+            sources = graph.input_positions[pos]
+            shown = tuple((names[p], runs[p].value) for p in sources)  # type: ignore[union-attr]
+            failed = None
+            for p in sources:
+                if runs[p].error is not None:  # type: ignore[union-attr]
+                    failed = names[p]
+                    break
             if failed is not None:
                 runs[pos] = NodeRun(node.name, node.kind, shown, error=f"input {failed!r} failed")
             elif node.kind == "llm":
-                emitted.append(((node.name,), self._request(pos, runs)))
+                request = self._request(node, shown)
+                asked[pos] = (request, shown)
+                emitted.append(((node.name,), request))
                 continue
             else:
                 runs[pos] = _call_function(node.name, node.fn, shown)
             unfinished -= 1
             ready.extend(self._release(pos, waiting))
         if unfinished == 0:
-            return Done(self._trace(runs))
+            return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, runs))))
+        emitted.sort(key=lambda item: graph.position(item[1].node))  # type: ignore[arg-type]
         return ForwardMachine(
-            self.graph,
+            graph,
             self.params,
             self.sample,
             self.engine,
             self.options,
             tuple(runs),
             tuple(waiting),
+            tuple(asked),
             unfinished,
             tuple(emitted),
         )
 
-    def _request(self, pos: int, runs: list[NodeRun | None]) -> LLMRequest:
-        graph = self.graph
-        node = graph.nodes[graph.topological_order[pos]]
-        shown = tuple((name, graph[name].role, value) for name, value in runs_inputs(graph, pos, runs))
+    def _request(self, node: Node, shown: tuple[tuple[str, Any], ...]) -> LLMRequest:
+        nodes = self.graph.nodes
+        labelled = tuple((name, nodes[name].role, value) for name, value in shown)
         instruction = self.params.value(node.instruction)  # type: ignore[arg-type]
         return render_forward(
-            node.name, instruction, shown, sample=self.sample, engine=self.engine, options=self.options
-        )
-
-    def _trace(self, runs: list[NodeRun | None]) -> Trace:
-        return Trace(
-            self.sample, self.graph.fingerprint, self.graph.output, FrozenMap(zip(self.graph.topological_order, runs))
+            node.name, instruction, labelled, sample=self.sample, engine=self.engine, options=self.options
         )
 
 

@@ -6,7 +6,7 @@ Values in semgrad are frozen attrs classes whose collections are tuples or
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar, overload
 
 K = TypeVar("K")
@@ -48,6 +48,19 @@ class FrozenMap(Mapping[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
+
+    # Fast paths: the mixin versions of these iterate in Python.
+    def get(self, key: K, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def keys(self) -> KeysView[K]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._data.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._data.items()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenMap):

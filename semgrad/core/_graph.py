@@ -160,6 +160,9 @@ class Graph:
     _index: FrozenMap[str, int] = attrs.field(init=False, eq=False, repr=False)
     _successors: FrozenMap[str, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)
     _to_output: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    _order: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
+    _fingerprint: str = attrs.field(init=False, eq=False, repr=False)
+    _inputs: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
     #: Positions of each node's inputs and successors, for the engines.
     input_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     successor_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
@@ -171,6 +174,10 @@ class Graph:
             for parent in node.inputs:
                 succ[parent].append(node.name)
         object.__setattr__(self, "_index", FrozenMap(index))
+        object.__setattr__(self, "_order", tuple(self.nodes))
+        object.__setattr__(self, "_inputs", tuple(n for n, node in self.nodes.items() if node.kind == "input"))
+        parts = [self.output] + [f"{n.name}|{n.kind}|{','.join(n.inputs)}|{n.role}" for n in self.nodes.values()]
+        object.__setattr__(self, "_fingerprint", hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])
         object.__setattr__(self, "_successors", FrozenMap((k, tuple(v)) for k, v in succ.items()))
         reach = {self.output}
         for name in reversed(tuple(self.nodes)):
@@ -193,7 +200,7 @@ class Graph:
     @property
     def topological_order(self) -> tuple[str, ...]:
         """All node names, every node after all of its inputs."""
-        return tuple(self.nodes)
+        return self._order
 
     def position(self, name: str) -> int:
         """The node's index in `topological_order`."""
@@ -241,13 +248,12 @@ class Graph:
     @property
     def inputs(self) -> tuple[str, ...]:
         """Names of the input nodes (the per-sample fields), in order."""
-        return self.of_kind("input")
+        return self._inputs
 
     @property
     def fingerprint(self) -> str:
         """A short digest of the structure (names, kinds, edges, roles, output)."""
-        parts = [self.output] + [f"{n.name}|{n.kind}|{','.join(n.inputs)}|{n.role}" for n in self.nodes.values()]
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        return self._fingerprint
 
 
 class GraphBuilder:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._requests import LLMRequest, Message, SampleId
+from ._requests import _NO_OPTIONS, LLMRequest, Message, SampleId
 
 __all__ = [
     "Shown",
@@ -77,7 +77,7 @@ def render_forward(
         purpose="forward",
         node=node,
         sample=sample,
-        options=options or {},
+        options=options if options is not None else _NO_OPTIONS,
     )
 
 

@@ -37,6 +37,21 @@ ENGINES = ("forward", "backward", "optimizer")
 PURPOSES = ("forward", "evaluate", "backward", "critique", "rewrite", "summarize")
 
 Role = Literal["system", "user", "assistant"]
+_ROLES = frozenset(("system", "user", "assistant"))
+_PURPOSES = frozenset(PURPOSES)
+_NO_OPTIONS: FrozenMap[str, Any] = FrozenMap()
+
+
+def _check_role(instance: Any, attribute: Any, value: str) -> None:
+    if value not in _ROLES:
+        raise ValueError(f"message role must be 'system', 'user' or 'assistant', got {value!r}")
+
+
+def _check_purpose(instance: Any, attribute: Any, value: str) -> None:
+    if value not in _PURPOSES:
+        raise ValueError(f"purpose must be one of {', '.join(PURPOSES)}; got {value!r}")
+
+
 SampleId: TypeAlias = int | str | None
 
 
@@ -49,15 +64,17 @@ class Message:
         Message(role='user', content='Hello')
     """
 
-    role: Role = attrs.field(validator=attrs.validators.in_(("system", "user", "assistant")))
-    content: str = attrs.field(validator=attrs.validators.instance_of(str))
+    role: Role = attrs.field(validator=_check_role)
+    content: str
 
 
 def _messages(value: Any) -> tuple[Message, ...]:
-    return tuple(value)
+    return value if type(value) is tuple else tuple(value)
 
 
 def _targets(value: Any) -> tuple[str, ...]:
+    if type(value) is tuple:
+        return value
     if isinstance(value, str):
         raise TypeError("targets must be a sequence of input names, not a single string")
     return tuple(value)
@@ -89,12 +106,12 @@ class LLMRequest:
 
     messages: tuple[Message, ...] = attrs.field(converter=_messages)
     engine: str = "forward"
-    purpose: str = attrs.field(default="forward", validator=attrs.validators.in_(PURPOSES))
+    purpose: str = attrs.field(default="forward", validator=_check_purpose)
     node: str | None = None
     sample: SampleId = None
     draw: int = 0
     targets: tuple[str, ...] = attrs.field(default=(), converter=_targets)
-    options: FrozenMap[str, Any] = attrs.field(default=FrozenMap(), converter=freeze)
+    options: FrozenMap[str, Any] = attrs.field(default=_NO_OPTIONS, converter=freeze)
 
     @property
     def prompt(self) -> str:
@@ -140,8 +157,11 @@ def request_key(request: LLMRequest) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_NO_USAGE: FrozenMap[str, int] = FrozenMap()
+
+
 def _usage(value: Any) -> FrozenMap[str, int]:
-    return freeze(value or {})
+    return value if isinstance(value, FrozenMap) else freeze(value or {})
 
 
 @attrs.frozen
@@ -195,10 +215,10 @@ def as_reply(value: object) -> Reply:
         >>> as_reply("4")
         <Success: LLMResponse(text='4', usage=FrozenMap({}), model='')>
     """
+    if isinstance(value, str):
+        return Success(LLMResponse(value, _NO_USAGE))
     if isinstance(value, LLMResponse):
         return Success(value)
-    if isinstance(value, str):
-        return Success(LLMResponse(value))
     if isinstance(value, LLMError):
         return Failure(value)
     if isinstance(value, Success):

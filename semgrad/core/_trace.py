@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from ._frozen import FrozenMap, freeze
-from ._requests import LLMError, SampleId
+from ._requests import LLMError, LLMRequest, SampleId, request_key
 
 __all__ = ["NodeRun", "Trace"]
 
@@ -21,7 +21,7 @@ class NodeRun:
         kind: The node's kind ("input", "param", "llm", "function").
         inputs: ``(name, value)`` for each input the node was shown, in order.
         value: The parsed value (None when the node failed).
-        request_key: The key of the LLM request, for LLM nodes.
+        request: The LLM request, for LLM nodes (`request_key` is its key).
         raw: The LLM's raw reply text, for LLM nodes that got one.
         error: Why the node has no value, when it failed (an `LLMError` for a
             failed call, text for a failed function or a failed input).
@@ -31,7 +31,7 @@ class NodeRun:
     kind: str
     inputs: tuple[tuple[str, Any], ...] = ()
     value: Any = None
-    request_key: str | None = None
+    request: LLMRequest | None = attrs.field(default=None, repr=False)
     raw: str | None = None
     error: LLMError | str | None = None
 
@@ -39,6 +39,11 @@ class NodeRun:
     def ok(self) -> bool:
         """True when the node produced a value."""
         return self.error is None
+
+    @property
+    def request_key(self) -> str | None:
+        """The `request_key` of the node's LLM request (None for other nodes)."""
+        return None if self.request is None else request_key(self.request)
 
 
 @attrs.frozen

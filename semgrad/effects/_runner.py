@@ -10,7 +10,6 @@ a `Failure(LLMError)` reply, and the core decides what it means.
 from __future__ import annotations
 
 import inspect
-import math
 from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -121,22 +120,25 @@ class Runner:
         if not self._async:
             return self._drive_sync(program)
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
-        send, receive = anyio.create_memory_object_stream[tuple[Token, Reply]](math.inf)
-        async with anyio.create_task_group() as tg, send, receive:
+        inbox = _Inbox()
+        async with anyio.create_task_group() as tg:
             in_flight = 0
-            emitted = program.emitted
+            emitted: list[tuple[Token, LLMRequest]] = list(program.emitted)
             while True:
                 for token, request in emitted:
-                    tg.start_soon(self._call_async, request, token, send, limiter)
+                    tg.start_soon(self._call_async, request, token, inbox, limiter)
                 in_flight += len(emitted)
+                emitted = []
                 if program.done:
                     break
                 if in_flight == 0:
                     raise ProtocolError("the program is waiting for replies but has asked for none")
-                token, reply = await receive.receive()
-                in_flight -= 1
-                program = program.feed(token, reply)
-                emitted = program.emitted
+                await inbox.wait()
+                while inbox.replies and not program.done:
+                    token, reply = inbox.replies.popleft()
+                    in_flight -= 1
+                    program = program.feed(token, reply)
+                    emitted.extend(program.emitted)
         return program.value
 
     def run_sync(self, program: Program[T]) -> T:
@@ -177,7 +179,7 @@ class Runner:
             return Failure(_error_from(exc))
 
     async def _call_async(
-        self, request: LLMRequest, token: Token, send: Any, limiter: anyio.CapacityLimiter | None
+        self, request: LLMRequest, token: Token, inbox: _Inbox, limiter: anyio.CapacityLimiter | None
     ) -> None:
         if limiter is None:
             reply = await self._attempt(request)
@@ -185,7 +187,7 @@ class Runner:
             async with limiter:
                 reply = await self._attempt(request)
         self._finished(request, reply)
-        send.send_nowait((token, reply))
+        inbox.put(token, reply)
 
     async def _attempt(self, request: LLMRequest) -> Reply:
         self._started()
@@ -232,6 +234,26 @@ class Runner:
             self._kinds[reply.failure().kind] += 1
         if self.on_reply is not None:
             self.on_reply(request, reply)
+
+
+class _Inbox:
+    """Replies waiting for the runner loop, and the event that wakes it."""
+
+    def __init__(self) -> None:
+        self.replies: deque[tuple[Token, Reply]] = deque()
+        self._event: anyio.Event | None = None
+
+    def put(self, token: Token, reply: Reply) -> None:
+        self.replies.append((token, reply))
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        """Return once at least one reply is waiting."""
+        while not self.replies:
+            self._event = anyio.Event()
+            await self._event.wait()
+        self._event = None
 
 
 def _error_from(exc: Exception) -> LLMError:
