@@ -25,6 +25,7 @@ from ..core import (
     LLMRequest,
     Params,
     as_examples,
+    gather,
     normalized_match,
 )
 from ..core._scoring import Loss
@@ -57,7 +58,8 @@ class IterationRecord:
         applied: Whether `updates` were applied.
         gradients: What each parameter was rewritten from, as text.
         report: One entry per optimizer stage.
-        calls: Calls made in this iteration, by purpose.
+        calls: Calls made in this iteration, by purpose (the first iteration's include
+            the one-off scoring of the initial params, which runs alongside it).
     """
 
     iteration: int
@@ -217,17 +219,21 @@ async def fit(
         if on_progress is not None:
             on_progress(FitProgress(iteration, iterations, phase, runner.statistics().calls, score))
 
+    first: Any = None
+    before = runner.statistics().calls_by_purpose
     if state.iteration == 0 and validation_set and state.initial_score is None:
+        # The initial validation score and the first training forward are independent: run them together.
         progress(0, "scoring initial params")
-        results = await runner.run(evaluate(graph, params, validation_set, loss))
+        both = evaluate(graph, params, validation_set, loss), evaluate(graph, params, train_set, loss)
+        initial, first = await runner.run(gather(*both)) if iterations > 0 else (await runner.run(both[0]), None)
         if guard.exceeded:
             return state.result(runner, "budget")
-        state = attrs.evolve(state, initial_score=mean_score(results), best_score=mean_score(results))
+        state = attrs.evolve(state, initial_score=mean_score(initial), best_score=mean_score(initial))
     while state.iteration < iterations:
-        before = runner.statistics().calls_by_purpose
         i = state.iteration
         progress(i, "forward")
-        results = await runner.run(evaluate(graph, state.params, train_set, loss))
+        results = first if first is not None else await runner.run(evaluate(graph, state.params, train_set, loss))
+        first = None
         if guard.exceeded:
             return state.result(runner, "budget")
         step = Step(
@@ -248,6 +254,7 @@ async def fit(
         calls = runner.statistics().calls_by_purpose
         spent = FrozenMap((k, v - before.get(k, 0)) for k, v in calls.items() if v - before.get(k, 0))
         state = state.advance(step, opt_state, mean_score(results), spent)
+        before = calls
         if checkpoint is not None:
             state.save(checkpoint)
         progress(i + 1, "done", mean_score(results))
