@@ -46,3 +46,14 @@ def test_unknown_command_exits_non_zero_with_usage():
     result = subprocess.run([sys.executable, "-m", "semgrad", "frobnicate"], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "usage:" in result.stderr
+
+
+def test_the_readme_tour_runs_as_written():
+    """The README's Python tour runs offline exactly as written."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    code = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+    assert code, "README.md has no python block"
+    namespace: dict = {}
+    exec(compile(code.group(1), "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["trace"].ok and namespace["grads"].for_node("hint_1")[0].source == "answer"
+    assert len(namespace["result"].history) == 2
