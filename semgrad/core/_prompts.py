@@ -155,6 +155,25 @@ def _numbered(targets: Sequence[str], numbering: Sequence[str]) -> str:
     return ", ".join(f"[{numbering.index(t) + 1}] {t}" if t in numbering else t for t in targets)
 
 
+def _backward_request(
+    user: str,
+    node: str,
+    targets: tuple[str, ...],
+    sample: SampleId,
+    engine: str,
+    options: Mapping[str, Any] | None,
+) -> LLMRequest:
+    return LLMRequest(
+        (Message("system", BACKWARD_SYSTEM), Message("user", user)),
+        engine=engine,
+        purpose="backward",
+        node=node,
+        sample=sample,
+        targets=targets,
+        options=options or {},
+    )
+
+
 def render_neighbor_aware(
     node: str,
     task: str,
@@ -177,15 +196,7 @@ def render_neighbor_aware(
         targets=_numbered(targets, names),
         form=feedback_form(targets),
     )
-    return LLMRequest(
-        (Message("system", BACKWARD_SYSTEM), Message("user", user)),
-        engine=engine,
-        purpose="backward",
-        node=node,
-        sample=sample,
-        targets=tuple(targets),
-        options=options or {},
-    )
+    return _backward_request(user, node, tuple(targets), sample, engine, options)
 
 
 def render_per_edge(
@@ -203,15 +214,7 @@ def render_per_edge(
     user = PER_EDGE_USER.format(
         name=name, role=role, value=value, output=output, feedback=feedback, form=feedback_form([name])
     )
-    return LLMRequest(
-        (Message("system", BACKWARD_SYSTEM), Message("user", user)),
-        engine=engine,
-        purpose="backward",
-        node=node,
-        sample=sample,
-        targets=(name,),
-        options=options or {},
-    )
+    return _backward_request(user, node, (name,), sample, engine, options)
 
 
 def render_repair(request: LLMRequest, reply: str, reason: str, missing: Sequence[str]) -> LLMRequest:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from .._files import write_text_atomically
 from ..core import FrozenMap
 
 __all__ = ["CheckpointError", "decode", "encode", "read_checkpoint", "write_checkpoint"]
@@ -78,19 +78,8 @@ def decode(data: Any) -> Any:
 
 def write_checkpoint(path: str | os.PathLike[str], content: dict[str, Any]) -> None:
     """Write `content` (plus the format tag) to `path` atomically: a temporary file, then a rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     blob = json.dumps({"format": FORMAT, **{k: encode(v) for k, v in content.items()}}, indent=1, ensure_ascii=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(blob)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, blob)
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from .._files import write_text_atomically
 from ..core import optim
 from ..core.optim import Transform
 
@@ -90,10 +90,7 @@ class RunConfig:
 
     def save(self, run_dir: Path) -> None:
         """Write ``config.json`` (atomically)."""
-        run_dir.mkdir(parents=True, exist_ok=True)
-        tmp = run_dir / ".config.json.tmp"
-        tmp.write_text(json.dumps(self.to_json(), indent=1) + "\n", "utf-8")
-        os.replace(tmp, run_dir / "config.json")
+        write_text_atomically(run_dir / "config.json", json.dumps(self.to_json(), indent=1) + "\n")
 
     def differs_from(self, other: RunConfig) -> list[str]:
         """Names of fields that differ and matter for resuming."""

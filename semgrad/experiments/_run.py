@@ -14,10 +14,12 @@ from typing import Any
 
 import anyio
 
+from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
 from ..effects import FitProgress, FitResult, Runner, fit, limited, retrying
 from ..graphviz import to_dot, to_mermaid
+from ..report import write_report
 from ..tasks import Task, load_tasks
 from ._config import RunConfig, make_optimizer
 
@@ -139,12 +141,7 @@ def run_experiment(
         results.append(_run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats))
     summary = _summary(config, results, runner_stats)
     _write_json(out / "results.json", summary)
-    try:
-        from ..report import write_report
-
-        write_report(out)
-    except ImportError:  # the report module is optional at this stage
-        pass
+    write_report(out)
     return summary
 
 
@@ -300,6 +297,4 @@ def _summary(config: RunConfig, results: list[dict[str, Any]], stats: list[Any])
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")

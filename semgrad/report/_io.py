@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._files import write_text_atomically
 from ._html import check_results, render_report
 
 __all__ = ["REPORT_NAME", "read_json", "write_report"]
@@ -34,22 +34,6 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply") from None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it into place."""
-    data = text.encode("utf-8", "replace")
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for reading
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def write_report(run_dir: str | os.PathLike[str]) -> Path:
@@ -90,7 +74,7 @@ def write_report(run_dir: str | os.PathLike[str]) -> Path:
     except ValueError as error:
         raise ValueError(f"{results_path}: {error}") from None
     target = directory / REPORT_NAME
-    _write_atomically(target, render_report(results, _read_config(directory / "config.json")))
+    write_text_atomically(target, render_report(results, _read_config(directory / "config.json")))
     return target
 
 
