@@ -36,13 +36,13 @@ def semgrad(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 
 @needs_data
 def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
-    """`semgrad run bbh:navigate --backend simulated` finishes offline and writes config, checkpoint and results."""
+    """`semgrad run bbh:navigate --backend simulated` finishes offline and writes config, checkpoint, results, report."""
     out = tmp_path / "run"
     result = semgrad(
         "run", "bbh:navigate", "--backend", "simulated", "--data-dir", str(DATA), "--iterations", "2", "--out", str(out)
     )
     assert result.returncode == 0, result.stderr
-    assert {"config.json", "checkpoint.json", "results.json"} <= {p.name for p in out.iterdir()}
+    assert {"config.json", "checkpoint.json", "results.json", "report.html"} <= {p.name for p in out.iterdir()}
     results = json.loads((out / "results.json").read_text())
     (task,) = results["tasks"]
     assert task["task"] == "bbh:navigate" and task["category"] == "algorithmic"

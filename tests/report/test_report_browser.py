@@ -124,3 +124,47 @@ def test_hostile_text_is_shown_and_the_structure_is_intact(browser_view):
         assert page.element(wanted) == ("section", main), wanted
     assert page.element("task-1-param-1") == ("div", (*main, "section", "details"))
     assert page.tags[-1][0] == "footer" and page.parents[-1] == main
+
+
+def test_a_real_simulated_runs_report_renders_with_its_chart_and_graph(tmp_path):
+    """`semgrad run bbh:navigate --backend simulated` writes a report.html that headless Chromium renders,
+    with the score chart and the graph picture in the DOM and a non-blank screenshot."""
+    import sys
+
+    data = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    if not data.is_dir():
+        pytest.skip("the shared data folder is not next to the repo")
+    browser = find_chromium()
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "semgrad",
+            "run",
+            "bbh:navigate",
+            "--backend",
+            "simulated",
+            "--data-dir",
+            str(data),
+            "--iterations",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    url = (out / "report.html").as_uri()
+    screenshot = tmp_path / "run.png"
+    run_chromium(browser, tmp_path, f"--screenshot={screenshot}", "--window-size=1280,2000", url)
+    width, height, distinct = png_facts(screenshot.read_bytes())
+    assert (width, height) == (1280, 2000) and distinct > 100
+    page = parse(run_chromium(browser, tmp_path, "--dump-dom", url))
+    assert page.element("score-chart")[0] == "svg" and page.element("graph-picture")[0] == "svg"
+    assert "script" not in [tag for tag, _ in page.tags]
+    assert "Simulated" in page.all_text() or "simulated" in page.all_text()
