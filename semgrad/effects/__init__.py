@@ -1,6 +1,47 @@
-"""The async edge: run programs against LLMs with anyio, plus middleware and training."""
+"""The async edge: run programs against LLMs with anyio, plus middleware and training.
 
+Middleware takes the wrapped LLM first and returns an async LLM with the same
+``identity``, so wrappers compose in any order::
+
+    llm = cached(retrying(limited(backend, max_concurrency=8)), path="cache.sqlite")
+"""
+
+from ._accounting import AccountingReport, UsageRow, accounted, budgeted
+from ._cache import cached
+from ._cassette import recorded, replayed
+from ._checkpoint import CheckpointError
+from ._fit import Budget, FitProgress, FitResult, IterationRecord, fit, fit_sync
+from ._limit import limited
 from ._protocol import LLM, AsyncLLM, SyncLLM, is_async_llm
+from ._retry import RetryPolicy, retrying
+from ._routing import by_engine
 from ._runner import Runner, RunStatistics, run, run_sync
 
-__all__ = ["LLM", "AsyncLLM", "RunStatistics", "Runner", "SyncLLM", "is_async_llm", "run", "run_sync"]
+__all__ = [
+    "LLM",
+    "AccountingReport",
+    "AsyncLLM",
+    "Budget",
+    "CheckpointError",
+    "FitProgress",
+    "FitResult",
+    "IterationRecord",
+    "RetryPolicy",
+    "RunStatistics",
+    "Runner",
+    "SyncLLM",
+    "UsageRow",
+    "accounted",
+    "budgeted",
+    "by_engine",
+    "cached",
+    "fit",
+    "fit_sync",
+    "is_async_llm",
+    "limited",
+    "recorded",
+    "replayed",
+    "retrying",
+    "run",
+    "run_sync",
+]

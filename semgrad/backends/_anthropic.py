@@ -1,0 +1,149 @@
+"""Anthropic Messages over httpx.
+
+One POST to ``{base_url}/v1/messages`` per request. System messages go into
+the top-level ``system`` field; consecutive messages of one role are merged
+(the API wants user and assistant turns to alternate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core import LLMRequest, LLMResponse, Message
+from ._http import HTTPBackend, jsonable, setting
+
+__all__ = ["AnthropicMessages", "anthropic"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+#: Request options passed through as they are; ``stop`` becomes ``stop_sequences``,
+#: and options the Messages API does not take (``seed``, ``frequency_penalty``...) are left out.
+OPTIONS = ("temperature", "top_p", "top_k", "stop_sequences", "metadata", "thinking", "service_tier")
+
+
+def merge_turns(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, str]]]:
+    """The system text and the alternating turns of `messages`.
+
+    Examples:
+        >>> merge_turns((Message("system", "Be brief."), Message("user", "a"), Message("user", "b")))
+        ('Be brief.', [{'role': 'user', 'content': 'a\\n\\nb'}])
+    """
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if turns and turns[-1]["role"] == m.role:
+            turns[-1]["content"] += "\n\n" + m.content
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    return system, turns
+
+
+def _usage(data: Mapping[str, Any]) -> dict[str, int]:
+    usage = data.get("usage") or {}
+    return {name: int(usage[name]) for name in ("input_tokens", "output_tokens") if usage.get(name) is not None}
+
+
+class AnthropicMessages(HTTPBackend):
+    """An async LLM over the Anthropic Messages API; see `anthropic`."""
+
+    provider = "anthropic"
+    factory = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, *, max_tokens: int, **config: Any) -> None:
+        super().__init__(**config)
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        self.max_tokens = max_tokens
+
+    def url(self) -> str:
+        """The messages endpoint."""
+        return f"{self.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        """The API version, and ``x-api-key`` when there is a key."""
+        key = self._key.reveal()
+        return {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
+
+    def body(self, request: LLMRequest, model: str) -> dict[str, Any]:
+        """The JSON body: model, max_tokens, system, merged turns and the options the API takes.
+
+        Examples:
+            >>> llm = anthropic("m", base_url="http://127.0.0.1:9", api_key="k", max_tokens=64)
+            >>> messages = (Message("system", "Be brief."), Message("user", "hi"))
+            >>> body = llm.body(LLMRequest(messages, options={"stop": "\\n", "seed": 1}), "m")
+            >>> body["system"], body["messages"], body["max_tokens"], body["stop_sequences"], "seed" in body
+            ('Be brief.', [{'role': 'user', 'content': 'hi'}], 64, ['\\n'], False)
+        """
+        system, turns = merge_turns(request.messages)
+        body: dict[str, Any] = {
+            "model": model,
+            "max_tokens": int(request.options.get("max_tokens", self.max_tokens)),
+            "messages": turns,
+        }
+        if system:
+            body["system"] = system
+        stop = request.options.get("stop")
+        if stop is not None:
+            body["stop_sequences"] = [stop] if isinstance(stop, str) else jsonable(stop)
+        body.update({name: jsonable(request.options[name]) for name in OPTIONS if name in request.options})
+        return body
+
+    def parse(self, data: Any, model: str) -> LLMResponse:
+        """Text (the text blocks, joined), usage and model from a message."""
+        blocks = data["content"]
+        if not isinstance(blocks, list):
+            raise TypeError(f"content is {type(blocks).__name__}, not a list of blocks")
+        text = "".join(block["text"] for block in blocks if block.get("type") == "text")
+        return LLMResponse(text, _usage(data), str(data.get("model") or model))
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", max_tokens={self.max_tokens})"
+
+
+def anthropic(
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    max_tokens: int = 1024,
+    models: Mapping[str, str] | None = None,
+) -> AnthropicMessages:
+    """An async LLM over the Anthropic Messages API.
+
+    Needs the ``http`` extra (httpx), imported on the first call.
+
+    Args:
+        model: The model to ask, e.g. ``"claude-3-5-haiku-latest"``.
+        api_key: The key; default ``$ANTHROPIC_API_KEY``.
+        base_url: The API root; default ``$ANTHROPIC_BASE_URL``, else
+            ``https://api.anthropic.com``.
+        timeout: Seconds for connecting, and between bytes of the reply.
+        max_tokens: The reply length cap when a request's options set none
+            (the API requires one).
+        models: A model per engine ("forward", "backward", "optimizer");
+            engines not listed use `model`.
+
+    Returns:
+        The backend. Its ``identity`` (provider, endpoint, model, models) keys
+        caches; neither it nor its repr shows the key.
+
+    Examples:
+        >>> llm = anthropic("claude-3-5-haiku-latest", api_key="sk-ant-x", models={"optimizer": "claude-opus-4"})
+        >>> llm.identity["models"]
+        FrozenMap({'optimizer': 'claude-opus-4'})
+        >>> "sk-ant-x" in repr(llm)
+        False
+    """
+    return AnthropicMessages(
+        base_url=setting(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL,
+        model=model,
+        api_key=setting(api_key, "ANTHROPIC_API_KEY"),
+        timeout=timeout,
+        models=models,
+        max_tokens=max_tokens,
+    )

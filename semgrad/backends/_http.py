@@ -1,0 +1,292 @@
+"""What the HTTP backends share: configuration, secrets, the POST, and error mapping.
+
+httpx is imported inside functions only, so importing this module (and
+``semgrad.backends``) never imports it. Every failure becomes an
+``LLMFailure(LLMError(kind, message, retryable))``:
+
+=================  ==============  ===========================
+what happened      kind            retryable
+=================  ==============  ===========================
+HTTP 401, 403      auth            no
+HTTP 400/413/422   bad_request     no (other 4xx too)
+HTTP 408           timeout         yes
+HTTP 429           rate_limit      yes, with ``retry_after``
+HTTP 5xx           server          yes
+client timeout     timeout         yes
+no connection      connection      yes
+unreadable reply   malformed       yes
+=================  ==============  ===========================
+
+API keys live in a `Secret`, which never shows its value in a repr, a string,
+or a pickle, and every message is scrubbed of the key before it is raised.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+__all__ = ["HTTPBackend", "Secret", "jsonable", "malformed", "retry_after_seconds", "setting", "status_error"]
+
+
+class Secret:
+    """A credential that never shows itself.
+
+    Examples:
+        >>> key = Secret("sk-live-123")
+        >>> key, str(key), f"{key}", bool(key), key.reveal()
+        (Secret('***'), '***', '***', True, 'sk-live-123')
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str | None) -> None:
+        self._value = value or None
+
+    def reveal(self) -> str | None:
+        """The credential itself; use it only to build a request header."""
+        return self._value
+
+    def scrub(self, text: str) -> str:
+        """`text` with every occurrence of the credential replaced by ``***``."""
+        return text.replace(self._value, "***") if self._value else text
+
+    def __bool__(self) -> bool:
+        return self._value is not None
+
+    def __repr__(self) -> str:
+        return "Secret('***')" if self._value else "Secret(None)"
+
+    def __str__(self) -> str:
+        return "***" if self._value else ""
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+    def __reduce__(self) -> Any:
+        if self._value:
+            raise TypeError("an API key is not pickled; build the backend again where it is needed")
+        return (Secret, (None,))
+
+
+def setting(value: str | None, env: str, default: str | None = None) -> str | None:
+    """`value` if given, else the environment variable `env`, else `default`."""
+    if value:
+        return value
+    return os.environ.get(env) or default
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with frozen mappings and tuples turned into dicts and lists, for a JSON body."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait, from a ``retry-after-ms`` or ``Retry-After`` header (seconds or an HTTP date).
+
+    Examples:
+        >>> retry_after_seconds({"retry-after": "2"})
+        2.0
+        >>> retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+        10.0
+        >>> retry_after_seconds({}) is None
+        True
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _provider_message(body: str) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.strip()[:300]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:500]
+    if isinstance(error, str):
+        return error[:500]
+    return body.strip()[:300]
+
+
+def status_error(status: int, headers: Mapping[str, str], body: str, *, key_env: str, has_key: bool) -> LLMError:
+    """The `LLMError` for an HTTP error status, with what to do about it."""
+    said = _provider_message(body)
+    detail = f"HTTP {status}: {said}" if said else f"HTTP {status}"
+    if status in (401, 403):
+        hint = f"check {key_env} or api_key=" if has_key else f"no API key was sent: set {key_env} or pass api_key="
+        return LLMError("auth", f"the server refused the credentials ({detail}); {hint}")
+    if status == 408:
+        return LLMError("timeout", f"the server timed out ({detail})", retryable=True)
+    if status == 429:
+        wait = retry_after_seconds(headers)
+        return LLMError("rate_limit", f"rate limited ({detail})", retryable=True, retry_after=wait)
+    if status >= 500:
+        return LLMError("server", f"server error ({detail})", retryable=True, retry_after=retry_after_seconds(headers))
+    if status == 404:
+        return LLMError("bad_request", f"not found ({detail}); check base_url and the model name")
+    return LLMError("bad_request", f"the server rejected the request ({detail}); too long a prompt or a bad option?")
+
+
+def _transport_error(exc: Exception, url: str) -> LLMError:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return LLMError("timeout", f"no reply from {url} in time ({type(exc).__name__})", retryable=True)
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL)):
+        return LLMError("bad_request", f"cannot send to {url} ({type(exc).__name__}: {exc}); check base_url")
+    return LLMError("connection", f"no connection to {url} ({type(exc).__name__}: {exc})", retryable=True)
+
+
+def malformed(message: str) -> LLMFailure:
+    """The failure for a reply that is not what the provider's API promises."""
+    return LLMFailure(LLMError("malformed", message, retryable=True))
+
+
+class HTTPBackend:
+    """An async LLM over one JSON HTTP endpoint; subclasses say how to talk to it.
+
+    Subclasses set `provider`, `factory` and `key_env`, and implement `url`,
+    `headers`, `body` and `parse` (which gets the decoded JSON and the model
+    asked for, the fallback when the reply names none). Each call opens its
+    own connection unless the backend is entered with ``async with backend:``,
+    which shares one connection pool until the block ends.
+    """
+
+    is_async = True
+    provider = "http"
+    factory = "HTTPBackend"
+    key_env = "API_KEY"
+
+    def __init__(
+        self, *, base_url: str, model: str, api_key: str | None, timeout: float, models: Mapping[str, str] | None
+    ) -> None:
+        if not model:
+            raise ValueError(f"{type(self).__name__} needs a model name (model=...)")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive seconds, got {timeout}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.models = FrozenMap(models or {})
+        self.timeout = float(timeout)
+        self._key = Secret(api_key)
+        self._client: httpx.AsyncClient | None = None
+        self._tls: ssl.SSLContext | None = None
+
+    @property
+    def identity(self) -> FrozenMap[str, Any]:
+        """Provider, endpoint and model(s): what the replies depend on (never the key)."""
+        return FrozenMap(
+            {"provider": self.provider, "endpoint": self.url(), "model": self.model, "models": self.models}
+        )
+
+    def model_for(self, request: LLMRequest) -> str:
+        """The model for `request`'s engine (``models[engine]``, else `model`)."""
+        return self.models.get(request.engine, self.model)
+
+    def url(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def body(self, request: LLMRequest, model: str) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def parse(self, data: Any, model: str) -> LLMResponse:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        try:
+            model = self.model_for(request)
+            return await self._post(self.body(request, model), model)
+        except LLMFailure as failure:
+            error = failure.error
+            raise LLMFailure(attrs.evolve(error, message=self._key.scrub(error.message))) from None
+
+    async def _post(self, body: dict[str, Any], model: str) -> LLMResponse:
+        import httpx
+
+        url = self.url()
+        try:
+            if self._client is not None:
+                response = await self._client.post(url, json=body, headers=self.headers())
+            else:
+                async with self._new_client() as client:
+                    response = await client.post(url, json=body, headers=self.headers())
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise LLMFailure(_transport_error(exc, url)) from None
+        if response.status_code >= 400:
+            error = status_error(
+                response.status_code, response.headers, response.text, key_env=self.key_env, has_key=bool(self._key)
+            )
+            raise LLMFailure(error)
+        return self._read(response, model)
+
+    def _read(self, response: httpx.Response, model: str) -> LLMResponse:
+        try:
+            data = json.loads(response.content)
+        except ValueError as exc:
+            raise malformed(f"the reply is not JSON ({exc}); a proxy page or a cut connection?") from None
+        try:
+            return self.parse(data, model)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            raise malformed(f"the reply lacks an expected field ({type(exc).__name__}: {exc})") from None
+
+    def _new_client(self) -> httpx.AsyncClient:
+        import httpx
+
+        if self._tls is None:
+            # Loading the CA bundle costs ~50 ms: do it once per backend, and not at all
+            # for a plain-HTTP endpoint (a local server), which never uses TLS.
+            self._tls = httpx.create_ssl_context(verify=self.base_url.startswith("https://"))
+        return httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), verify=self._tls)
+
+    async def __aenter__(self) -> HTTPBackend:
+        if self._client is not None:
+            raise RuntimeError(f"{self!r} is already entered; enter it once")
+        self._client = self._new_client()
+        await self._client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.__aexit__(*exc_info)
+
+    def __repr__(self) -> str:
+        models = f", models={dict(self.models)!r}" if self.models else ""
+        return f"{self.factory}(base_url={self.base_url!r}, model={self.model!r}{models}, api_key={self._key!r})"

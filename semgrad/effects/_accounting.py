@@ -1,0 +1,255 @@
+"""Accounting and budgets: count calls and tokens, estimate the cost, stop at a limit.
+
+`accounted` keeps running totals per ``(engine, model)`` and turns them into a
+frozen `AccountingReport` on demand; `budgeted` refuses calls once a call or
+token limit is reached, with a non-retryable ``LLMError(kind="budget")``.
+Place them inside `cached` to count only the calls that reach the provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse
+from ._routing import call, identity_of
+
+__all__ = ["AccountingReport", "UsageRow", "accounted", "budgeted"]
+
+Prices = Mapping[str, tuple[float, float]]
+
+
+@attrs.frozen
+class UsageRow:
+    """Calls and tokens for one ``(engine, model)``.
+
+    Attributes:
+        engine: The requests' engine ("forward", "backward", "optimizer").
+        model: The model that answered (as the reply names it; for failed calls,
+            the model the backend was configured with, if it says).
+        calls: Calls made, failed ones included.
+        failures: Calls that failed.
+        input_tokens: Input tokens the replies reported.
+        output_tokens: Output tokens the replies reported.
+        cost_usd: Estimated cost, or None when the price table lacks the model.
+    """
+
+    engine: str
+    model: str
+    calls: int = 0
+    failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@attrs.frozen
+class AccountingReport:
+    """Totals over every call an `accounted` LLM saw.
+
+    Attributes:
+        calls: Calls made, failed ones included.
+        failures: Calls that failed.
+        input_tokens: Input tokens reported.
+        output_tokens: Output tokens reported.
+        cost_usd: Estimated cost of the priced rows (None without a price table).
+        unpriced: Models that used tokens but have no price in the table.
+        rows: A `UsageRow` per ``(engine, model)``, in first-seen order.
+    """
+
+    calls: int = 0
+    failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    unpriced: tuple[str, ...] = ()
+    rows: FrozenMap[tuple[str, str], UsageRow] = FrozenMap()
+
+
+def _price(prices: Prices, model: str) -> tuple[float, float] | None:
+    if model in prices:
+        return prices[model]
+    prefixes = [name for name in prices if model.startswith(name)]
+    return prices[max(prefixes, key=len)] if prefixes else None
+
+
+def _check_prices(prices: Prices) -> FrozenMap[str, tuple[float, float]]:
+    for model, price in prices.items():
+        if not (isinstance(price, (tuple, list)) and len(price) == 2 and all(p >= 0 for p in price)):
+            raise ValueError(
+                f"price for {model!r} must be (usd_per_1M_input, usd_per_1M_output), non-negative; got {price!r}"
+            )
+    return FrozenMap({model: (float(p[0]), float(p[1])) for model, p in prices.items()})
+
+
+def _configured_model(llm: Any, engine: str) -> str:
+    identity = identity_of(llm)
+    if not isinstance(identity, Mapping):
+        return ""
+    models = identity.get("models") or {}
+    return str(models.get(engine) or identity.get("model") or "")
+
+
+class _Accounted:
+    """An async LLM that counts its inner LLM's calls and tokens."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, prices: FrozenMap[str, tuple[float, float]] | None) -> None:
+        self.inner = inner
+        self.prices = prices
+        self._rows: dict[tuple[str, str], list[int]] = {}
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        try:
+            response = await call(self.inner, request)
+        except Exception:
+            self._count(request.engine, _configured_model(self.inner, request.engine), failed=True)
+            raise
+        usage = response.usage
+        tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        self._count(request.engine, response.model, tokens=tokens)
+        return response
+
+    def _count(self, engine: str, model: str, *, failed: bool = False, tokens: tuple[int, int] = (0, 0)) -> None:
+        row = self._rows.setdefault((engine, model), [0, 0, 0, 0])
+        row[0] += 1
+        row[1] += failed
+        row[2] += tokens[0]
+        row[3] += tokens[1]
+
+    def report(self) -> AccountingReport:
+        """A frozen snapshot of the totals so far."""
+        rows: FrozenMap[tuple[str, str], UsageRow] = FrozenMap(
+            {key: self._row(*key, *counts) for key, counts in self._rows.items()}
+        )
+        unpriced: tuple[str, ...] = ()
+        cost = None
+        if self.prices is not None:
+            unpriced = tuple(
+                dict.fromkeys(r.model for r in rows.values() if r.cost_usd is None and r.input_tokens + r.output_tokens)
+            )
+            cost = sum(r.cost_usd or 0.0 for r in rows.values())
+        return AccountingReport(
+            calls=sum(r.calls for r in rows.values()),
+            failures=sum(r.failures for r in rows.values()),
+            input_tokens=sum(r.input_tokens for r in rows.values()),
+            output_tokens=sum(r.output_tokens for r in rows.values()),
+            cost_usd=cost,
+            unpriced=unpriced,
+            rows=rows,
+        )
+
+    def _row(self, engine: str, model: str, calls: int, failures: int, tokens_in: int, tokens_out: int) -> UsageRow:
+        price = _price(self.prices, model) if self.prices is not None else None
+        cost = (tokens_in * price[0] + tokens_out * price[1]) / 1e6 if price is not None else None
+        return UsageRow(engine, model, calls, failures, tokens_in, tokens_out, cost)
+
+    def __repr__(self) -> str:
+        return f"accounted({self.inner!r})"
+
+
+def accounted(llm: Any, prices: Prices | None = None) -> Any:
+    """Wrap `llm` to count calls and tokens per ``(engine, model)`` and estimate the cost.
+
+    Args:
+        llm: A sync or async LLM.
+        prices: ``{model: (usd_per_1M_input_tokens, usd_per_1M_output_tokens)}``.
+            A reply's model matches an exact entry, else the longest entry it
+            starts with (``"gpt-4o-mini"`` prices ``"gpt-4o-mini-2024-07-18"``).
+
+    Returns:
+        An async LLM with the same ``identity`` as `llm` and a ``report()`` method.
+
+    Examples:
+        >>> import anyio
+        >>> from semgrad.core import Message
+        >>> llm = accounted(lambda r: LLMResponse("4", {"input_tokens": 1000, "output_tokens": 10}, "m-1"),
+        ...                 prices={"m": (1.0, 2.0)})
+        >>> _ = anyio.run(llm, LLMRequest((Message("user", "2+2?"),)))
+        >>> report = llm.report()
+        >>> report.calls, report.input_tokens, report.cost_usd
+        (1, 1000, 0.00102)
+    """
+    if not callable(llm):
+        raise TypeError(f"accounted needs an LLM (a callable), got {type(llm).__name__}")
+    return _Accounted(llm, _check_prices(prices) if prices is not None else None)
+
+
+class _Budgeted:
+    """An async LLM that refuses calls once a budget is spent."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, max_calls: int | None, max_tokens: int | None) -> None:
+        self.inner = inner
+        self.max_calls = max_calls
+        self.max_tokens = max_tokens
+        self.calls = 0
+        self.tokens = 0
+        self.refused = 0
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    def _exhausted(self) -> str | None:
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return f"{self.calls} calls made, max_calls={self.max_calls}"
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return f"{self.tokens} tokens used, max_tokens={self.max_tokens}"
+        return None
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        spent = self._exhausted()
+        if spent is not None:
+            self.refused += 1
+            message = f"budget exhausted ({spent}); refusing the {request.purpose} call for node {request.node!r}"
+            raise LLMFailure(LLMError("budget", message + "; raise the limit in budgeted(...) to go on"))
+        self.calls += 1
+        response = await call(self.inner, request)
+        self.tokens += int(response.usage.get("input_tokens", 0)) + int(response.usage.get("output_tokens", 0))
+        return response
+
+    def __repr__(self) -> str:
+        return f"budgeted({self.inner!r}, max_calls={self.max_calls!r}, max_tokens={self.max_tokens!r})"
+
+
+def budgeted(llm: Any, max_calls: int | None = None, max_tokens: int | None = None) -> Any:
+    """Wrap `llm` so calls are refused once `max_calls` calls or `max_tokens` tokens are spent.
+
+    Calls are counted when they start (failed ones too), tokens when replies
+    report them, so concurrent calls never overshoot `max_calls`, and
+    `max_tokens` may be overshot by the calls in flight when it is reached.
+    A refused call fails with the non-retryable ``LLMError(kind="budget")``.
+    ``.calls``, ``.tokens`` and ``.refused`` tell the spending so far.
+
+    Raises:
+        ValueError: When a limit is negative.
+
+    Examples:
+        >>> import anyio
+        >>> from semgrad.core import Message
+        >>> llm = budgeted(lambda r: "ok", max_calls=1)
+        >>> r = LLMRequest((Message("user", "hi"),))
+        >>> anyio.run(llm, r).text
+        'ok'
+        >>> anyio.run(llm, r)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        semgrad.core._requests.LLMFailure: budget: budget exhausted (1 calls made, max_calls=1); ...
+    """
+    if not callable(llm):
+        raise TypeError(f"budgeted needs an LLM (a callable), got {type(llm).__name__}")
+    for name, value in (("max_calls", max_calls), ("max_tokens", max_tokens)):
+        if value is not None and value < 0:
+            raise ValueError(f"{name} must be >= 0 (or None for no limit), got {value}")
+    return _Budgeted(llm, max_calls, max_tokens)

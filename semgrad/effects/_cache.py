@@ -1,0 +1,229 @@
+"""Caching: a content-addressed store of successful replies.
+
+The key is ``sha256(request_key(request) + identity of the wrapped LLM)``: the
+request key covers messages, options (temperature...), engine, purpose, node,
+sample and draw, and the identity covers provider, endpoint and model, so a
+change in any of them misses. Identical requests made concurrently are sent
+once (the others wait for its reply). The SQLite store uses WAL mode, a busy
+timeout and one short transaction per write, so several processes may share
+one file; its blocking calls run in worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import attrs
+
+from ..core import LLMFailure, LLMRequest, LLMResponse, request_key
+from ._routing import call, canonical_identity, identity_of
+
+__all__ = ["MemoryStore", "SqliteStore", "cache_key", "cached"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    model TEXT NOT NULL,
+    purpose TEXT,
+    node TEXT,
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(request: LLMRequest, llm: Any) -> str:
+    """The cache key of `request` when answered by `llm` (hex sha256).
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> r = LLMRequest((Message("user", "hi"),))
+        >>> def small(request): return "4"
+        >>> def large(request): return "4"
+        >>> cache_key(r, small) == cache_key(r, small) != cache_key(r, large)
+        True
+    """
+    blob = request_key(request) + "\n" + canonical_identity(llm)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class Store(Protocol):
+    """Where `cached` keeps replies."""
+
+    async def get(self, key: str) -> LLMResponse | None: ...
+
+    async def put(self, key: str, request: LLMRequest, response: LLMResponse) -> None: ...
+
+
+class MemoryStore:
+    """A store in a dict, for one process and one run."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, LLMResponse] = {}
+
+    async def get(self, key: str) -> LLMResponse | None:
+        return self._data.get(key)
+
+    async def put(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
+        self._data[key] = response
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._data)} replies)"
+
+
+class SqliteStore:
+    """A store in an SQLite file that several processes may share.
+
+    One connection per store, used from worker threads one at a time (an
+    SQLite connection reopened per call would cost milliseconds a write).
+    Other processes wait for the write lock up to `busy_timeout` seconds. The
+    connection closes with `close()` or when the store is garbage-collected.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
+        self._closer = weakref.finalize(self, self._conn.close)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: no corruption, no fsync per write
+        with self._conn:
+            self._conn.execute(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._closer()
+
+    def get_sync(self, key: str) -> LLMResponse | None:
+        """Read the reply stored under `key` (blocking)."""
+        with self._lock:
+            row = self._conn.execute("SELECT text, usage, model FROM replies WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return LLMResponse(row[0], json.loads(row[1]), row[2])
+
+    def put_sync(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
+        """Store `response` under `key` in one transaction (blocking)."""
+        usage = json.dumps(dict(response.usage), sort_keys=True)
+        row = (key, response.text, usage, response.model, request.purpose, request.node, time.time())
+        with self._lock, self._conn:
+            self._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+    async def get(self, key: str) -> LLMResponse | None:
+        return await anyio.to_thread.run_sync(self.get_sync, key)
+
+    async def put(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
+        await anyio.to_thread.run_sync(self.put_sync, key, request, response)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+
+@attrs.define
+class _Pending:
+    event: anyio.Event
+    response: LLMResponse | None = None
+    failure: BaseException | None = None
+
+
+class _Cached:
+    """An async LLM that answers repeated requests from a store."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, store: Any) -> None:
+        self.inner = inner
+        self.store = store
+        self.hits = 0
+        self.misses = 0
+        self._pending: dict[str, _Pending] = {}
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        key = cache_key(request, self.inner)
+        while True:
+            pending = self._pending.get(key)
+            if pending is None:
+                break
+            await pending.event.wait()
+            if pending.response is not None:
+                self.hits += 1
+                return pending.response
+            if isinstance(pending.failure, LLMFailure):
+                raise LLMFailure(pending.failure.error)
+            if pending.failure is not None:
+                raise pending.failure
+        pending = self._pending[key] = _Pending(anyio.Event())
+        try:
+            pending.response = await self._lookup_or_call(key, request)
+            return pending.response
+        except Exception as exc:
+            pending.failure = exc
+            raise
+        finally:
+            del self._pending[key]
+            pending.event.set()
+
+    async def _lookup_or_call(self, key: str, request: LLMRequest) -> LLMResponse:
+        stored = await self.store.get(key)
+        if stored is not None:
+            self.hits += 1
+            return stored
+        self.misses += 1
+        response = await call(self.inner, request)
+        await self.store.put(key, request, response)
+        return response
+
+    def __repr__(self) -> str:
+        return f"cached({self.inner!r}, store={self.store!r})"
+
+
+def cached(llm: Any, path: str | Path | None = None) -> Any:
+    """Wrap `llm` so each distinct request is answered once and then from a cache.
+
+    Only successful replies are stored. Requests that differ only in ``draw``
+    have different keys, so deliberate repeats are never merged. ``.hits`` and
+    ``.misses`` count answers from the cache (or from an identical call in
+    flight) and calls passed on to `llm`. Put `accounted` *inside* the cache to
+    count only paid calls.
+
+    Args:
+        llm: A sync or async LLM; its ``identity`` (if any) is part of the key.
+        path: An SQLite file (created if missing; safe to share between
+            processes), or None / ``":memory:"`` for an in-memory dict.
+
+    Returns:
+        An async LLM with the same ``identity`` as `llm`.
+
+    Examples:
+        >>> from semgrad.core import LLMRequest, Message
+        >>> llm = cached(lambda request: "4")
+        >>> r = LLMRequest((Message("user", "2+2?"),))
+        >>> [anyio.run(llm, r).text for _ in range(3)], llm.hits, llm.misses
+        (['4', '4', '4'], 2, 1)
+    """
+    if not callable(llm):
+        raise TypeError(f"cached needs an LLM (a callable), got {type(llm).__name__}")
+    store = MemoryStore() if path is None or str(path) == ":memory:" else SqliteStore(path)
+    return _Cached(llm, store)

@@ -1,0 +1,242 @@
+"""The OpenAI-compatible backend against a real local HTTP server: bodies, replies, faults."""
+
+from __future__ import annotations
+
+import pytest
+
+from semgrad.backends import openai_compatible
+from semgrad.core import LLMFailure, LLMRequest, Message
+from semgrad.effects import RetryPolicy, retrying
+
+TIMEOUT = 0.5  # the client timeout in tests with a hanging server: short, yet ample for a loaded machine
+QUESTION = LLMRequest((Message("system", "Be brief."), Message("user", "2+2?")), node="answer", sample=0)
+
+
+def backend(provider, **config):
+    config.setdefault("model", "small-model")
+    config.setdefault("timeout", 5.0)
+    return openai_compatible(provider.base_url + "/v1", **config)
+
+
+async def test_a_reply_gives_text_usage_and_model(provider):
+    """A chat completion becomes an LLMResponse with the text, the mapped token usage and the reply's model."""
+    provider.responder = lambda body: "4"
+    response = await backend(provider)(QUESTION)
+    assert response.text == "4"
+    assert response.model == "small-model"
+    assert response.usage == {"input_tokens": len("Be brief.2+2?") // 4 + 1, "output_tokens": 1}
+
+
+async def test_the_body_carries_model_messages_and_options(provider):
+    """The POST goes to /v1/chat/completions with the model, the messages in order and every option."""
+    request = LLMRequest(
+        QUESTION.messages, options={"temperature": 0.3, "max_tokens": 20, "top_p": 0.9, "stop": ("\n",), "seed": 7}
+    )
+    await backend(provider)(request)
+    path, headers, body = provider.requests[0]
+    assert path == "/v1/chat/completions"
+    assert body == {
+        "model": "small-model",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}],
+        "temperature": 0.3,
+        "max_tokens": 20,
+        "top_p": 0.9,
+        "stop": ["\n"],
+        "seed": 7,
+    }
+
+
+async def test_a_key_is_sent_as_bearer_and_no_key_sends_no_authorization(provider, monkeypatch):
+    """With a key the request has 'Authorization: Bearer <key>'; without one (a local server) it has none."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    await backend(provider, api_key="sk-abc")(QUESTION)
+    await backend(provider)(QUESTION)
+    assert provider.requests[0][1]["authorization"] == "Bearer sk-abc"
+    assert "authorization" not in provider.requests[1][1]
+
+
+async def test_configuration_comes_from_the_environment(provider, monkeypatch):
+    """OPENAI_BASE_URL and OPENAI_API_KEY configure a backend built without arguments."""
+    monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    llm = openai_compatible(model="m")
+    await llm(QUESTION)
+    assert provider.requests[0][1]["authorization"] == "Bearer sk-from-env"
+    assert llm.identity["endpoint"] == provider.base_url + "/v1/chat/completions"
+
+
+def test_the_default_endpoint_is_openai(monkeypatch):
+    """Without base_url or OPENAI_BASE_URL the backend talks to api.openai.com/v1."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert openai_compatible(model="m").identity["endpoint"] == "https://api.openai.com/v1/chat/completions"
+
+
+async def test_the_model_is_chosen_per_engine(provider):
+    """models= picks the model by request.engine and falls back to model= for other engines."""
+    llm = backend(provider, model="default-model", models={"forward": "gpt-4o-mini", "optimizer": "gpt-4-turbo"})
+    for engine in ("forward", "optimizer", "backward"):
+        await llm(LLMRequest(QUESTION.messages, engine=engine))
+    assert [body["model"] for _, _, body in provider.requests] == ["gpt-4o-mini", "gpt-4-turbo", "default-model"]
+    assert llm.identity["models"] == {"forward": "gpt-4o-mini", "optimizer": "gpt-4-turbo"}
+
+
+async def test_options_the_backend_sets_itself_are_refused(provider):
+    """An option named model, messages or stream is a non-retryable bad_request, and nothing is sent."""
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider)(LLMRequest(QUESTION.messages, options={"stream": True}))
+    assert caught.value.error.kind == "bad_request" and not caught.value.error.retryable
+    assert provider.count == 0
+
+
+FAULTS = [
+    ((429, {"Retry-After": "3"}, {"error": {"message": "slow down"}}), "rate_limit", True),
+    ((500, {}, {"error": {"message": "boom"}}), "server", True),
+    ((503, {}, {}), "server", True),
+    ((401, {}, {"error": {"message": "Incorrect API key provided"}}), "auth", False),
+    ((403, {}, {}), "auth", False),
+    (
+        (
+            400,
+            {},
+            {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        "bad_request",
+        False,
+    ),
+    ((413, {}, {}), "bad_request", False),
+    ((422, {}, {}), "bad_request", False),
+    ("truncated", "malformed", True),
+    ("hang", "timeout", True),
+    ("drop", "connection", True),
+]
+
+
+@pytest.mark.parametrize(("fault", "kind", "retryable"), FAULTS, ids=lambda v: str(v[0] if isinstance(v, tuple) else v))
+async def test_each_fault_becomes_its_documented_error(provider, fault, kind, retryable):
+    """Every scripted fault surfaces as LLMFailure with the documented kind and retryability."""
+    provider.script(fault)
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider, timeout=TIMEOUT)(QUESTION)
+    error = caught.value.error
+    assert (error.kind, error.retryable) == (kind, retryable)
+    assert error.message
+
+
+async def test_a_rate_limit_carries_retry_after_and_a_context_error_says_why(provider):
+    """A 429's Retry-After becomes retry_after; a 400's provider message is kept in the error."""
+    provider.script(
+        (429, {"Retry-After": "3"}, {}), (400, {}, {"error": {"message": "maximum context length exceeded"}})
+    )
+    llm = backend(provider)
+    with pytest.raises(LLMFailure) as limited:
+        await llm(QUESTION)
+    with pytest.raises(LLMFailure) as too_long:
+        await llm(QUESTION)
+    assert limited.value.error.retry_after == 3.0
+    assert "maximum context length" in too_long.value.error.message
+
+
+async def test_an_auth_error_names_the_variable_to_set(provider, monkeypatch):
+    """A 401 says to set OPENAI_API_KEY, whether or not a key was sent."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    provider.script((401, {}, {}), (401, {}, {}))
+    for llm in (backend(provider), backend(provider, api_key="sk-wrong")):
+        with pytest.raises(LLMFailure, match="OPENAI_API_KEY"):
+            await llm(QUESTION)
+
+
+async def test_a_refused_connection_is_a_retryable_connection_error(free_port):
+    """Nobody listening on the port gives kind 'connection', retryable."""
+    llm = openai_compatible(f"http://127.0.0.1:{free_port}/v1", model="m", timeout=2)
+    with pytest.raises(LLMFailure) as caught:
+        await llm(QUESTION)
+    assert (caught.value.error.kind, caught.value.error.retryable) == ("connection", True)
+
+
+@pytest.mark.parametrize("base_url", ["127.0.0.1:9/v1", "ftp://127.0.0.1:9/v1", "http://[::1/v1"])
+async def test_a_bad_base_url_is_a_bad_request_that_says_so(base_url):
+    """A base_url without http(s):// or that does not parse fails as a non-retryable bad_request naming base_url."""
+    with pytest.raises(LLMFailure, match="base_url") as caught:
+        await openai_compatible(base_url, model="m")(QUESTION)
+    assert (caught.value.error.kind, caught.value.error.retryable) == ("bad_request", False)
+
+
+async def test_a_reply_without_choices_is_malformed(provider):
+    """A 200 whose JSON lacks the expected fields is a retryable 'malformed' error."""
+    provider.script((200, {}, {"object": "chat.completion"}))
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider)(QUESTION)
+    assert (caught.value.error.kind, caught.value.error.retryable) == ("malformed", True)
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        ((429, {"Retry-After": "0.01"}, {}),),
+        ((500, {}, {}), (502, {}, {})),
+        ("hang",),
+        ("truncated",),
+        ("drop", (503, {}, {})),
+    ],
+    ids=["429", "500-502", "hang", "truncated", "drop-503"],
+)
+async def test_retrying_recovers_from_transient_faults(provider, faults):
+    """Under retrying, transient faults are retried and the call succeeds with one request per attempt."""
+    provider.script(*faults)
+    waits = []
+
+    async def sleep(seconds):
+        waits.append(seconds)
+
+    llm = retrying(backend(provider, timeout=TIMEOUT), RetryPolicy(base_delay=0.001, seed=0), sleep=sleep)
+    response = await llm(QUESTION)
+    assert response.text.startswith("reply ")
+    assert provider.count == len(faults) + 1
+    assert len(waits) == len(faults)
+
+
+async def test_retry_waits_at_least_retry_after(provider):
+    """A 429 with Retry-After: 2 makes retrying wait at least 2 s before the next attempt."""
+    provider.script((429, {"Retry-After": "2"}, {}))
+    waits = []
+
+    async def sleep(seconds):
+        waits.append(seconds)
+
+    await retrying(backend(provider), RetryPolicy(base_delay=0.001), sleep=sleep)(QUESTION)
+    assert waits == [2.0]
+
+
+async def test_a_malformed_reply_is_retried_once_by_default(provider):
+    """With the default policy, malformed replies get one retry, then the error is raised."""
+    provider.script("truncated", "truncated", "truncated")
+
+    async def sleep(seconds):
+        pass
+
+    with pytest.raises(LLMFailure) as caught:
+        await retrying(backend(provider), sleep=sleep)(QUESTION)
+    assert caught.value.error.kind == "malformed"
+    assert provider.count == 2
+
+
+async def test_non_retryable_faults_are_not_retried(provider):
+    """A 401 under retrying is raised after a single request."""
+    provider.script((401, {}, {}))
+    with pytest.raises(LLMFailure):
+        await retrying(backend(provider))(QUESTION)
+    assert provider.count == 1
+
+
+async def test_an_entered_backend_shares_one_connection_pool(provider):
+    """Inside 'async with backend:' many calls succeed over the shared client, which is closed at exit."""
+    llm = backend(provider)
+    async with llm:
+        texts = [(await llm(QUESTION)).text for _ in range(3)]
+    assert len(set(texts)) == 1 and provider.count == 3
+    assert llm._client is None
