@@ -156,3 +156,20 @@ def test_forward_under_flaky_llm_with_retries_equals_a_clean_run(gp, data, flaky
     recovered = run_sync(program(), retrying(flaky, NO_WAIT))
     assert recovered == clean
     assert all(trace.ok for trace in recovered)
+
+
+@settings(max_examples=30)
+@given(graphs(), st.data(), flaky_llms(0.2))
+def test_backward_under_flaky_llm_with_retries_equals_a_clean_run(gp, data, flaky):
+    """With 20 % of calls failing retryably and retrying on, backward over a random DAG gives the clean run's
+    gradients, with no failure recorded."""
+    from semgrad.core import backward
+
+    graph, params = gp
+    samples = [data.draw(inputs_for(graph)) for _ in range(2)]
+    traces = run_sync(gather(*(forward(graph, params, x, sample=i) for i, x in enumerate(samples))), flaky.inner)
+    program = lambda: gather(*(backward(graph, params, t, "The output is wrong.") for t in traces))  # noqa: E731
+    clean = run_sync(program(), flaky.inner)
+    recovered = run_sync(program(), retrying(flaky, NO_WAIT))
+    assert recovered == clean
+    assert all(g.ok for g in recovered)
