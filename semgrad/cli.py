@@ -1,4 +1,4 @@
-"""The ``semgrad`` command line: demo, run, report, graph."""
+"""The ``semgrad`` command line: demo, run, report, graph, sweep."""
 
 from __future__ import annotations
 
@@ -136,6 +136,47 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from .sweeps import SweepError, load_spec, run_sweep
+
+    if args.max_parallel is not None and args.max_parallel < 1:
+        raise SweepError(f"--max-parallel must be at least 1, got {args.max_parallel}")
+    spec = load_spec(args.spec)
+    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+    total, done = len(spec.runs()), [0]
+    if spec.backend == "simulated" and not args.quiet:
+        print("The LLM is SIMULATED (offline, deterministic): scores say nothing about real models.", file=sys.stderr)
+
+    def show(outcome: Any) -> None:
+        done[0] += 1
+        if args.quiet:
+            return
+        if outcome.status == "failed":
+            detail = f"failed: {outcome.error}"
+        else:
+            test = "-" if outcome.test is None else f"{outcome.test:.3f}"
+            calls = f", {outcome.calls} calls" if outcome.status != "skipped" else ""
+            detail = f"{outcome.status}, test {test}{calls}"
+        print(f"[{done[0]}/{total}] {outcome.name}: {detail}", file=sys.stderr, flush=True)
+
+    try:
+        result = run_sweep(
+            spec, out, local=args.local, address=args.address, max_parallel=args.max_parallel,
+            num_cpus=args.num_cpus, on_run=show,
+        )
+    except KeyboardInterrupt:
+        print(f"\nsemgrad: interrupted; the finished runs and checkpoints in {out} are kept -- "
+              "run the same command to resume", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print(f"Wrote {result.json_path} and {result.html_path}")
+    if result.failed:
+        first = result.failed[0]
+        failed = f"{len(result.failed)} of {total} runs failed (see {result.html_path})"
+        raise SweepError(f"{failed}; {first.name}: {first.error}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
     from .experiments import BACKENDS, OPTIMIZERS
@@ -191,6 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--width", type=int, default=4)
     graph.add_argument("--depth", type=int, default=4)
     graph.set_defaults(func=_graph)
+
+    sweep = sub.add_parser("sweep", help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably")
+    sweep.add_argument("spec", help="the sweep spec (TOML): tasks, seeds, optimizers, models and shared settings")
+    sweep.add_argument("--out", help="the sweep directory (default sweeps/<spec name>); re-running skips finished runs")
+    sweep.add_argument("--local", action="store_true", help="run in this process (threads), without Ray")
+    sweep.add_argument("--address", help="join the Ray cluster at this address (default: start Ray on this machine)")
+    sweep.add_argument("--max-parallel", type=int, help="runs in progress at once (default: as many as the CPUs allow)")
+    sweep.add_argument("--num-cpus", type=int, help="CPUs of a Ray started on this machine (default: the spec's, else all)")
+    sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    sweep.set_defaults(func=_sweep)
     return parser
 
 

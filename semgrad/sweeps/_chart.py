@@ -1,0 +1,113 @@
+"""The sweep chart: mean test accuracy per task, one bar per optimizer, as inline SVG.
+
+No script and nothing loaded from the network; every label is escaped. Bars
+are grouped by task, coloured by variant (the legend says which), and each has
+a ``<title>`` tooltip with its value. Scores sit on a fixed 0-100 % axis.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["PALETTE", "esc", "optimizer_chart"]
+
+#: Colour-blind-safe colours (Okabe-Ito), one per variant, repeating after eight.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_LEFT, _RIGHT, _TOP, _PLOT_H, _LABELS = 56, 16, 40, 220, 120
+
+
+def esc(value: Any) -> str:
+    """`value` as text safe inside an element or a double-quoted attribute.
+
+    Examples:
+        >>> esc('"><script>x</script>')
+        '&quot;&gt;&lt;script&gt;x&lt;/script&gt;'
+    """
+    return html.escape(_UNPRINTABLE.sub("\ufffd", "" if value is None else str(value)), quote=True)
+
+
+def percent(value: Any) -> str:
+    """A score as a percentage, or a dash.
+
+    Examples:
+        >>> percent(0.825), percent(None)
+        ('82.5 %', '\u2014')
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return "\u2014"
+    return f"{value * 100:.1f} %"
+
+
+def _y(score: float) -> float:
+    return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
+
+
+def _axes(width: float) -> list[str]:
+    parts = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = _y(tick)
+        parts.append(f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{width - _RIGHT:.1f}" y2="{y:.1f}"/>')
+        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+    parts.append(
+        f'<text class="tick" x="14" y="{_TOP + _PLOT_H / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_TOP + _PLOT_H / 2:.1f})">mean test accuracy</text>'
+    )
+    return parts
+
+
+def _legend(variants: list[str]) -> list[str]:
+    parts, x = [], float(_LEFT)
+    for i, variant in enumerate(variants):
+        colour = PALETTE[i % len(PALETTE)]
+        parts.append(f'<rect x="{x:.1f}" y="10" width="12" height="12" fill="{colour}"/>')
+        parts.append(f'<text class="legend" x="{x + 16:.1f}" y="20">{esc(variant)}</text>')
+        x += 28 + 7 * len(variant)
+    return parts
+
+
+def optimizer_chart(by_task: Mapping[str, Mapping[str, float | None]]) -> str:
+    """An SVG bar chart of mean test accuracy: groups are tasks, bars are variants.
+
+    Examples:
+        >>> svg = optimizer_chart({"gsm8k": {"tgd": 0.5, "neighbor-sgd": 0.75}})
+        >>> svg.startswith("<svg") and svg.count("<rect") == 4 and "75.0 %" in svg
+        True
+    """
+    variants = list(dict.fromkeys(v for scores in by_task.values() for v in scores))
+    group = max(36.0, 12.0 * len(variants) + 16)
+    legend = _LEFT + _RIGHT + sum(28 + 7 * len(v) for v in variants)
+    width = max(_LEFT + _RIGHT + group * max(len(by_task), 1), legend, 320)
+    height = _TOP + _PLOT_H + _LABELS
+    bar = (group - 12) / max(len(variants), 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width:.0f}" height="{height}" '
+        f'viewBox="0 0 {width:.0f} {height}" role="img" aria-label="mean test accuracy per task and optimizer">'
+    ]
+    parts += _axes(width) + _legend(variants)
+    for t, (task, scores) in enumerate(by_task.items()):
+        left = _LEFT + group * t + 6
+        for v, variant in enumerate(variants):
+            score = scores.get(variant)
+            if score is None:
+                continue
+            x, y = left + bar * v, _y(score)
+            tip = f"{task} \u00b7 {variant}: {percent(score)}"
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 1:.1f}" height="{_TOP + _PLOT_H - y:.1f}" '
+                f'fill="{PALETTE[v % len(PALETTE)]}"><title>{esc(tip)}</title></rect>'
+            )
+        cx, cy = left + (group - 12) / 2, _TOP + _PLOT_H + 12
+        parts.append(
+            f'<text class="tick" x="{cx:.1f}" y="{cy}" text-anchor="end" '
+            f'transform="rotate(-40 {cx:.1f} {cy})">{esc(task)}</text>'
+        )
+    parts.append(
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP + _PLOT_H}" x2="{width - _RIGHT:.1f}" y2="{_TOP + _PLOT_H}"/>'
+    )
+    parts.append("</svg>")
+    return "\n".join(parts)

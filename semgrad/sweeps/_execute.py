@@ -1,0 +1,170 @@
+"""One run of a sweep, in its own directory: skipped when finished, resumed when interrupted.
+
+`execute_run` is what a Ray task (or a ``--local`` thread) runs. It decides
+from the run directory alone what to do, so a retry after a dead worker, a
+re-run of the whole sweep and a first run all take the same path:
+
+* no ``config.json``: start the run;
+* ``results.json`` complete for the config: skip it (no call is made);
+* otherwise: resume it from its checkpoint (``run_experiment(resume=True)``),
+  which repeats none of the calls of the iterations it had finished.
+
+It never raises: a run that cannot finish becomes an outcome with an error, so
+one bad run does not stop its siblings (Ray retries only dead workers).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ..experiments import RunConfig, build_llm, load_run_tasks, run_experiment
+from ..tasks import bbh_category
+from ._slots import SlotsClient, slotted
+from ._spec import PlannedRun, SweepError
+
+__all__ = ["Instrument", "Outcome", "execute_run", "failed_outcome", "read_results", "run_row", "run_status"]
+
+#: Wraps a run's LLM (before the sweep's call slots): ``instrument(llm, run_name, run_dir) -> llm``.
+Instrument = Callable[[Any, str, Path], Any]
+
+#: What `execute_run` returns: ``{"name", "status", "error", "row"}``.
+Outcome = dict[str, Any]
+
+
+def read_results(run_dir: Path) -> dict[str, Any] | None:
+    """The run's ``results.json``, or None when it is missing or unreadable."""
+    try:
+        data = json.loads((run_dir / "results.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _complete(config: RunConfig, results: Mapping[str, Any] | None) -> bool:
+    tasks = results.get("tasks") if results else None
+    if not isinstance(tasks, list) or not tasks:
+        return False
+    return all(
+        isinstance(t, dict)
+        and isinstance(t.get("accuracy"), dict)
+        and (len(t.get("iterations") or ()) >= config.iterations or bool(t.get("stopped")))
+        for t in tasks
+    )
+
+
+def run_status(run: PlannedRun, run_dir: Path) -> Literal["new", "finished", "resume"]:
+    """What a run directory holds for `run`.
+
+    Raises:
+        SweepError: The directory holds a run of another config (or an unreadable one).
+    """
+    saved = run_dir / "config.json"
+    if not saved.exists():
+        return "new"
+    try:
+        before = RunConfig.from_json(json.loads(saved.read_text("utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise SweepError(f"cannot read {saved}: {exc}; remove {run_dir} to start that run again") from None
+    changed = run.config.differs_from(before)
+    if changed:
+        raise SweepError(
+            f"{run_dir} holds a run whose config differs in {', '.join(changed)}; "
+            "choose another --out or remove that directory"
+        )
+    return "finished" if _complete(run.config, read_results(run_dir)) else "resume"
+
+
+def _category(task: str) -> str | None:
+    return bbh_category(task.split(":", 1)[1]) if task.startswith("bbh:") else None
+
+
+def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | None = None) -> dict[str, Any]:
+    """One line of the sweep's table: what the run is, and what its ``results.json`` says.
+
+    Examples:
+        >>> from semgrad.sweeps import parse_spec
+        >>> (run,) = parse_spec({"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd"]}).runs()
+        >>> row = run_row(run, None, "no data")
+        >>> row["name"], row["category"], row["accuracy"]["test"], row["error"]
+        ('bbh-navigate__seed0__tgd', 'algorithmic', None, 'no data')
+    """
+    tasks = (results or {}).get("tasks") or [{}]
+    accuracy = tasks[0].get("accuracy") or {}
+    calls = (results or {}).get("calls", {}).get("by_purpose", {})
+    tokens = (results or {}).get("tokens") or {}
+    return {
+        "name": run.name,
+        "task": run.config.task,
+        "category": _category(run.config.task),
+        "seed": run.config.seed,
+        "optimizer": run.config.optimizer,
+        "models": run.models,
+        "accuracy": {part: accuracy.get(part) for part in ("train", "validation", "test", "initial_test")},
+        "iterations": len(tasks[0].get("iterations") or ()),
+        "calls": sum(calls.values()) if results else None,
+        "tokens": {"input": tokens.get("input"), "output": tokens.get("output")},
+        "cost_usd": (results or {}).get("cost_usd"),
+        "stopped": (results or {}).get("stopped"),
+        "error": error,
+    }
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 400 else text[:399] + "\u2026"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def failed_outcome(run: PlannedRun, exc: BaseException | str) -> Outcome:
+    """The outcome of a run that could not finish."""
+    error = exc if isinstance(exc, str) else _message(exc)
+    return {"name": run.name, "status": "failed", "error": error, "row": run_row(run, None, error)}
+
+
+def execute_run(
+    run: PlannedRun, sweep_dir: str, slots: SlotsClient | None = None, instrument: Instrument | None = None
+) -> Outcome:
+    """Bring `run` to completion in ``sweep_dir/run.name``; never raises.
+
+    Args:
+        run: The run.
+        sweep_dir: The sweep directory (a string: it crosses process boundaries).
+        slots: The sweep's shared call limit (None: no limit).
+        instrument: Wraps the run's LLM (logging, fault injection in tests).
+
+    Returns:
+        ``{"name", "status", "error", "row"}`` with status "started", "resumed",
+        "skipped" or "failed".
+    """
+    run_dir = Path(sweep_dir) / run.name
+    try:
+        status = run_status(run, run_dir)
+        resumed = status == "resume" and any(run_dir.glob("checkpoint*.json"))
+        if status != "finished":
+            _run(run, run_dir, status == "resume", slots, instrument)
+        results = read_results(run_dir)
+        if results is None:
+            raise SweepError(f"{run_dir} has no readable results.json after the run")
+    except Exception as exc:  # one bad run must not stop the sweep
+        return failed_outcome(run, exc)
+    label = "skipped" if status == "finished" else "resumed" if resumed else "started"
+    return {"name": run.name, "status": label, "error": None, "row": run_row(run, results)}
+
+
+def _run(
+    run: PlannedRun, run_dir: Path, resume: bool, slots: SlotsClient | None, instrument: Instrument | None
+) -> None:
+    llm = build_llm(run.config, load_run_tasks(run.config))
+    if instrument is not None:
+        llm = instrument(llm, run.name, run_dir)
+    key = run.config.backend
+    if slots is None or not slots.limited(key):
+        run_experiment(run.config, run_dir, resume=resume, llm=llm)
+        return
+    with slots.attempt(run.name) as attempt:
+        run_experiment(
+            run.config, run_dir, resume=resume, llm=slotted(llm, slots, key=key, run=run.name, attempt=attempt)
+        )

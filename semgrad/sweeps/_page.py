@@ -1,0 +1,149 @@
+"""``sweep.html``: the combined report of a sweep, one self-contained page.
+
+Inline CSS and SVG, no script, nothing from the network, and every value from
+``sweep.json`` escaped (task names and errors are untrusted text). It shows a
+notice when the LLM was simulated, the averages beside the paper's published
+figures, the chart comparing optimizers across tasks, and one row per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ._chart import esc, optimizer_chart, percent
+
+__all__ = ["render_sweep", "write_sweep_report"]
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border-bottom: 1px solid #ddd; padding: .3em .7em; text-align: right; }
+th:first-child, td:first-child, td.text { text-align: left; }
+tr.paper td { color: #555; font-style: italic; }
+td.error { color: #a00; text-align: left; max-width: 30em; }
+.notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6em 1em; }
+.chart .grid { stroke: #e4e4e4; } .chart .axis { stroke: #444; }
+.chart .tick, .chart .legend { font-size: 11px; fill: #333; }
+"""
+
+#: Published figures shown under the averages: (label, {average key: PUBLISHED key}).
+_PAPER_ROWS = (
+    ("Paper: semantic backpropagation", {"bbh_nlp": "bbh_nlp", "bbh_algorithmic": "bbh_algorithmic", "gsm8k": "gsm8k"}),
+    ("Paper: TextGrad", {"gsm8k": "textgrad_gsm8k"}),
+)
+_SIMULATED = "The LLM is SIMULATED (offline, deterministic): these scores say nothing about real models."
+_AVERAGE_COLUMNS = (
+    ("bbh_nlp", "BBH NLP"),
+    ("bbh_algorithmic", "BBH algorithmic"),
+    ("gsm8k", "GSM8K"),
+    ("overall", "All tasks"),
+)
+
+
+def _number(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "\u2014"
+
+
+def _money(value: Any) -> str:
+    return f"${value:,.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
+
+
+def _averages(summary: Mapping[str, Any]) -> str:
+    head = "".join(f"<th>{esc(label)}</th>" for _, label in _AVERAGE_COLUMNS)
+    rows = [f"<tr><th>Variant</th>{head}</tr>"]
+    for variant, values in (summary.get("averages") or {}).items():
+        cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in _AVERAGE_COLUMNS)
+        rows.append(f'<tr><td class="text">{esc(variant)}</td>{cells}</tr>')
+    published = summary.get("published") or {}
+    for label, keys in _PAPER_ROWS:
+        cells = "".join(
+            f"<td>{esc(percent(published.get(keys[key])) if key in keys else '')}</td>" for key, _ in _AVERAGE_COLUMNS
+        )
+        rows.append(f'<tr class="paper"><td class="text">{esc(label)}</td>{cells}</tr>')
+    return "<table>\n" + "\n".join(rows) + "\n</table>"
+
+
+def _runs(summary: Mapping[str, Any]) -> str:
+    columns = ("Run", "Task", "Seed", "Optimizer", "Train", "Validation", "Test", "Calls", "Tokens", "Cost", "Error")
+    rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"]
+    for run in summary.get("runs") or ():
+        accuracy = run.get("accuracy") or {}
+        tokens = run.get("tokens") or {}
+        total = (
+            sum(v for v in tokens.values() if isinstance(v, int))
+            if any(isinstance(v, int) for v in tokens.values())
+            else None
+        )
+        optimizer = run.get("optimizer", "") + (f" / {run['models']}" if run.get("models") else "")
+        cells = [
+            f'<td class="text">{esc(run.get("name"))}</td>',
+            f'<td class="text">{esc(run.get("task"))}</td>',
+            f"<td>{esc(run.get('seed'))}</td>",
+            f'<td class="text">{esc(optimizer)}</td>',
+            *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
+            f"<td>{esc(_number(run.get('calls')))}</td>",
+            f"<td>{esc(_number(total))}</td>",
+            f"<td>{esc(_money(run.get('cost_usd')))}</td>",
+            f'<td class="error">{esc(run.get("error") or "")}</td>',
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return "<table>\n" + "\n".join(rows) + "\n</table>"
+
+
+def render_sweep(summary: Mapping[str, Any]) -> str:
+    """The page for a sweep's summary (the content of ``sweep.json``).
+
+    Examples:
+        >>> summary = {"sweep": {"name": "<b>x</b>"}, "runs": [], "published": {"bbh_nlp": 0.825}}
+        >>> page = render_sweep(summary)
+        >>> "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "82.5 %" in page
+        True
+    """
+    sweep = summary.get("sweep") or {}
+    totals = summary.get("totals") or {}
+    notice = f'<p class="notice">{_SIMULATED}</p>' if summary.get("simulated") else ""
+    settings = json.dumps(sweep.get("settings") or {}, ensure_ascii=False, sort_keys=True)
+    runs = totals.get("runs", len(summary.get("runs") or ()))
+    facts = (
+        f"{esc(runs)} runs on backend {esc(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
+        f"{esc(_number(totals.get('calls')))} calls; cost {esc(_money(totals.get('cost_usd')))}."
+    )
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>Sweep {esc(sweep.get('name'))}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>Sweep {esc(sweep.get('name'))}</h1>",
+            notice,
+            f"<p>{facts}</p>",
+            f"<p>Settings: <code>{esc(settings)}</code></p>",
+            "<h2>Averages of test accuracy</h2>",
+            "<p>Each task's mean over seeds, averaged over tasks, beside the paper's published figures.</p>",
+            _averages(summary),
+            "<h2>Optimizers across tasks</h2>",
+            optimizer_chart(summary.get("by_task") or {}),
+            "<h2>Runs</h2>",
+            _runs(summary),
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, path)
+
+
+def write_sweep_report(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write ``sweep.json`` and ``sweep.html`` (atomically) into `sweep_dir`; return their paths."""
+    out = Path(sweep_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / "sweep.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+    _write(out / "sweep.html", render_sweep(summary))
+    return out / "sweep.json", out / "sweep.html"

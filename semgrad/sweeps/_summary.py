@@ -1,0 +1,108 @@
+"""The combined results of a sweep: ``sweep.json`` content, built from the runs' rows.
+
+Everything here is a pure function of the spec and the rows, in the grid's
+order, with no timing fields: a sweep run on Ray and the same sweep run with
+``--local`` give equal ``sweep.json`` files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..experiments import PUBLISHED
+from ._spec import SweepSpec
+
+__all__ = ["AVERAGES", "summarize"]
+
+#: The averages of the combined report, by key: label, and which rows count.
+AVERAGES = {
+    "bbh_nlp": "BBH NLP",
+    "bbh_algorithmic": "BBH algorithmic",
+    "gsm8k": "GSM8K",
+    "overall": "All tasks",
+}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _group(row: Mapping[str, Any]) -> str | None:
+    if row["category"] in ("nlp", "algorithmic"):
+        return f"bbh_{row['category']}"
+    return "gsm8k" if row["task"] == "gsm8k" else None
+
+
+def _label(row: Mapping[str, Any]) -> str:
+    return row["optimizer"] + (f" / {row['models']}" if row.get("models") else "")
+
+
+def by_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Mean test accuracy over seeds, by task, then by variant (optimizer, and model set if several).
+
+    Examples:
+        >>> rows = [{"task": "gsm8k", "optimizer": "tgd", "accuracy": {"test": t}} for t in (0.5, 1.0)]
+        >>> by_task(rows)
+        {'gsm8k': {'tgd': 0.75}}
+    """
+    table: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        scores = table.setdefault(row["task"], {}).setdefault(_label(row), [])
+        if row["accuracy"]["test"] is not None:
+            scores.append(row["accuracy"]["test"])
+    return {task: {variant: _mean(s) for variant, s in variants.items()} for task, variants in table.items()}
+
+
+def averages(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per variant: the mean over tasks of each task's mean test accuracy.
+
+    Kept for BBH NLP, BBH algorithmic, GSM8K and all tasks (the paper's averages are over tasks).
+    """
+    per_task = by_task(rows)
+    groups = {row["task"]: _group(row) for row in rows}
+    variants = list(dict.fromkeys(_label(row) for row in rows))
+    result = {}
+    for variant in variants:
+        found: dict[str, list[float]] = {key: [] for key in AVERAGES}
+        for task, scores in per_task.items():
+            score = scores.get(variant)
+            if score is None:
+                continue
+            found["overall"].append(score)
+            group = groups[task]
+            if group is not None:
+                found[group].append(score)
+        result[variant] = {key: _mean(values) for key, values in found.items()}
+    return result
+
+
+def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
+    values = []
+    for row in rows:
+        value: Any = row
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, (int, float)):
+            values.append(value)
+    return sum(values) if values else None
+
+
+def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The content of ``sweep.json``: the spec, one row per run, per-task means, averages and totals."""
+    return {
+        "sweep": spec.describe(),
+        "backend": spec.backend,
+        "simulated": spec.backend == "simulated",
+        "runs": [dict(row) for row in rows],
+        "by_task": by_task(rows),
+        "averages": averages(rows),
+        "published": dict(PUBLISHED),
+        "totals": {
+            "runs": len(rows),
+            "failed": sum(1 for row in rows if row.get("error")),
+            "calls": _total(rows, "calls"),
+            "tokens": {"input": _total(rows, "tokens", "input"), "output": _total(rows, "tokens", "output")},
+            "cost_usd": _total(rows, "cost_usd"),
+        },
+    }
