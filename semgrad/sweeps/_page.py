@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._files import write_text_atomically
 from ._chart import esc, optimizer_chart, percent
 
 __all__ = ["render_sweep", "write_sweep_report"]
@@ -134,16 +135,10 @@ def render_sweep(summary: Mapping[str, Any]) -> str:
     )
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-
-
 def write_sweep_report(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``sweep.json`` and ``sweep.html`` (atomically) into `sweep_dir`; return their paths."""
     out = Path(sweep_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write(out / "sweep.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    _write(out / "sweep.html", render_sweep(summary))
+    write_text_atomically(out / "sweep.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+    write_text_atomically(out / "sweep.html", render_sweep(summary))
     return out / "sweep.json", out / "sweep.html"

@@ -165,8 +165,8 @@ class Transform:
     """An optimizer stage or a whole optimizer: ``init(params) -> state`` and
     ``update(step, state, params) -> Program[(step, state)]``."""
 
-    init: Init = attrs.field(eq=False)
-    update: Update = attrs.field(eq=False)
+    init: Init = attrs.field(eq=False, repr=False)
+    update: Update = attrs.field(eq=False, repr=False)
     name: str = ""
 
 
