@@ -81,7 +81,9 @@ def _prices(path: str | None) -> dict[str, tuple[float, float]] | None:
         data = json.loads(Path(path).read_text("utf-8"))
         return {str(model): (float(p[0]), float(p[1])) for model, p in data.items()}
     except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
-        raise ValueError(f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})") from None
+        raise ValueError(
+            f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})"
+        ) from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -98,14 +100,26 @@ def _run(args: argparse.Namespace) -> int:
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
             if not sys.stdin.isatty():
-                raise ValueError("this run is above the confirmation threshold; pass --yes to start it without a prompt")
+                raise ValueError(
+                    "this run is above the confirmation threshold; pass --yes to start it without a prompt"
+                )
             if input("Start the run? [y/N] ").strip().lower() not in ("y", "yes"):
                 print("not started")
                 return 1
     out = Path(args.out)
-    banner = "The LLM is SIMULATED (offline, deterministic): scores say nothing about real models." if config.backend == "simulated" else ""
+    banner = (
+        "The LLM is SIMULATED (offline, deterministic): scores say nothing about real models."
+        if config.backend == "simulated"
+        else ""
+    )
     try:
-        summary = run_experiment(config, out, resume=args.resume, on_progress=ProgressBar(sys.stderr, quiet=args.quiet, banner=banner))
+        summary = run_experiment(
+            config,
+            out,
+            resume=args.resume,
+            on_progress=ProgressBar(sys.stderr, quiet=args.quiet, banner=banner),
+            prices=_prices(args.prices),
+        )
     except KeyboardInterrupt:
         print(f"\nsemgrad: interrupted; the checkpoint in {out} is intact -- continue with --resume", file=sys.stderr)
         return 130
@@ -113,8 +127,11 @@ def _run(args: argparse.Namespace) -> int:
         for task in summary["tasks"]:
             acc = task["accuracy"]
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-            print(f"{task['task']}: train {fmt(acc['train'])}, validation {fmt(acc['validation'])}, test {fmt(acc['test'])} (initial test {fmt(acc['initial_test'])})")
-        print(f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
+            scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
+            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])})")
+        print(
+            f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
+        )
     return 0
 
 
@@ -161,12 +178,20 @@ def _sweep(args: argparse.Namespace) -> int:
 
     try:
         result = run_sweep(
-            spec, out, local=args.local, address=args.address, max_parallel=args.max_parallel,
-            num_cpus=args.num_cpus, on_run=show,
+            spec,
+            out,
+            local=args.local,
+            address=args.address,
+            max_parallel=args.max_parallel,
+            num_cpus=args.num_cpus,
+            on_run=show,
         )
     except KeyboardInterrupt:
-        print(f"\nsemgrad: interrupted; the finished runs and checkpoints in {out} are kept -- "
-              "run the same command to resume", file=sys.stderr)
+        print(
+            f"\nsemgrad: interrupted; the finished runs and checkpoints in {out} are kept -- "
+            "run the same command to resume",
+            file=sys.stderr,
+        )
         return 130
     if not args.quiet:
         print(f"Wrote {result.json_path} and {result.html_path}")
@@ -181,7 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
     from .experiments import BACKENDS, OPTIMIZERS
 
-    parser = argparse.ArgumentParser(prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems.")
+    parser = argparse.ArgumentParser(
+        prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -193,7 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)")
     run.add_argument("task", help="the task, e.g. bbh:navigate, bbh:all, gsm8k, liar")
     run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
-    run.add_argument("--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic")
+    run.add_argument(
+        "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
+    )
     run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
     run.add_argument("--iterations", type=int, default=4)
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -233,13 +262,17 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--depth", type=int, default=4)
     graph.set_defaults(func=_graph)
 
-    sweep = sub.add_parser("sweep", help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably")
+    sweep = sub.add_parser(
+        "sweep", help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably"
+    )
     sweep.add_argument("spec", help="the sweep spec (TOML): tasks, seeds, optimizers, models and shared settings")
     sweep.add_argument("--out", help="the sweep directory (default sweeps/<spec name>); re-running skips finished runs")
     sweep.add_argument("--local", action="store_true", help="run in this process (threads), without Ray")
     sweep.add_argument("--address", help="join the Ray cluster at this address (default: start Ray on this machine)")
     sweep.add_argument("--max-parallel", type=int, help="runs in progress at once (default: as many as the CPUs allow)")
-    sweep.add_argument("--num-cpus", type=int, help="CPUs of a Ray started on this machine (default: the spec's, else all)")
+    sweep.add_argument(
+        "--num-cpus", type=int, help="CPUs of a Ray started on this machine (default: the spec's, else all)"
+    )
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     sweep.set_defaults(func=_sweep)
     return parser

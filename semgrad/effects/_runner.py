@@ -36,6 +36,7 @@ class RunStatistics:
         calls: Calls made (each counted once, failed or not).
         calls_by_purpose: Calls per request purpose, in first-seen order.
         calls_by_engine: Calls per request engine (logical role), in first-seen order.
+        tokens_by_engine: ``(input_tokens, output_tokens)`` per engine, in first-seen order.
         errors: Calls that ended in an `LLMError`.
         errors_by_kind: Failed calls per error kind.
         peak_in_flight: The most calls that were in flight at once.
@@ -51,6 +52,7 @@ class RunStatistics:
     input_tokens: int = 0
     output_tokens: int = 0
     calls_by_engine: FrozenMap[str, int] = FrozenMap()
+    tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
 
 
 class Runner:
@@ -99,6 +101,7 @@ class Runner:
         self._kinds: Counter[str] = Counter()
         self._calls = self._errors = self._in_flight = self._peak = 0
         self._tokens_in = self._tokens_out = 0
+        self._engine_tokens: dict[str, tuple[int, int]] = {}
 
     def statistics(self) -> RunStatistics:
         """A frozen snapshot of the counts so far."""
@@ -111,6 +114,7 @@ class Runner:
             self._tokens_in,
             self._tokens_out,
             FrozenMap(self._engines),
+            FrozenMap(self._engine_tokens),
         )
 
     async def run(self, program: Program[T]) -> T:
@@ -227,8 +231,12 @@ class Runner:
         self._engines[request.engine] += 1
         if isinstance(reply, Success):
             usage = reply.unwrap().usage
-            self._tokens_in += int(usage.get("input_tokens", 0))
-            self._tokens_out += int(usage.get("output_tokens", 0))
+            used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+            if used_in or used_out:
+                self._tokens_in += used_in
+                self._tokens_out += used_out
+                before_in, before_out = self._engine_tokens.get(request.engine, (0, 0))
+                self._engine_tokens[request.engine] = (before_in + used_in, before_out + used_out)
         else:
             self._errors += 1
             self._kinds[reply.failure().kind] += 1

@@ -7,7 +7,7 @@ Examples:
 
 from ._config import BACKENDS, OPTIMIZERS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, estimate_tokens
-from ._run import PUBLISHED, SetupError, build_llm, load_run_tasks, loss_for, run_experiment
+from ._run import PUBLISHED, SetupError, build_llm, estimate_cost, load_run_tasks, loss_for, run_experiment
 
 __all__ = [
     "BACKENDS",
@@ -18,6 +18,7 @@ __all__ = [
     "SetupError",
     "build_llm",
     "dry_run",
+    "estimate_cost",
     "estimate_tokens",
     "load_run_tasks",
     "loss_for",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,16 @@ from ..report import write_report
 from ..tasks import Task, load_tasks
 from ._config import RunConfig, make_optimizer
 
-__all__ = ["PUBLISHED", "SetupError", "build_llm", "checkpoint_path", "load_run_tasks", "loss_for", "run_experiment"]
+__all__ = [
+    "PUBLISHED",
+    "SetupError",
+    "build_llm",
+    "estimate_cost",
+    "checkpoint_path",
+    "load_run_tasks",
+    "loss_for",
+    "run_experiment",
+]
 
 #: The paper's published figures (test accuracy).
 PUBLISHED = {"gsm8k": 0.932, "bbh_nlp": 0.825, "bbh_algorithmic": 0.856, "textgrad_gsm8k": 0.782}
@@ -117,6 +126,7 @@ def run_experiment(
     llm: Any = None,
     on_progress: Callable[[str, FitProgress], None] | None = None,
     check_backend: bool = True,
+    prices: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
     """Run a config end to end and write the run directory; return the results dict.
 
@@ -127,6 +137,7 @@ def run_experiment(
         llm: Use this LLM instead of the one the config names (tests).
         on_progress: Called with the task name and each `FitProgress`.
         check_backend: Make one preflight call before starting (real backends).
+        prices: USD per million (input, output) tokens by model, for the cost estimate.
     """
     out = Path(run_dir)
     _check_run_dir(config, out, resume)
@@ -139,7 +150,7 @@ def run_experiment(
     results = []
     for task in tasks:
         results.append(_run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats))
-    summary = _summary(config, results, runner_stats)
+    summary = _summary(config, results, runner_stats, prices)
     _write_json(out / "results.json", summary)
     write_report(out)
     return summary
@@ -261,7 +272,30 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _summary(config: RunConfig, results: list[dict[str, Any]], stats: list[Any]) -> dict[str, Any]:
+def estimate_cost(
+    config: RunConfig, tokens_by_role: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
+) -> float | None:
+    """USD for the tokens each role used, at the price of the model that role ran on (None if unpriced).
+
+    Examples:
+        >>> estimate_cost(RunConfig("gsm8k", model="m"), {"forward": (2_000_000, 1_000_000)}, {"m": (0.5, 2.0)})
+        3.0
+    """
+    if not prices:
+        return None
+    models = config.models()
+    total = 0.0
+    for role, (used_in, used_out) in tokens_by_role.items():
+        price = prices.get(models.get(role) or config.model or "")
+        if price is None:
+            return None
+        total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]
+    return total
+
+
+def _summary(
+    config: RunConfig, results: list[dict[str, Any]], stats: list[Any], prices: Mapping[str, tuple[float, float]] | None
+) -> dict[str, Any]:
     from .. import __version__
 
     tests = {
@@ -270,7 +304,11 @@ def _summary(config: RunConfig, results: list[dict[str, Any]], stats: list[Any])
     }
     purposes: dict[str, int] = {}
     roles: dict[str, int] = {}
+    tokens: dict[str, tuple[int, int]] = {}
     for s in stats:
+        for engine, (used_in, used_out) in s.tokens_by_engine.items():
+            before = tokens.get(engine, (0, 0))
+            tokens[engine] = (before[0] + used_in, before[1] + used_out)
         for purpose, n in s.calls_by_purpose.items():
             purposes[purpose] = purposes.get(purpose, 0) + n
         for engine, n in s.calls_by_engine.items():
@@ -290,8 +328,12 @@ def _summary(config: RunConfig, results: list[dict[str, Any]], stats: list[Any])
         },
         "published": dict(PUBLISHED),
         "calls": {"by_purpose": purposes, "by_role": roles},
-        "tokens": {"input": sum(s.input_tokens for s in stats), "output": sum(s.output_tokens for s in stats)},
-        "cost_usd": None,
+        "tokens": {
+            "input": sum(s.input_tokens for s in stats),
+            "output": sum(s.output_tokens for s in stats),
+            "by_role": {role: {"input": used[0], "output": used[1]} for role, used in tokens.items()},
+        },
+        "cost_usd": estimate_cost(config, tokens, prices),
         "stopped": next((r["stopped"] for r in results if r["stopped"]), None),
     }
 

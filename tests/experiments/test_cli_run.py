@@ -252,3 +252,21 @@ def test_resuming_with_a_different_config_is_refused(tmp_path):
     RunConfig("gsm8k", data_dir="d", seed=1).save(tmp_path)
     with pytest.raises(SetupError, match="differs in seed"):
         _check_run_dir(RunConfig("gsm8k", data_dir="d", seed=2), tmp_path, resume=True)
+
+
+def test_results_carry_tokens_by_role_and_a_cost_estimate_from_a_price_table(tmp_path):
+    """With a price table, results.json's cost is the tokens each role used at its model's price."""
+    from semgrad.backends.fake import FunctionLLM
+    from semgrad.core import LLMResponse
+
+    if not DATA.is_dir():
+        pytest.skip("the shared data folder is not next to the repo")
+    inner = HashLLM()
+    llm = FunctionLLM(lambda r: LLMResponse(inner(r), {"input_tokens": 100, "output_tokens": 10}, "m"))
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=4, test=4, model="m")
+    summary = run_experiment(config, tmp_path / "run", llm=llm, prices={"m": (1.0, 10.0)})
+    calls = summary["calls"]["by_role"]
+    by_role = summary["tokens"]["by_role"]
+    assert {role: used["input"] for role, used in by_role.items()} == {role: 100 * n for role, n in calls.items()}
+    expected = sum(n * (100 * 1.0 + 10 * 10.0) / 1e6 for n in calls.values())
+    assert summary["cost_usd"] == pytest.approx(expected)
