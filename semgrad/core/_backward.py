@@ -48,7 +48,7 @@ __all__ = ["BackwardMachine", "BackwardPlan", "backward", "plan_backward"]
 
 @attrs.frozen
 class BackwardPlan:
-    """Which nodes need gradients, step, and await how many partials (see module doc)."""
+    """Which nodes need gradients, which step, and how many partials each expects (see module doc)."""
 
     needs_gradient: FrozenMap[str, bool]
     targets: FrozenMap[str, tuple[str, ...]]

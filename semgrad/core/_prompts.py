@@ -88,7 +88,18 @@ BACKWARD_SYSTEM = (
     "it read, the output it produced and feedback on that output, you explain how its inputs "
     "should change so that the system's final output improves. Be specific and concise."
 )
-NEIGHBOR_AWARE_USER = """A component of the system has this task:
+_OUTPUT_AND_FEEDBACK = """It produced this output:
+<output>
+{output}
+</output>
+
+Feedback on that output, from the rest of the system:
+<feedback>
+{feedback}
+</feedback>
+"""
+NEIGHBOR_AWARE_USER = (
+    """A component of the system has this task:
 <task>
 {task}
 </task>
@@ -96,37 +107,26 @@ NEIGHBOR_AWARE_USER = """A component of the system has this task:
 It read these inputs:
 {inputs}
 
-It produced this output:
-<output>
-{output}
-</output>
-
-Feedback on that output, from the rest of the system:
-<feedback>
-{feedback}
-</feedback>
-
+"""
+    + _OUTPUT_AND_FEEDBACK
+    + """
 For each of these inputs: {targets}, explain how that input should change so that the output \
 improves. Take the other inputs into account: say what this input should add, fix or leave to \
 the others. Reply with one block per input, exactly in this form:
 {form}"""
-PER_EDGE_USER = """A component of the system read this input, {name} ({role}):
+)
+PER_EDGE_USER = (
+    """A component of the system read this input, {name} ({role}):
 <input>
 {value}
 </input>
 
-It produced this output:
-<output>
-{output}
-</output>
-
-Feedback on that output, from the rest of the system:
-<feedback>
-{feedback}
-</feedback>
-
+"""
+    + _OUTPUT_AND_FEEDBACK
+    + """
 Explain how the input {name} should change so that the output improves. Reply exactly in this form:
 {form}"""
+)
 REPAIR_USER = (
     "Your reply could not be read: {reason}. Reply again with exactly one block for each of: "
     "{targets}, in this form:\n{form}"
