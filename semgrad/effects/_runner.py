@@ -123,14 +123,14 @@ class Runner:
             return program.value
         if not self._async:
             return self._drive_sync(program)
-        limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
         inbox = _Inbox()
         async with anyio.create_task_group() as tg:
+            pool = _Pool(self, tg, inbox)
             in_flight = 0
             emitted: list[tuple[Token, LLMRequest]] = list(program.emitted)
             while True:
                 for token, request in emitted:
-                    tg.start_soon(self._call_async, request, token, inbox, limiter)
+                    pool.submit(token, request)
                 in_flight += len(emitted)
                 emitted = []
                 if program.done:
@@ -143,6 +143,7 @@ class Runner:
                     in_flight -= 1
                     program = program.feed(token, reply)
                     emitted.extend(program.emitted)
+            tg.cancel_scope.cancel()  # only idle workers are left
         return program.value
 
     def run_sync(self, program: Program[T]) -> T:
@@ -181,17 +182,6 @@ class Runner:
             return Failure(failure.error)
         except Exception as exc:
             return Failure(_error_from(exc))
-
-    async def _call_async(
-        self, request: LLMRequest, token: Token, inbox: _Inbox, limiter: anyio.CapacityLimiter | None
-    ) -> None:
-        if limiter is None:
-            reply = await self._attempt(request)
-        else:
-            async with limiter:
-                reply = await self._attempt(request)
-        self._finished(request, reply)
-        inbox.put(token, reply)
 
     async def _attempt(self, request: LLMRequest) -> Reply:
         self._started()
@@ -242,6 +232,41 @@ class Runner:
             self._kinds[reply.failure().kind] += 1
         if self.on_reply is not None:
             self.on_reply(request, reply)
+
+
+class _Pool:
+    """Long-lived worker tasks that answer queued requests (spawning a task per request costs
+    far more than the library's own work per call).
+
+    A request goes to an idle worker if there is one; otherwise a new worker starts, up to
+    the runner's `max_concurrency` (no limit: as many as there are requests in flight).
+    """
+
+    def __init__(self, runner: Runner, tg: Any, inbox: _Inbox) -> None:
+        self.runner, self.tg, self.inbox = runner, tg, inbox
+        self.queue: deque[tuple[Token, LLMRequest]] = deque()
+        self.idle: deque[anyio.Event] = deque()
+        self.workers = 0
+
+    def submit(self, token: Token, request: LLMRequest) -> None:
+        self.queue.append((token, request))
+        if self.idle:
+            self.idle.popleft().set()
+        elif self.runner.max_concurrency is None or self.workers < self.runner.max_concurrency:
+            self.workers += 1
+            self.tg.start_soon(self._work, name="semgrad-llm-worker")
+
+    async def _work(self) -> None:
+        runner, queue = self.runner, self.queue
+        while True:
+            while queue:
+                token, request = queue.popleft()
+                reply = await runner._attempt(request)
+                runner._finished(request, reply)
+                self.inbox.put(token, reply)
+            wake = anyio.Event()
+            self.idle.append(wake)
+            await wake.wait()
 
 
 class _Inbox:
