@@ -1,8 +1,9 @@
 """Interpreting programs: answer every emitted request, concurrently, with anyio.
 
 The core hands out requests the moment they become ready (see
-`semgrad.core.Program`); the runner starts each one at once -- under an optional
-`anyio.CapacityLimiter` -- and feeds each reply back as soon as it arrives. One
+`semgrad.core.Program`); the runner starts each one at once -- on a pool of
+long-lived worker tasks, at most `max_concurrency` of them -- and feeds each reply
+back as soon as it arrives. One
 failed call never cancels its siblings: every exception a backend raises becomes
 a `Failure(LLMError)` reply, and the core decides what it means.
 """
