@@ -281,9 +281,16 @@ def local_call_slots(limits: Mapping[str, int]) -> Iterator[LocalSlots]:
     try:
         yield LocalSlots(CallSlots(limits), loop)
     finally:
+        # Releases are fire-and-forget: let every one already submitted finish before stopping.
+        asyncio.run_coroutine_threadsafe(_drain(), loop).result(timeout=60)
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()
+
+
+async def _drain() -> None:
+    current = asyncio.current_task()
+    await asyncio.gather(*(t for t in asyncio.all_tasks() if t is not current), return_exceptions=True)
 
 
 class _Slotted:
