@@ -91,7 +91,7 @@ def run_suite(
         raise ValueError(f"unknown workload(s) {unknown}; choose from {', '.join(FAMILIES)}")
     use_textgrad = textgrad_available() if textgrad is None else textgrad
     report: dict[str, Any] = {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "settings": _settings_dict(settings),
         "workloads": {},
@@ -193,27 +193,77 @@ def format_table(report: dict[str, Any]) -> str:
                 sizes = row["sizes"]
                 for n, size in sizes.items():
                     lines.append(
-                        (f"W6 n={n}", system, _fmt(size["seconds"]), "-", "-", _calls(size["calls"]), "-", _fmt(size["us_per_call"], ".1f"),
-                         f"{size['peak_mb']:.1f} MB", "")
+                        (
+                            f"W6 n={n}",
+                            system,
+                            _fmt(size["seconds"]),
+                            "-",
+                            "-",
+                            _calls(size["calls"]),
+                            "-",
+                            _fmt(size["us_per_call"], ".1f"),
+                            f"{size['peak_mb']:.1f} MB",
+                            "",
+                        )
                     )
                 lines.append(
-                    ("W6 growth", system, f"x{row['time_ratio']:.2f}", "-", f"nodes x{row['node_ratio']:g}", f"mem x{row['memory_ratio']:.2f}",
-                     "-", "-", f"<= x{row['node_ratio'] * row['target']['ratio_over_node_ratio_max']:g}", ok)
+                    (
+                        "W6 growth",
+                        system,
+                        f"x{row['time_ratio']:.2f}",
+                        "-",
+                        f"nodes x{row['node_ratio']:g}",
+                        f"mem x{row['memory_ratio']:.2f}",
+                        "-",
+                        "-",
+                        f"<= x{row['node_ratio'] * row['target']['ratio_over_node_ratio_max']:g}",
+                        ok,
+                    )
                 )
                 lines.append(
-                    (f"W6 x{row['spec_samples']}", system, _fmt(row["seconds_at_spec_samples"], ".1f"), "-", "-", f"{row['samples']} samples run",
-                     "-", "-", f"<= {row['target']['seconds_at_spec_samples_max']:g} s", ok)
+                    (
+                        f"W6 x{row['spec_samples']}",
+                        system,
+                        _fmt(row["seconds_at_spec_samples"], ".1f"),
+                        "-",
+                        "-",
+                        f"{row['samples']} samples run",
+                        "-",
+                        "-",
+                        f"<= {row['target']['seconds_at_spec_samples_max']:g} s",
+                        ok,
+                    )
                 )
             elif key == "W7":
                 lines.append(
-                    (key, system, _fmt(row["wall_s"]), _fmt(row["limit_s"]), f"{row['throughput_over_bound']:.3f} of C/L", _calls(row["calls"]),
-                     str(row["peak_in_flight"]), _fmt(row.get("us_per_call"), ".1f"), f">= {row['target']['throughput_over_bound_min']:g}", ok)
+                    (
+                        key,
+                        system,
+                        _fmt(row["wall_s"]),
+                        _fmt(row["limit_s"]),
+                        f"{row['throughput_over_bound']:.3f} of C/L",
+                        _calls(row["calls"]),
+                        str(row["peak_in_flight"]),
+                        _fmt(row.get("us_per_call"), ".1f"),
+                        f">= {row['target']['throughput_over_bound_min']:g}",
+                        ok,
+                    )
                 )
             else:
                 target = f"<= {row['target']['wall_over_limit_max']:g}" if "target" in row else "-"
                 lines.append(
-                    (key, system, _fmt(row["wall_s"]), _fmt(row["limit_s"]), _fmt(row["wall_over_limit"], ".2f"), _calls(row["calls"]),
-                     str(row["peak_in_flight"]), _fmt(row.get("us_per_call"), ".1f"), target, ok)
+                    (
+                        key,
+                        system,
+                        _fmt(row["wall_s"]),
+                        _fmt(row["limit_s"]),
+                        _fmt(row["wall_over_limit"], ".2f"),
+                        _calls(row["calls"]),
+                        str(row["peak_in_flight"]),
+                        _fmt(row.get("us_per_call"), ".1f"),
+                        target,
+                        ok,
+                    )
                 )
     widths = [max(len(str(r[i])) for r in [head, *lines]) for i in range(len(head))]
     render = lambda r: "  ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip()  # noqa: E731
@@ -225,22 +275,34 @@ def format_markdown(report: dict[str, Any]) -> str:
     lines = format_table(report).splitlines()
     head, rows = lines[0], lines[2:]
     widths = [len(c) for c in lines[1].split("  ")]
-    cut = lambda line: [line[sum(widths[:i]) + 2 * i : sum(widths[: i + 1]) + 2 * i].strip() for i in range(len(widths))]  # noqa: E731
+    cut = lambda line: [
+        line[sum(widths[:i]) + 2 * i : sum(widths[: i + 1]) + 2 * i].strip() for i in range(len(widths))
+    ]  # noqa: E731
     out = ["| " + " | ".join(cut(head)) + " |", "|" + "---|" * len(widths)]
     out += ["| " + " | ".join(cut(row.ljust(sum(widths) + 2 * len(widths)))) + " |" for row in rows]
     return "\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="semgrad's benchmark suite (fake LLMs, no network).")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="semgrad's benchmark suite (fake LLMs, no network)."
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, 20 ms only: well under a minute")
-    parser.add_argument("--only", default=",".join(FAMILIES), help="comma-separated workloads, e.g. W1,W3 (default: all)")
+    parser.add_argument(
+        "--only", default=",".join(FAMILIES), help="comma-separated workloads, e.g. W1,W3 (default: all)"
+    )
     parser.add_argument("--repeats", type=int, default=None, help="runs per short-latency workload (median reported)")
-    parser.add_argument("--w6-samples", type=int, default=None, help="samples for W6 (default 100, reduced to fit the time budget)")
+    parser.add_argument(
+        "--w6-samples", type=int, default=None, help="samples for W6 (default 100, reduced to fit the time budget)"
+    )
     parser.add_argument("--w6-budget", type=float, default=None, help="seconds W6's timing runs may take")
-    parser.add_argument("--no-textgrad", action="store_true", help="skip the TextGrad comparison even if it is importable")
+    parser.add_argument(
+        "--no-textgrad", action="store_true", help="skip the TextGrad comparison even if it is importable"
+    )
     parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="where to write the JSON report ('-': nowhere)")
-    parser.add_argument("--markdown", metavar="REPORT", default=None, help="print REPORT's table as Markdown and exit (no run)")
+    parser.add_argument(
+        "--markdown", metavar="REPORT", default=None, help="print REPORT's table as Markdown and exit (no run)"
+    )
     args = parser.parse_args(argv)
     if args.markdown:
         print(format_markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))))
@@ -261,7 +323,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = None if args.output == "-" else Path(args.output)
     print(f"semgrad benchmarks ({'quick' if args.quick else 'default'}): {', '.join(only)}", flush=True)
     try:
-        report = run_suite(settings, only, output=output, textgrad=False if args.no_textgrad else None, echo=lambda s: print(s, flush=True))
+        report = run_suite(
+            settings,
+            only,
+            output=output,
+            textgrad=False if args.no_textgrad else None,
+            echo=lambda s: print(s, flush=True),
+        )
     except ValueError as exc:
         parser.error(str(exc))
     print()
@@ -269,7 +337,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in report["notes"]:
         print(f"note: {note}")
     m = report["machine"]
-    print(f"\n{report['date']}  {m['platform']}  {m['usable_cpus']} CPUs  Python {m['python']}  load at start {m['load_average_at_start']}")
+    print(
+        f"\n{report['date']}  {m['platform']}  {m['usable_cpus']} CPUs  Python {m['python']}  load at start {m['load_average_at_start']}"
+    )
     print(f"total {report['elapsed_s']} s" + (f"; written to {output}" if output else ""))
     return 0
 

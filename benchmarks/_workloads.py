@@ -163,7 +163,9 @@ def deep_graph(width: int = 4, depth: int = 4) -> tuple[Any, Any]:
     b = GraphBuilder()  # pragma: no cover
     previous = [b.input("question")]
     for layer in range(depth):
-        previous = [b.llm(f"l{layer}_{i}", inputs=previous, instruction="Work out an intermediate step.") for i in range(width)]
+        previous = [
+            b.llm(f"l{layer}_{i}", inputs=previous, instruction="Work out an intermediate step.") for i in range(width)
+        ]
     b.llm("final", inputs=previous, instruction="Solve the problem.")
     return b.build(output="final")
 
@@ -207,17 +209,25 @@ def random_dag(n: int, *, seed: int = 0, n_inputs: int = 3, window: int = 16) ->
     return b.build(output="out")
 
 
-def forward_program(graph: Any, params: Any, batch: int, *, inputs: Callable[[int], dict[str, Any]] | None = None) -> Program[Any]:
+def forward_program(
+    graph: Any, params: Any, batch: int, *, inputs: Callable[[int], dict[str, Any]] | None = None
+) -> Program[Any]:
     """``gather(forward(...) for each sample)``."""
     make = inputs or (lambda i: {"question": question(i)})
     return gather(*(forward(graph, params, make(i), sample=i) for i in range(batch)))
 
 
-def _one_fwd_bwd(graph: Any, params: Any, inputs: dict[str, Any], sample: int, feedback: str, rule: Any) -> Program[Any]:
-    return bind(forward(graph, params, inputs, sample=sample), lambda trace: backward(graph, params, trace, feedback, rule))
+def _one_fwd_bwd(
+    graph: Any, params: Any, inputs: dict[str, Any], sample: int, feedback: str, rule: Any
+) -> Program[Any]:
+    return bind(
+        forward(graph, params, inputs, sample=sample), lambda trace: backward(graph, params, trace, feedback, rule)
+    )
 
 
-def fwd_bwd_program(graph: Any, params: Any, batch: int, *, inputs: Callable[[int], dict[str, Any]] | None = None) -> Program[Any]:
+def fwd_bwd_program(
+    graph: Any, params: Any, batch: int, *, inputs: Callable[[int], dict[str, Any]] | None = None
+) -> Program[Any]:
     """Per sample ``bind(forward, backward)`` (each sample's backward starts when its
     own forward ends), gathered over the batch."""
     make = inputs or (lambda i: {"question": question(i)})
@@ -281,7 +291,16 @@ def summarize(runs: list[Measured], limit_s: float, **extra: Any) -> dict[str, A
 
 
 def _latency_workload(
-    graph: Any, params: Any, build: Callable[[], Program[Any]], latency: float, repeats: int, *, with_backward: bool, jitter: float = 0.0, seed: int = 0, samples: int
+    graph: Any,
+    params: Any,
+    build: Callable[[], Program[Any]],
+    latency: float,
+    repeats: int,
+    *,
+    with_backward: bool,
+    jitter: float = 0.0,
+    seed: int = 0,
+    samples: int,
 ) -> dict[str, Any]:
     rec = record(build)
     llm = LatencyLLM(HashLLM(), latency, jitter=jitter, seed=seed)
@@ -305,7 +324,13 @@ def w1_forward(settings: Settings, latency: float) -> dict[str, Any]:
     graph, params = paper_graph()
     batch = settings.w1_batch
     return _latency_workload(
-        graph, params, lambda: forward_program(graph, params, batch), latency, settings.repeats_at(latency), with_backward=False, samples=batch
+        graph,
+        params,
+        lambda: forward_program(graph, params, batch),
+        latency,
+        settings.repeats_at(latency),
+        with_backward=False,
+        samples=batch,
     )
 
 
@@ -314,7 +339,13 @@ def w4_deep(settings: Settings, latency: float) -> dict[str, Any]:
     graph, params = deep_graph(settings.w4_width, settings.w4_depth)
     batch = settings.w4_batch
     return _latency_workload(
-        graph, params, lambda: fwd_bwd_program(graph, params, batch), latency, settings.repeats_at(latency), with_backward=True, samples=batch
+        graph,
+        params,
+        lambda: fwd_bwd_program(graph, params, batch),
+        latency,
+        settings.repeats_at(latency),
+        with_backward=True,
+        samples=batch,
     )
 
 
@@ -482,7 +513,9 @@ def w6_scale(settings: Settings) -> dict[str, Any]:
         f"{sizes[i + 1]}/{sizes[i]}": {
             "nodes": round(sizes[i + 1] / sizes[i], 3),
             "time": round(rows[str(sizes[i + 1])]["seconds"] / rows[str(sizes[i])]["seconds"], 3),
-            "memory": round(rows[str(sizes[i + 1])]["peak_mb"] / rows[str(sizes[i])]["peak_mb"], 3) if rows[str(sizes[i])]["peak_mb"] else None,
+            "memory": round(rows[str(sizes[i + 1])]["peak_mb"] / rows[str(sizes[i])]["peak_mb"], 3)
+            if rows[str(sizes[i])]["peak_mb"]
+            else None,
         }
         for i in range(len(sizes) - 1)
     }
@@ -518,7 +551,9 @@ def w7_throughput(settings: Settings) -> dict[str, Any]:
     graph, params = single_node_graph()
     n, c, latency = settings.w7_calls, settings.w7_concurrency, settings.w7_latency
     llm = LatencyLLM(HashLLM(), latency)
-    runs = [run_timed(lambda: forward_program(graph, params, n), llm, max_concurrency=c) for _ in range(settings.w7_repeats)]
+    runs = [
+        run_timed(lambda: forward_program(graph, params, n), llm, max_concurrency=c) for _ in range(settings.w7_repeats)
+    ]
     limit = math.ceil(n / c) * latency
     row = summarize(runs, limit, latency_s=latency, samples=n, concurrency=c)
     bound = c / latency
@@ -602,9 +637,12 @@ def w2_iteration(settings: Settings, latency: float) -> dict[str, Any]:
     from semgrad.effects import fit
 
     graph, params = paper_graph()
-    train = as_examples({"inputs": {"question": question(i)}, "target": str(2 * i), "id": f"t{i}"} for i in range(settings.w2_train))
+    train = as_examples(
+        {"inputs": {"question": question(i)}, "target": str(2 * i), "id": f"t{i}"} for i in range(settings.w2_train)
+    )
     validation = as_examples(
-        {"inputs": {"question": question(1000 + i)}, "target": str(2 * (1000 + i)), "id": f"v{i}"} for i in range(settings.w2_validation)
+        {"inputs": {"question": question(1000 + i)}, "target": str(2 * (1000 + i)), "id": f"v{i}"}
+        for i in range(settings.w2_validation)
     )
     repeats = settings.repeats_at(latency)
     runs: list[Measured] = []

@@ -153,7 +153,9 @@ def _paper_sample(tg: Any, engine: Any, instructions: dict[str, Any], i: int) ->
         {"question": None, "hint_1": None, "hint_2": None},
         system_prompt=instructions["answer"],
     )
-    return answer(inputs={"question": q, "hint_1": hints[0], "hint_2": hints[1]}, response_role_description="the final answer")
+    return answer(
+        inputs={"question": q, "hint_1": hints[0], "hint_2": hints[1]}, response_role_description="the final answer"
+    )
 
 
 def _paper_instructions(tg: Any) -> dict[str, Any]:
@@ -165,7 +167,12 @@ def _paper_instructions(tg: Any) -> dict[str, Any]:
 
 def _layered_instructions(tg: Any, width: int, depth: int) -> dict[str, Any]:
     names = [f"l{layer}_{i}" for layer in range(depth) for i in range(width)] + ["final"]
-    return {name: tg.Variable(SOLVE if name == "final" else HINT, requires_grad=True, role_description=f"instruction of {name}") for name in names}
+    return {
+        name: tg.Variable(
+            SOLVE if name == "final" else HINT, requires_grad=True, role_description=f"instruction of {name}"
+        )
+        for name in names
+    }
 
 
 def _layered_sample(tg: Any, engine: Any, instructions: dict[str, Any], i: int, width: int, depth: int) -> None:
@@ -240,11 +247,26 @@ def tg_w1(latency: float, batch: int, *, threads: bool, repeats: int = 1, limit:
         wall, cpu = _measure(run)
         walls.append(wall)
         cpus.append(cpu)
-    return _row(walls, cpus, engine, limit if limit is not None else 2 * latency, latency_s=latency, samples=batch, threads=threads)
+    return _row(
+        walls,
+        cpus,
+        engine,
+        limit if limit is not None else 2 * latency,
+        latency_s=latency,
+        samples=batch,
+        threads=threads,
+    )
 
 
 def tg_w4(
-    latency: float, batch: int, width: int = 4, depth: int = 4, *, threads: bool, repeats: int = 1, limit: float | None = None
+    latency: float,
+    batch: int,
+    width: int = 4,
+    depth: int = 4,
+    *,
+    threads: bool,
+    repeats: int = 1,
+    limit: float | None = None,
 ) -> dict[str, Any]:
     """W4 in TextGrad: forward + loss + backward per sample on the layered graph."""
     tg = _import()
@@ -320,13 +342,17 @@ def tg_overhead(batch: int = 256, repeats: int = 3) -> dict[str, Any]:
 # --------------------------------------------------------------------------- wiring
 
 
-def add_rows(report: dict[str, Any], settings: Any, only: Sequence[str], *, echo: Callable[[str], None] = print) -> None:
+def add_rows(
+    report: dict[str, Any], settings: Any, only: Sequence[str], *, echo: Callable[[str], None] = print
+) -> None:
     """Add ``textgrad`` and ``textgrad_threads`` rows to `report` for W1, W4 (at
     ``settings.textgrad_latencies``) and W3."""
     workloads = report["workloads"]
     tg = _import()
     notes = report.setdefault("notes", [])
-    notes[:] = [n for n in notes if not n.startswith(("TextGrad is not importable", "TextGrad rows", "TextGrad compared"))]
+    notes[:] = [
+        n for n in notes if not n.startswith(("TextGrad is not importable", "TextGrad rows", "TextGrad compared"))
+    ]
     report.setdefault("machine", {})["textgrad"] = getattr(tg, "__version__", None)
     notes.append(
         f"TextGrad rows: textgrad {getattr(tg, '__version__', '?')} on Python {sys.version.split()[0]}, "
@@ -342,10 +368,18 @@ def add_rows(report: dict[str, Any], settings: Any, only: Sequence[str], *, echo
             for label, threads in (("textgrad", False), ("textgrad_threads", True)):
                 t0 = time.perf_counter()
                 if family == "W1":
-                    row = tg_w1(latency, settings.w1_batch, threads=threads, repeats=settings.textgrad_repeats, limit=limit)
+                    row = tg_w1(
+                        latency, settings.w1_batch, threads=threads, repeats=settings.textgrad_repeats, limit=limit
+                    )
                 else:
                     row = tg_w4(
-                        latency, settings.w4_batch, settings.w4_width, settings.w4_depth, threads=threads, repeats=settings.textgrad_repeats, limit=limit
+                        latency,
+                        settings.w4_batch,
+                        settings.w4_width,
+                        settings.w4_depth,
+                        threads=threads,
+                        repeats=settings.textgrad_repeats,
+                        limit=limit,
                     )
                 workloads.setdefault(key, {})[label] = row
                 echo(f"  {key:<14} {label} done in {time.perf_counter() - t0:6.1f} s")
@@ -368,7 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.textgrad_compare", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="W1,W3,W4")
-    parser.add_argument("--merge", default=None, help="add the rows to this JSON report (e.g. benchmarks/results/latest.json)")
+    parser.add_argument(
+        "--merge", default=None, help="add the rows to this JSON report (e.g. benchmarks/results/latest.json)"
+    )
     args = parser.parse_args(argv)
     if not available():
         print("textgrad is not importable here; see benchmarks/README.md", file=sys.stderr)

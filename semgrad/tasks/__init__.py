@@ -18,38 +18,82 @@ Examples:
 
 from ._bbh import (
     BBH_ALGORITHMIC as BBH_ALGORITHMIC,
+)
+from ._bbh import (
     BBH_CHOICE_TASKS as BBH_CHOICE_TASKS,
+)
+from ._bbh import (
     BBH_NLP as BBH_NLP,
+)
+from ._bbh import (
     BBH_TASKS as BBH_TASKS,
+)
+from ._bbh import (
     Category as Category,
+)
+from ._bbh import (
     bbh_category as bbh_category,
+)
+from ._bbh import (
     bbh_examples as bbh_examples,
+)
+from ._bbh import (
     bbh_scoring as bbh_scoring,
+)
+from ._bbh import (
     load_bbh as load_bbh,
+)
+from ._bbh import (
     split_bbh as split_bbh,
 )
 from ._errors import DataError as DataError
 from ._gsm8k import (
     gsm8k_answer as gsm8k_answer,
+)
+from ._gsm8k import (
     gsm8k_examples as gsm8k_examples,
+)
+from ._gsm8k import (
     load_gsm8k as load_gsm8k,
+)
+from ._gsm8k import (
     split_gsm8k as split_gsm8k,
 )
 from ._liar import (
     LIAR_LABELS as LIAR_LABELS,
+)
+from ._liar import (
     liar_examples as liar_examples,
+)
+from ._liar import (
     load_liar as load_liar,
+)
+from ._liar import (
     split_liar as split_liar,
 )
-from ._samples import load_samples as load_samples, sample_names as sample_names
-from ._split import Split as Split, split as split
+from ._samples import load_samples as load_samples
+from ._samples import sample_names as sample_names
+from ._split import Split as Split
+from ._split import split as split
 from ._task import (
     Scoring as Scoring,
+)
+from ._task import (
     Task as Task,
+)
+from ._task import (
     expand_task_names as expand_task_names,
+)
+from ._task import (
     load_task as load_task,
+)
+from ._task import (
     load_tasks as load_tasks,
+)
+from ._task import (
     sample_task as sample_task,
+)
+from ._task import (
     task_names as task_names,
 )
 

@@ -83,7 +83,7 @@ def test_malformed_line_names_the_file_and_line_number(tmp_path):
     (tmp_path / "gsm8k").mkdir()
     path = tmp_path / "gsm8k" / "train.jsonl"
     good = json.dumps({"question": "1+1?", "answer": "#### 2"})
-    path.write_text(f"{good}\n{good}\n{{\"question\": \"oops\n", "utf-8")
+    path.write_text(f'{good}\n{good}\n{{"question": "oops\n', "utf-8")
     with pytest.raises(DataError, match=rf"^{re.escape(str(path))}:3: malformed JSON line") as info:
         load_gsm8k(tmp_path, "train")
     assert "\n" not in str(info.value)
