@@ -95,7 +95,8 @@ class SimulatedLLM:
         question = self._question(request.prompt)
         if request.node and not self._is_final(request):
             numbers = re.findall(r"[0-9]+", request.prompt.split("\n", 1)[-1])
-            return f"Key facts: {', '.join(numbers[:4]) or 'none'}."
+            about = f" About: {question}" if question is not None else ""
+            return f"Key facts: {', '.join(numbers[:4]) or 'none'}.{about}"
         if question is None:
             return "Answer: unknown"
         right = self.answers[question]
