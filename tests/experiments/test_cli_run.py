@@ -270,3 +270,30 @@ def test_results_carry_tokens_by_role_and_a_cost_estimate_from_a_price_table(tmp
     assert {role: used["input"] for role, used in by_role.items()} == {role: 100 * n for role, n in calls.items()}
     expected = sum(n * (100 * 1.0 + 10 * 10.0) / 1e6 for n in calls.values())
     assert summary["cost_usd"] == pytest.approx(expected)
+
+
+@needs_data
+def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_server):
+    """A real-backend run estimated above the threshold prints the estimate, and without --yes (no terminal)
+    refuses in one line before making any call."""
+    result = semgrad(
+        "run",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--backend",
+        "openai-compatible",
+        "--base-url",
+        counting_server,
+        "--model",
+        "m",
+        "--iterations",
+        "1",
+        "--confirm-calls",
+        "10",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    _one_line_error(result, "--yes")
+    assert "This run will make at most" in result.stdout
+    assert _Counting.hits == 0 and not (tmp_path / "o").exists()
