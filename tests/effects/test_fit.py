@@ -29,6 +29,15 @@ def _gsm8k(n_train=5):
     return SimulatedLLM(dict(samples), seed=5), examples[:n_train], examples[n_train:]
 
 
+def _demo_fit(*, llm=None, optimizer=None, **options):
+    """`fit_sync` on the demo task (paper graph, bundled GSM8K items, simulated LLM): (result, params)."""
+    simulated, train, validation = _gsm8k()
+    graph, params = paper_graph()
+    options = {"train": train, "validation": validation, "loss": numeric_match(), **options}
+    result = fit_sync(graph, params, optimizer or optim.neighbor_sgd(k=2), llm=llm or simulated, **options)
+    return result, params
+
+
 @pytest.mark.parametrize(
     ("via_feedback", "rewrite_side"), [(False, {"rewrite": 3}), (True, {"critique": 3, "rewrite": 3})]
 )
@@ -37,35 +46,14 @@ def test_one_neighbor_sgd_iteration_makes_exactly_the_paper_counts(via_feedback,
     2 backward, and 3 rewrite (6 rewrite-side calls with the critique step)."""
     llm, train, validation = _gsm8k()
     rec = RecordingLLM(llm)
-    graph, params = paper_graph()
-    fit_sync(
-        graph,
-        params,
-        optim.neighbor_sgd(k=2, via_feedback=via_feedback),
-        train=train,
-        validation=validation,
-        llm=rec,
-        iterations=1,
-        loss=numeric_match(),
-    )
+    _demo_fit(llm=rec, optimizer=optim.neighbor_sgd(k=2, via_feedback=via_feedback), iterations=1)
     n, v = len(train), len(validation)
     assert dict(rec.counts()) == {"forward": 3 * n + 3 * v + 3 * v, "backward": 2, **rewrite_side}
 
 
 def test_the_demo_task_improves_and_returns_the_best_accepted_params():
     """On the simulated task every accepted update raises the validation score; FitResult.params holds them."""
-    llm, train, validation = _gsm8k()
-    graph, params = paper_graph()
-    result = fit_sync(
-        graph,
-        params,
-        optim.neighbor_sgd(k=2),
-        train=train,
-        validation=validation,
-        llm=llm,
-        iterations=3,
-        loss=numeric_match(),
-    )
+    result, params = _demo_fit(iterations=3)
     assert [r.accepted for r in result.history] == [True, True, True]
     assert result.initial_score == 0.0 and result.best_score == 1.0
     assert result.params.value("answer.instruction") != params.value("answer.instruction")
@@ -126,33 +114,18 @@ def test_the_gate_rejects_harm_accepts_help_and_no_gate_always_applies(better, g
 def test_checkpoint_none_writes_no_file(tmp_path, monkeypatch):
     """fit(..., checkpoint=None) writes no file anywhere under the working directory."""
     monkeypatch.chdir(tmp_path)
-    llm, train, validation = _gsm8k()
-    graph, params = paper_graph()
-    fit_sync(
-        graph,
-        params,
-        optim.neighbor_sgd(k=2),
-        train=train,
-        validation=validation,
-        llm=llm,
-        iterations=1,
-        loss=numeric_match(),
-        checkpoint=None,
-    )
+    _demo_fit(iterations=1, checkpoint=None)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_checkpoint_is_json_and_resume_continues_to_the_same_result(tmp_path):
     """A checkpoint is plain JSON; resuming a 2-iteration checkpoint to 4 iterations equals a 4-iteration run."""
-    llm, train, validation = _gsm8k()
-    graph, params = paper_graph()
-    kwargs = dict(train=train, validation=validation, loss=numeric_match())
-    full = fit_sync(graph, params, optim.neighbor_sgd(k=2), llm=llm, iterations=4, **kwargs)
+    full, _ = _demo_fit(iterations=4)
     path = tmp_path / "ckpt.json"
-    fit_sync(graph, params, optim.neighbor_sgd(k=2), llm=llm, iterations=2, checkpoint=path, **kwargs)
+    _demo_fit(iterations=2, checkpoint=path)
     json.loads(path.read_text())
-    rec = RecordingLLM(llm)
-    resumed = fit_sync(graph, params, optim.neighbor_sgd(k=2), llm=rec, iterations=4, resume=path, **kwargs)
+    rec = RecordingLLM(_gsm8k()[0])
+    resumed, _ = _demo_fit(llm=rec, iterations=4, resume=path)
     assert (resumed.params, resumed.history, resumed.best_score) == (full.params, full.history, full.best_score)
     assert sum(rec.counts().values()) == sum(sum(r.calls.values()) for r in full.history[2:])
 
@@ -212,18 +185,8 @@ def test_a_run_killed_after_iteration_2_resumes_to_the_same_result(tmp_path):
         timeout=120,
     )
     assert resumed.returncode == 0, resumed.stderr
-    llm, train, validation = _gsm8k()
-    graph, params = paper_graph()
-    full = fit_sync(
-        graph,
-        params,
-        optim.neighbor_sgd(k=2),
-        train=train,
-        validation=validation,
-        llm=llm,
-        iterations=4,
-        loss=numeric_match(),
-    )
+    full, params = _demo_fit(iterations=4)
+    graph = paper_graph()[0]
     assert resumed.stdout.strip() == repr(sorted(full.params.texts().items()))
     from semgrad.effects._fit import _RunState
 
@@ -236,19 +199,7 @@ def test_a_run_killed_after_iteration_2_resumes_to_the_same_result(tmp_path):
 
 def test_a_budget_stops_cleanly_with_the_best_result_so_far():
     """A call budget ends the run early, keeping the params of the last completed iteration."""
-    llm, train, validation = _gsm8k()
-    graph, params = paper_graph()
-    result = fit_sync(
-        graph,
-        params,
-        optim.neighbor_sgd(k=2),
-        train=train,
-        validation=validation,
-        llm=llm,
-        iterations=4,
-        loss=numeric_match(),
-        budget=Budget(max_calls=50),
-    )
+    result, params = _demo_fit(iterations=4, budget=Budget(max_calls=50))
     assert result.stopped == "budget"
     assert len(result.history) == 1 and result.history[0].accepted
     assert result.params == params.with_values(result.history[0].updates)

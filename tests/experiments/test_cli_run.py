@@ -36,7 +36,7 @@ def semgrad(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 
 @needs_data
 def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
-    """`semgrad run bbh:navigate --backend simulated` finishes offline and writes config, checkpoint, results, report."""
+    """`semgrad run bbh:navigate --backend simulated` writes config, checkpoint, results and report offline."""
     out = tmp_path / "run"
     result = semgrad(
         "run", "bbh:navigate", "--backend", "simulated", "--data-dir", str(DATA), "--iterations", "2", "--out", str(out)
@@ -49,6 +49,14 @@ def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
     assert len(task["iterations"]) == 2 and task["sizes"] == {"train": 20, "validation": 20, "test": 210}
     assert results["simulated"] is True and "SIMULATED" in result.stderr
     assert set(task["accuracy"]) == {"train", "validation", "test", "initial_test"}
+
+
+def openai_run(base_url: str, *args: str) -> subprocess.CompletedProcess:
+    """`semgrad run bbh:navigate` on the shared data with the OpenAI-compatible backend at `base_url`."""
+    return semgrad(
+        "run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "openai-compatible",
+        "--base-url", base_url, "--model", "m", *args,
+    )  # fmt: skip
 
 
 def _one_line_error(result: subprocess.CompletedProcess, fragment: str) -> None:
@@ -145,23 +153,7 @@ def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    result = semgrad(
-        "run",
-        "bbh:navigate",
-        "--data-dir",
-        str(DATA),
-        "--backend",
-        "openai-compatible",
-        "--base-url",
-        f"http://127.0.0.1:{port}/v1",
-        "--model",
-        "m",
-        "--yes",
-        "--iterations",
-        "1",
-        "--out",
-        str(tmp_path / "o"),
-    )
+    result = openai_run(f"http://127.0.0.1:{port}/v1", "--yes", "--iterations", "1", "--out", str(tmp_path / "o"))
     _one_line_error(result, "cannot be used: connection")
 
 
@@ -174,23 +166,7 @@ def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_ser
     rec = RecordingLLM(HashLLM())
     run_experiment(config, tmp_path / "real", llm=rec)
     assert report.by_purpose() == dict(rec.counts())
-    result = semgrad(
-        "run",
-        "bbh:navigate",
-        "--data-dir",
-        str(DATA),
-        "--backend",
-        "openai-compatible",
-        "--base-url",
-        counting_server,
-        "--model",
-        "m",
-        "--iterations",
-        "2",
-        "--dry-run",
-        "--out",
-        str(tmp_path / "dry"),
-    )
+    result = openai_run(counting_server, "--iterations", "2", "--dry-run", "--out", str(tmp_path / "dry"))
     assert result.returncode == 0, result.stderr
     for purpose, n in report.by_purpose().items():
         assert f" {purpose} " in result.stdout and str(n) in result.stdout
@@ -276,24 +252,7 @@ def test_results_carry_tokens_by_role_and_a_cost_estimate_from_a_price_table(tmp
 def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_server):
     """A real-backend run estimated above the threshold prints the estimate, and without --yes (no terminal)
     refuses in one line before making any call."""
-    result = semgrad(
-        "run",
-        "bbh:navigate",
-        "--data-dir",
-        str(DATA),
-        "--backend",
-        "openai-compatible",
-        "--base-url",
-        counting_server,
-        "--model",
-        "m",
-        "--iterations",
-        "1",
-        "--confirm-calls",
-        "10",
-        "--out",
-        str(tmp_path / "o"),
-    )
+    result = openai_run(counting_server, "--iterations", "1", "--confirm-calls", "10", "--out", str(tmp_path / "o"))
     _one_line_error(result, "--yes")
     assert "This run will make at most" in result.stdout
     assert _Counting.hits == 0 and not (tmp_path / "o").exists()
