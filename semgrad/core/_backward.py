@@ -38,7 +38,8 @@ from ._errors import ProtocolError
 from ._frozen import FrozenMap
 from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial
 from ._graph import Graph, Params
-from ._program import Done, Program, Token, bind, map_
+from ._persistent import Chain, PVec
+from ._program import Done, Emitted, Program, Token, bind, map_
 from ._requests import Reply
 from ._rules import BackwardContext, NeighborAware, NodeResult, Rule
 from ._trace import Trace
@@ -136,7 +137,13 @@ def backward(
 
 
 class BackwardMachine(Program[Gradients]):
-    """The backward state machine for one sample; build it with `backward`."""
+    """The backward state machine for one sample; build it with `backward`.
+
+    Per node (by topological position) it keeps the partials received so far, how
+    many it still awaits, and its running step, in persistent arrays (`PVec`); the
+    partials, failures and feedback found so far are append-only `Chain`s. A reply
+    therefore costs O(the node's targets), never O(the graph).
+    """
 
     __slots__ = (
         "graph",
@@ -144,102 +151,173 @@ class BackwardMachine(Program[Gradients]):
         "trace",
         "rule",
         "plan",
-        "stepping",
-        "received",
-        "waiting",
-        "running",
-        "partials",
-        "failures",
-        "feedback",
+        "_stepping",
+        "_received",
+        "_waiting",
+        "_running",
+        "_n_running",
+        "_partials",
+        "_failures",
+        "_feedback",
         "emitted",
     )
 
-    def __init__(self, **fields: Any) -> None:
-        for key, value in fields.items():
-            object.__setattr__(self, key, value)
+    def __init__(
+        self,
+        graph: Graph,
+        params: Params,
+        trace: Trace,
+        rule: Rule,
+        plan: BackwardPlan,
+        stepping: tuple[bool, ...],
+        received: PVec[tuple[Partial, ...]],
+        waiting: PVec[int],
+        running: PVec[Program[Any] | None],
+        n_running: int,
+        partials: Chain[Partial],
+        failures: Chain[BackwardFailure],
+        feedback: Chain[NodeFeedback],
+        emitted: Emitted,
+    ) -> None:
+        self.graph = graph
+        self.params = params
+        self.trace = trace
+        self.rule = rule
+        self.plan = plan
+        self._stepping = stepping
+        self._received = received
+        self._waiting = waiting
+        self._running = running
+        self._n_running = n_running
+        self._partials = partials
+        self._failures = failures
+        self._feedback = feedback
+        self.emitted: Emitted = emitted  # type: ignore[misc]
 
     @classmethod
     def start(
         cls, graph: Graph, params: Params, trace: Trace, feedback: Any, rule: Rule, plan: BackwardPlan
     ) -> Program[Gradients]:
+        order = graph.topological_order
+        steps = frozenset(plan.steps)
+        size = len(order)
         state = cls(
-            graph=graph,
-            params=params,
-            trace=trace,
-            rule=rule,
-            plan=plan,
-            stepping=frozenset(plan.steps),
-            received={},
-            waiting=plan.awaits.to_dict(),
-            running=FrozenMap(),
-            partials=(),
-            failures=(),
-            feedback=(NodeFeedback(graph.output, feedback, trace.sample),),
-            emitted=(),
+            graph,
+            params,
+            trace,
+            rule,
+            plan,
+            tuple(name in steps for name in order),
+            PVec([()] * size),
+            PVec([plan.awaits[name] for name in order]),
+            PVec([None] * size),
+            0,
+            Chain(),
+            Chain(),
+            Chain().append(NodeFeedback(graph.output, feedback, trace.sample)),
+            (),
         )
-        if graph.output not in plan.steps:
+        if graph.output not in steps:
             return Done(state._result())
-        return state._advance([], {graph.output: _Launch(feedback, seeded=True)})
+        return state._advance([], {graph.output: _Launch(feedback, seeded=True)}, [])
 
-    def _evolve(self, **changes: Any) -> BackwardMachine:
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        fields.update(changes)
-        return BackwardMachine(**fields)
+    def _with(
+        self,
+        received: PVec[tuple[Partial, ...]],
+        waiting: PVec[int],
+        running: PVec[Program[Any] | None],
+        n_running: int,
+        partials: Chain[Partial],
+        failures: Chain[BackwardFailure],
+        feedback: Chain[NodeFeedback],
+        emitted: Emitted,
+    ) -> BackwardMachine:
+        return BackwardMachine(
+            self.graph, self.params, self.trace, self.rule, self.plan, self._stepping,
+            received, waiting, running, n_running, partials, failures, feedback, emitted,
+        )  # fmt: skip
 
     @property
     def in_progress(self) -> tuple[str, ...]:
-        """Nodes whose backward step is under way."""
-        return tuple(self.running)
+        """Nodes whose backward step is under way, in topological order."""
+        names = self.graph.topological_order
+        return tuple(names[pos] for pos, step in enumerate(self._running.tolist()) if step is not None)
 
     def feed(self, token: Token, reply: Reply) -> Program[Gradients]:
         node = token[0] if token else None
-        if node not in self.running:
+        pos = self.graph._index.get(node, -1) if isinstance(node, str) else -1
+        current = self._running.get(pos) if pos >= 0 else None
+        if current is None:
             raise ProtocolError(f"backward machine got a reply for {token!r}, which it is not waiting for")
-        step = self.running[node].feed(token[1:], reply)
+        step = current.feed(token[1:], reply)
         if not step.done:
-            return self._evolve(
-                running=self.running.set(node, step), emitted=tuple(((node, *t), r) for t, r in step.emitted)
-            )
-        return self._evolve(running=self.running.without(node), emitted=())._advance([(node, step.value)], {})
+            return self._with(
+                self._received, self._waiting, self._running.set(pos, step), self._n_running,
+                self._partials, self._failures, self._feedback,
+                tuple(((node, *t), r) for t, r in step.emitted),
+            )  # fmt: skip
+        state = self._with(
+            self._received, self._waiting, self._running.set(pos, None), self._n_running - 1,
+            self._partials, self._failures, self._feedback, (),
+        )  # fmt: skip
+        return state._advance([(node, step.value)], {}, [])
 
-    def _advance(self, finished: list[tuple[str, Any]], ready: dict[str, _Launch]) -> Program[Gradients]:
+    def _advance(
+        self, finished: list[tuple[str, Any]], ready: dict[str, _Launch], emitted: list[Any]
+    ) -> Program[Gradients]:
         """Record finished steps, deliver their partials, and launch what became ready."""
         state: BackwardMachine = self
-        emitted = list(self.emitted)
+        position = self.graph._index.__getitem__
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
                 state = state._deliver(node, gradient, result, ready)
                 continue
-            node = min(ready, key=self.graph.position)
+            node = min(ready, key=position)
             step = state._step(node, ready.pop(node))
             if step.done:
                 finished.append((node, step.value))
             else:
-                state = state._evolve(running=state.running.set(node, step))
+                state = state._with(
+                    state._received, state._waiting, state._running.set(position(node), step),
+                    state._n_running + 1, state._partials, state._failures, state._feedback, (),
+                )  # fmt: skip
                 emitted.extend(((node, *t), r) for t, r in step.emitted)
-        if not state.running:
+        if state._n_running == 0:
             return Done(state._result())
-        return state._evolve(emitted=tuple(emitted))
+        return state._with(
+            state._received, state._waiting, state._running, state._n_running,
+            state._partials, state._failures, state._feedback, tuple(emitted),
+        )  # fmt: skip
 
     def _deliver(self, node: str, gradient: Any, result: NodeResult, ready: dict[str, _Launch]) -> BackwardMachine:
-        # `received` and `waiting` are private dicts, copied (never changed in place) per transition.
-        received = self.received.copy()
-        waiting = self.waiting.copy()
+        index = self.graph._index
+        received = self._received
         for partial in result.partials:
-            received[partial.target] = received.get(partial.target, ()) + (partial,)
+            pos = index.get(partial.target)
+            if pos is not None:  # instruction targets are not graph nodes, and never step
+                received = received.set(pos, received.get(pos) + (partial,))
+        waiting = self._waiting
+        stepping = self._stepping
         for target in self.plan.targets[node]:
-            if target in waiting:
-                waiting[target] -= 1
-                if waiting[target] == 0 and target in self.stepping:
-                    ready[target] = _Launch(None, received.get(target, ()))
-        told = (NodeFeedback(node, gradient, self.trace.sample),) if node != self.graph.output else ()
-        return self._evolve(
-            received=received,
-            waiting=waiting,
-            partials=self.partials + result.partials,
-            failures=self.failures + result.failures,
-            feedback=self.feedback + told,
+            pos = index.get(target)
+            if pos is not None:
+                left = waiting.get(pos) - 1
+                waiting = waiting.set(pos, left)
+                if left == 0 and stepping[pos]:
+                    ready[target] = _Launch(None, received.get(pos))
+        feedback = self._feedback
+        if node != self.graph.output:
+            feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
+        return self._with(
+            received,
+            waiting,
+            self._running,
+            self._n_running,
+            self._partials.extend(result.partials),
+            self._failures.extend(result.failures),
+            feedback,
+            (),
         )
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
@@ -259,8 +337,12 @@ class BackwardMachine(Program[Gradients]):
             gradient_program = self.rule.aggregate(node, self.graph[node].role, partials)
         rule = self.rule.resolve(self.graph[node])
 
+        # The closure holds the values it needs, never `self`: a running step must not keep
+        # this (soon old) state alive, or its persistent arrays would pin every later change.
+        graph, params, trace = self.graph, self.params, self.trace
+
         def step(gradient: Any) -> Program[tuple[Any, NodeResult]]:
-            context = BackwardContext(self.graph, self.params, self.trace, node, gradient, targets)
+            context = BackwardContext(graph, params, trace, node, gradient, targets)
             return map_(rule.backward(context), lambda result: (gradient, result))
 
         return bind(gradient_program, step)
@@ -273,9 +355,9 @@ class BackwardMachine(Program[Gradients]):
                 return graph.position(name)
             return graph.position(self.params[name].node)  # type: ignore[arg-type]
 
-        partials = tuple(sorted(self.partials, key=lambda p: (where(p.target), p.target, where(p.source))))
-        failures = tuple(sorted(self.failures, key=lambda f: where(f.source)))
-        feedback = tuple(sorted(self.feedback, key=lambda f: -where(f.node)))
+        partials = tuple(sorted(self._partials.items(), key=lambda p: (where(p.target), p.target, where(p.source))))
+        failures = tuple(sorted(self._failures.items(), key=lambda f: where(f.source)))
+        feedback = tuple(sorted(self._feedback.items(), key=lambda f: -where(f.node)))
         return Gradients(partials, feedback, failures)
 
 

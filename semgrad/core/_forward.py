@@ -24,15 +24,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from returns.result import Success
 
 from ._errors import InputError, ProtocolError
 from ._frozen import FrozenMap, freeze
 from ._graph import Graph, Node, Params
+from ._persistent import PVec
 from ._program import Done, Emitted, Program, Token
-from ._prompts import render_forward
-from ._requests import LLMRequest, Reply, SampleId
-from ._trace import NodeRun, Trace
+from ._prompts import forward_request, forward_system
+from ._requests import _NO_OPTIONS, LLMRequest, Message, Reply, SampleId
+from ._trace import NodeRun, Trace, _node_run
 
 __all__ = ["ForwardMachine", "check_inputs", "forward", "runs_inputs"]
 
@@ -50,6 +52,10 @@ def check_inputs(graph: Graph, params: Params, inputs: Mapping[str, Any]) -> Non
         if extra:
             parts.append(f"unexpected input field(s) {', '.join(map(repr, extra))}")
         raise InputError(f"{'; '.join(parts)}; the graph's inputs are: {', '.join(map(repr, expected))}")
+    _check_params(graph, params)
+
+
+def _check_params(graph: Graph, params: Params) -> None:
     for node in graph.nodes.values():
         name = node.instruction or node.name
         if node.kind in ("llm", "param") and name not in params:
@@ -85,17 +91,67 @@ def forward(
         ...
         semgrad.core._errors.InputError: missing input field(s) 'question'; unexpected input field(s) 'q'; ...
     """
-    check_inputs(graph, params, inputs)
-    return ForwardMachine.start(graph, params, inputs, sample=sample, engine=engine, options=freeze(options or {}))
+    return ForwardMachine.start(
+        graph, params, inputs, sample=sample, engine=engine, options=freeze(options) if options else _NO_OPTIONS
+    )
 
 
-_MISSING = object()
+class _Asked:
+    """A node whose request is out: the request, and the ``(name, value)`` inputs it showed."""
+
+    __slots__ = ("request", "shown")
+
+    def __init__(self, request: LLMRequest, shown: tuple[tuple[str, Any], ...]) -> None:
+        self.request = request
+        self.shown = shown
+
+
+@attrs.frozen
+class _Start:
+    """What every sample's forward pass starts from, for one graph and its params:
+    the cells once all inputs and params are available (param runs filled in, other
+    nodes' counts of missing inputs), the nodes ready then, and how many are unfinished."""
+
+    cells: tuple[Any, ...]
+    ready: tuple[int, ...]
+    unfinished: int
+    inputs: tuple[tuple[str, int], ...]
+
+
+def _start(graph: Graph, params: Params) -> _Start:
+    _check_params(graph, params)
+    cells: list[Any] = [len(p) for p in graph.input_positions]
+    ready = []
+    unfinished = len(cells)
+    for pos, node in enumerate(graph.nodes.values()):
+        if node.kind == "param":
+            cells[pos] = NodeRun(node.name, "param", value=params.value(node.name))
+        elif node.kind != "input":
+            if not node.inputs:
+                ready.append(pos)
+            continue
+        unfinished -= 1
+        for succ in graph.successor_positions[pos]:
+            cells[succ] -= 1
+            if cells[succ] == 0:
+                ready.append(succ)
+    inputs = tuple((name, graph.position(name)) for name in graph.inputs)
+    return _Start(tuple(cells), tuple(ready), unfinished, inputs)
 
 
 class ForwardMachine(Program[Trace]):
-    """The forward state machine for one sample; build it with `forward`."""
+    """The forward state machine for one sample; build it with `forward`.
 
-    __slots__ = ("graph", "params", "sample", "engine", "options", "runs", "waiting", "asked", "unfinished", "emitted")
+    It keeps one *cell* per node (by topological position): the number of inputs
+    the node still misses (an int), the request it is waiting on (`_Asked`), or its
+    `NodeRun`. The cells are a persistent array (`PVec`), so a reply updates
+    O(the node's successors) cells, never the whole graph, and every earlier state
+    stays valid. What all samples share -- each param's run, the counts once the
+    inputs are there, each instruction's rendered system message -- is computed
+    once per params and reused (`Params` memo).
+    """
+
+    __slots__ = ("graph", "params", "sample", "engine", "options", "_cells", "unfinished", "emitted")
 
     def __init__(
         self,
@@ -103,10 +159,8 @@ class ForwardMachine(Program[Trace]):
         params: Params,
         sample: SampleId,
         engine: str,
-        options: dict[str, Any],
-        runs: tuple[NodeRun | None, ...],
-        waiting: tuple[int, ...],
-        asked: tuple[tuple[LLMRequest, tuple[tuple[str, Any], ...]] | None, ...],
+        options: FrozenMap[str, Any],
+        cells: PVec[Any],
         unfinished: int,
         emitted: Emitted,
     ) -> None:
@@ -115,9 +169,7 @@ class ForwardMachine(Program[Trace]):
         self.sample = sample
         self.engine = engine
         self.options = options
-        self.runs = runs
-        self.waiting = waiting
-        self.asked = asked
+        self._cells = cells
         self.unfinished = unfinished
         self.emitted: Emitted = emitted  # type: ignore[misc]
 
@@ -130,115 +182,127 @@ class ForwardMachine(Program[Trace]):
         *,
         sample: SampleId,
         engine: str,
-        options: dict[str, Any],
+        options: FrozenMap[str, Any],
     ) -> Program[Trace]:
-        size = len(graph.nodes)
-        runs: list[NodeRun | None] = [None] * size
-        waiting = [len(p) for p in graph.input_positions]
-        state = cls(graph, params, sample, engine, options, (), (), (), size, ())
-        ready = []
-        unfinished = size
-        for pos, node in enumerate(graph.nodes.values()):
-            if node.kind == "input":
-                runs[pos] = NodeRun(node.name, "input", value=inputs[node.name])
-            elif node.kind == "param":
-                runs[pos] = NodeRun(node.name, "param", value=params.value(node.name))
-            else:
-                if not node.inputs:
-                    ready.append(pos)
-                continue
-            unfinished -= 1
-            ready.extend(state._release(pos, waiting))
-        return state._advance(runs, waiting, [None] * size, ready, unfinished)
+        """The machine's first state (`forward` checks and normalises its arguments first)."""
+        memo = params._memo
+        begin = memo.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
+        if begin is None:
+            begin = memo[graph.fingerprint] = _start(graph, params)
+        cells = list(begin.cells)
+        if len(inputs) != len(begin.inputs):
+            check_inputs(graph, params, inputs)  # raises the detailed error
+        try:
+            for name, pos in begin.inputs:
+                cells[pos] = _node_run(name, "input", (), inputs[name], None, None, None)
+        except KeyError:
+            check_inputs(graph, params, inputs)
+            raise
+        state = cls(graph, params, sample, engine, options, PVec(cells), begin.unfinished, ())
+        return state._advance(state._cells, list(begin.ready), begin.unfinished)
+
+    @property
+    def runs(self) -> tuple[NodeRun | None, ...]:
+        """Each node's run so far (None until it has one), in topological order."""
+        return tuple(c if type(c) is NodeRun else None for c in self._cells.tolist())
 
     @property
     def in_flight(self) -> tuple[str, ...]:
         """Names of the LLM nodes whose request is out and unanswered, in order."""
         names = self.graph.topological_order
-        return tuple(names[pos] for pos, asked in enumerate(self.asked) if asked is not None)
+        return tuple(names[pos] for pos, c in enumerate(self._cells.tolist()) if type(c) is _Asked)
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         name = token[0] if len(token) == 1 else None
-        pos = self.graph.position(name) if isinstance(name, str) and name in self.graph.nodes else -1
-        if pos < 0 or self.asked[pos] is None:
+        pos = self.graph._index.get(name, -1) if type(name) is str else -1
+        cells = self._cells
+        asked = cells.get(pos) if pos >= 0 else None
+        if type(asked) is not _Asked:
             raise ProtocolError(f"forward machine got a reply for {token!r}, which it is not waiting for")
-        request, shown = self.asked[pos]  # type: ignore[misc]
-        runs = list(self.runs)
-        waiting = list(self.waiting)
-        asked = list(self.asked)
-        asked[pos] = None
         if isinstance(reply, Success):
             text = reply.unwrap().text
-            runs[pos] = NodeRun(name, "llm", shown, text.strip(), request, text)  # type: ignore[arg-type]
+            run = _node_run(name, "llm", asked.shown, text.strip(), asked.request, text, None)  # type: ignore[arg-type]
         else:
-            runs[pos] = NodeRun(name, "llm", shown, None, request, None, reply.failure())  # type: ignore[arg-type]
-        ready = self._release(pos, waiting)
-        return self._advance(runs, waiting, asked, ready, self.unfinished - 1)
-
-    def _release(self, pos: int, waiting: list[int]) -> list[int]:
+            run = _node_run(name, "llm", asked.shown, None, asked.request, None, reply.failure())  # type: ignore[arg-type]
+        cells = cells.set(pos, run)
         ready = []
         for succ in self.graph.successor_positions[pos]:
-            waiting[succ] -= 1
-            if waiting[succ] == 0:
+            left = cells.get(succ) - 1
+            cells = cells.set(succ, left)
+            if left == 0:
                 ready.append(succ)
-        return ready
+        if not ready and self.unfinished > 1:
+            # Nothing became ready (the common case in a wide graph): no rendering to do.
+            return ForwardMachine(
+                self.graph, self.params, self.sample, self.engine, self.options, cells, self.unfinished - 1, ()
+            )
+        return self._advance(cells, ready, self.unfinished - 1)
 
-    def _advance(
-        self,
-        runs: list[NodeRun | None],
-        waiting: list[int],
-        asked: list[Any],
-        ready: list[int],
-        unfinished: int,
-    ) -> Program[Trace]:
-        emitted = []
+    def _advance(self, cells: PVec[Any], ready: list[int], unfinished: int) -> Program[Trace]:
+        """Run the function nodes and emit the requests of the LLM nodes that became ready."""
+        emitted: list[tuple[int, Token, LLMRequest]] = []
         graph = self.graph
         names = graph.topological_order
         nodes = graph.nodes
+        roles = graph.roles
+        input_positions = graph.input_positions
         while ready:
             pos = ready.pop()
             node = nodes[names[pos]]
-            sources = graph.input_positions[pos]
-            shown = tuple((names[p], runs[p].value) for p in sources)  # type: ignore[union-attr]
             failed = None
-            for p in sources:
-                if runs[p].error is not None:  # type: ignore[union-attr]
+            shown_list = []
+            labelled = []
+            for p in input_positions[pos]:
+                source = cells.get(p)
+                if source.error is not None and failed is None:
                     failed = names[p]
-                    break
+                shown_list.append((names[p], source.value))
+                labelled.append((names[p], roles[p], source.value))
+            shown = tuple(shown_list)
             if failed is not None:
-                runs[pos] = NodeRun(node.name, node.kind, shown, error=f"input {failed!r} failed")
+                cells = cells.set(pos, NodeRun(node.name, node.kind, shown, error=f"input {failed!r} failed"))
             elif node.kind == "llm":
-                request = self._request(node, shown)
-                asked[pos] = (request, shown)
-                emitted.append(((node.name,), request))
+                request = forward_request(
+                    node.name, self._system(node), labelled, self.sample, self.engine, self.options
+                )
+                cells = cells.set(pos, _Asked(request, shown))
+                emitted.append((pos, (node.name,), request))
                 continue
             else:
-                runs[pos] = _call_function(node.name, node.fn, shown)
+                cells = cells.set(pos, _call_function(node.name, node.fn, shown))
             unfinished -= 1
-            ready.extend(self._release(pos, waiting))
+            for succ in graph.successor_positions[pos]:
+                left = cells.get(succ) - 1
+                cells = cells.set(succ, left)
+                if left == 0:
+                    ready.append(succ)
         if unfinished == 0:
-            return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, runs))))
-        emitted.sort(key=lambda item: graph.position(item[1].node))  # type: ignore[arg-type]
+            return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, cells.tolist()))))
+        if len(emitted) > 1:
+            emitted.sort(key=_first)
         return ForwardMachine(
             graph,
             self.params,
             self.sample,
             self.engine,
             self.options,
-            tuple(runs),
-            tuple(waiting),
-            tuple(asked),
+            cells,
             unfinished,
-            tuple(emitted),
+            tuple((token, request) for _, token, request in emitted),
         )
 
-    def _request(self, node: Node, shown: tuple[tuple[str, Any], ...]) -> LLMRequest:
-        nodes = self.graph.nodes
-        labelled = tuple((name, nodes[name].role, value) for name, value in shown)
-        instruction = self.params.value(node.instruction)  # type: ignore[arg-type]
-        return render_forward(
-            node.name, instruction, labelled, sample=self.sample, engine=self.engine, options=self.options
-        )
+    def _system(self, node: Node) -> Message:
+        """The node's rendered system message, shared by every sample run with these params."""
+        memo = self.params._memo
+        key = node.instruction
+        system = memo.get(key)
+        if system is None:
+            system = memo[key] = forward_system(self.params.value(node.instruction))  # type: ignore[arg-type]
+        return system  # type: ignore[no-any-return]
+
+
+def _first(item: tuple[int, Any, Any]) -> int:
+    return item[0]
 
 
 def runs_inputs(

@@ -114,6 +114,10 @@ class Params(Mapping[str, Parameter]):
     """
 
     items_: FrozenMap[str, Parameter] = attrs.field(converter=freeze, alias="items")
+    # Values derived from these (immutable) params and reused across samples, such as
+    # each instruction's rendered system message; filled lazily by the engines, never
+    # compared, hashed or saved.
+    _memo: dict[Any, Any] = attrs.field(init=False, factory=dict, eq=False, hash=False, repr=False)
 
     def __getitem__(self, name: str) -> Parameter:
         try:
@@ -163,9 +167,10 @@ class Graph:
     _order: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
     _fingerprint: str = attrs.field(init=False, eq=False, repr=False)
     _inputs: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
-    #: Positions of each node's inputs and successors, for the engines.
+    #: Positions of each node's inputs and successors, and each node's role, by position, for the engines.
     input_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     successor_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    roles: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         index = {name: i for i, name in enumerate(self.nodes)}
@@ -187,6 +192,7 @@ class Graph:
         object.__setattr__(
             self, "input_positions", tuple(tuple(index[p] for p in n.inputs) for n in self.nodes.values())
         )
+        object.__setattr__(self, "roles", tuple(n.role for n in self.nodes.values()))
         object.__setattr__(
             self, "successor_positions", tuple(tuple(index[s] for s in succ[name]) for name in self.nodes)
         )

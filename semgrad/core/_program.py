@@ -40,6 +40,7 @@ from collections.abc import Callable, Generator, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 from ._errors import ProtocolError
+from ._persistent import PVec
 from ._requests import LLMRequest, Reply
 
 __all__ = [
@@ -145,23 +146,30 @@ class _Bind(Program[U]):
 
 
 class _Gather(Program[tuple[Any, ...]]):
-    __slots__ = ("children", "waiting", "emitted")
+    # `children` is a persistent array (`PVec`), so feeding one child is O(1), not O(children).
+    __slots__ = ("children", "size", "waiting", "emitted")
 
-    def __init__(self, children: tuple[Program[Any], ...], waiting: int, emitted: Emitted) -> None:
+    def __init__(self, children: PVec[Program[Any]], size: int, waiting: int, emitted: Emitted) -> None:
         self.children = children
+        self.size = size
         self.waiting = waiting
         self.emitted: Emitted = emitted  # type: ignore[misc]
 
     def feed(self, token: Token, reply: Reply) -> Program[tuple[Any, ...]]:
-        if not token or not isinstance(token[0], int) or not 0 <= token[0] < len(self.children):
-            raise ProtocolError(f"unknown token {token!r} for a gather of {len(self.children)}")
-        index = token[0]
-        child = self.children[index].feed(token[1:], reply)
-        waiting = self.waiting - 1 if child.done else self.waiting
-        children = self.children[:index] + (child,) + self.children[index + 1 :]
-        if waiting == 0:
-            return Done(tuple(c.value for c in children))
-        return _Gather(children, waiting, tuple(((index, *t), r) for t, r in child.emitted))
+        index = token[0] if token else None
+        if type(index) is not int or not 0 <= index < self.size:
+            raise ProtocolError(f"unknown token {token!r} for a gather of {self.size}")
+        child = self.children.get(index).feed(token[1:], reply)
+        children = self.children.set(index, child)
+        if child.done:
+            waiting = self.waiting - 1
+            if waiting == 0:
+                return Done(tuple(c.value for c in children.tolist()))
+            return _Gather(children, self.size, waiting, ())
+        emitted = child.emitted
+        if emitted:
+            emitted = tuple(((index, *t), r) for t, r in emitted)
+        return _Gather(children, self.size, self.waiting, emitted)
 
 
 def pure(value: T) -> Program[T]:
@@ -209,7 +217,7 @@ def gather(*programs: Program[Any]) -> Program[tuple[Any, ...]]:
     if waiting == 0:
         return Done(tuple(p.value for p in programs))
     emitted = tuple(((i, *t), r) for i, p in enumerate(programs) for t, r in p.emitted)
-    return _Gather(tuple(programs), waiting, emitted)
+    return _Gather(PVec(programs), len(programs), waiting, emitted)
 
 
 def traverse(f: Callable[[T], Program[U]], items: Iterable[T]) -> Program[tuple[U, ...]]:

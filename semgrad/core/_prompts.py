@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._requests import _NO_OPTIONS, LLMRequest, Message, SampleId
+from ._frozen import FrozenMap, freeze
+from ._requests import _NO_OPTIONS, LLMRequest, Message, SampleId, _message, _request
 
 __all__ = [
     "Shown",
     "feedback_form",
     "format_inputs",
+    "forward_request",
+    "forward_system",
     "render_critique",
     "render_examples",
     "render_forward",
@@ -47,7 +50,17 @@ def format_inputs(shown: Sequence[Shown]) -> str:
     """
     if not shown:
         return NO_INPUTS
-    return "\n\n".join(f"[{i}] {name} ({role}):\n{value}" for i, (name, role, value) in enumerate(shown, 1))
+    parts = []
+    i = 0
+    for name, role, value in shown:
+        i += 1
+        parts.append(f"[{i}] {name} ({role}):\n{value}")
+    return "\n\n".join(parts)
+
+
+def forward_system(instruction: str) -> Message:
+    """The system message of a forward request: the frame and the node's instruction."""
+    return _message("system", FORWARD_SYSTEM.format(instruction=instruction))
 
 
 def render_forward(
@@ -68,16 +81,22 @@ def render_forward(
         >>> r.purpose, r.node
         ('forward', 'answer')
     """
-    return LLMRequest(
-        (
-            Message("system", FORWARD_SYSTEM.format(instruction=instruction)),
-            Message("user", FORWARD_USER.format(inputs=format_inputs(shown))),
-        ),
-        engine=engine,
-        purpose="forward",
-        node=node,
-        sample=sample,
-        options=options if options is not None else _NO_OPTIONS,
+    return forward_request(
+        node, forward_system(instruction), shown, sample, engine, freeze(options) if options else _NO_OPTIONS
+    )
+
+
+def forward_request(
+    node: str, system: Message, shown: Sequence[Shown], sample: SampleId, engine: str, options: FrozenMap[str, Any]
+) -> LLMRequest:
+    """`render_forward` with its system message already rendered (by `forward_system`)."""
+    if len(shown) == 1:  # the common case, without the generic loop
+        name, role, value = shown[0]
+        inputs = f"[1] {name} ({role}):\n{value}"
+    else:
+        inputs = format_inputs(shown)
+    return _request(
+        (system, _message("user", FORWARD_USER.format(inputs=inputs))), engine, "forward", node, sample, (), options
     )
 
 

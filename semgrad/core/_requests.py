@@ -159,6 +159,49 @@ def request_key(request: LLMRequest) -> str:
 
 _NO_USAGE: FrozenMap[str, int] = FrozenMap()
 
+# Trusted constructors for the hot path. Each builds exactly the value the public
+# constructor would build from arguments that are already in canonical form
+# (messages and targets as tuples, options a FrozenMap, a valid role and purpose),
+# skipping the converters and validators that attrs runs per field; a test checks
+# that they agree with the public constructors.
+_set = object.__setattr__
+
+
+def _message(role: str, content: str) -> Message:
+    message = object.__new__(Message)
+    _set(message, "role", role)
+    _set(message, "content", content)
+    return message
+
+
+def _request(
+    messages: tuple[Message, ...],
+    engine: str,
+    purpose: str,
+    node: str | None,
+    sample: SampleId,
+    targets: tuple[str, ...],
+    options: FrozenMap[str, Any],
+) -> LLMRequest:
+    request = object.__new__(LLMRequest)
+    _set(request, "messages", messages)
+    _set(request, "engine", engine)
+    _set(request, "purpose", purpose)
+    _set(request, "node", node)
+    _set(request, "sample", sample)
+    _set(request, "draw", 0)
+    _set(request, "targets", targets)
+    _set(request, "options", options)
+    return request
+
+
+def _response(text: str) -> LLMResponse:
+    response = object.__new__(LLMResponse)
+    _set(response, "text", text)
+    _set(response, "usage", _NO_USAGE)
+    _set(response, "model", "")
+    return response
+
 
 def _usage(value: Any) -> FrozenMap[str, int]:
     return value if isinstance(value, FrozenMap) else freeze(value or {})
@@ -215,6 +258,8 @@ def as_reply(value: object) -> Reply:
         >>> as_reply("4")
         <Success: LLMResponse(text='4', usage=FrozenMap({}), model='')>
     """
+    if type(value) is str:
+        return Success(_response(value))
     if isinstance(value, str):
         return Success(LLMResponse(value, _NO_USAGE))
     if isinstance(value, LLMResponse):

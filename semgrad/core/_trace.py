@@ -46,6 +46,30 @@ class NodeRun:
         return None if self.request is None else request_key(self.request)
 
 
+_set = object.__setattr__
+
+
+def _node_run(
+    node: str,
+    kind: str,
+    inputs: tuple[tuple[str, Any], ...],
+    value: Any,
+    request: LLMRequest | None,
+    raw: str | None,
+    error: LLMError | str | None,
+) -> NodeRun:
+    """`NodeRun(...)` with every field given, for the forward machine's hot path."""
+    run = object.__new__(NodeRun)
+    _set(run, "node", node)
+    _set(run, "kind", kind)
+    _set(run, "inputs", inputs)
+    _set(run, "value", value)
+    _set(run, "request", request)
+    _set(run, "raw", raw)
+    _set(run, "error", error)
+    return run
+
+
 @attrs.frozen
 class Trace:
     """Every node's run for one sample, in topological order.

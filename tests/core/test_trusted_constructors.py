@@ -1,0 +1,53 @@
+"""The hot path's trusted constructors build exactly the values the public constructors build."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semgrad.core import FrozenMap, LLMRequest, LLMResponse, Message, NodeRun
+from semgrad.core._requests import _message, _request, _response
+from semgrad.core._trace import _node_run
+
+texts = st.text(max_size=20)
+samples = st.one_of(st.none(), st.integers(), texts)
+
+
+@given(st.sampled_from(["system", "user", "assistant"]), texts)
+def test_trusted_message_equals_public_message(role, content):
+    """`_message` gives a value equal to `Message`, with the same hash and repr."""
+    fast, public = _message(role, content), Message(role, content)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["system", "user"]), texts), max_size=3),
+    st.sampled_from(["forward", "backward", "optimizer"]),
+    st.sampled_from(["forward", "backward", "rewrite"]),
+    st.one_of(st.none(), texts),
+    samples,
+    st.lists(texts, max_size=3),
+    st.dictionaries(texts, st.integers(), max_size=2),
+)
+def test_trusted_request_equals_public_request(messages, engine, purpose, node, sample, targets, options):
+    """`_request` gives a value equal to `LLMRequest` built from the same fields (draw 0)."""
+    msgs = tuple(Message(r, c) for r, c in messages)
+    fast = _request(msgs, engine, purpose, node, sample, tuple(targets), FrozenMap(options))
+    public = LLMRequest(msgs, engine=engine, purpose=purpose, node=node, sample=sample, targets=targets, options=options)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+@given(texts)
+def test_trusted_response_equals_public_response(text):
+    """`_response` gives a value equal to `LLMResponse(text)`."""
+    fast, public = _response(text), LLMResponse(text)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+@given(texts, st.sampled_from(["input", "llm", "function"]), st.one_of(st.none(), texts), st.one_of(st.none(), texts))
+def test_trusted_node_run_equals_public_node_run(node, kind, value, raw):
+    """`_node_run` with every field gives a value equal to `NodeRun` with the same fields."""
+    inputs = (("q", "2+2?"),)
+    fast = _node_run(node, kind, inputs, value, None, raw, None)
+    public = NodeRun(node, kind, inputs, value, None, raw, None)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
