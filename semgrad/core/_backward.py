@@ -132,8 +132,40 @@ def backward(
     if trace.graph != graph.fingerprint:
         raise ProtocolError("the trace was produced by a different graph")
     rule = rule if rule is not None else NeighborAware()
-    plan = plan_backward(graph, params, include_instructions=rule.include_instructions)
-    return BackwardMachine.start(graph, params, trace, feedback, rule, plan)
+    key = ("backward", graph.fingerprint, rule.include_instructions)
+    static = params._memo.get(key)  # the plan depends only on the structure and the params
+    if static is None:
+        plan = plan_backward(graph, params, include_instructions=rule.include_instructions)
+        static = params._memo[key] = _Static.of(graph, params, plan)
+    return BackwardMachine.start(graph, params, trace, feedback, rule, static.plan, static=static)
+
+
+@attrs.frozen
+class _Static:
+    """What every sample's backward pass shares for one graph, params and plan."""
+
+    plan: BackwardPlan
+    stepping: tuple[bool, ...]
+    awaits: tuple[int, ...]
+    #: Position of each node; and of each node and instruction (its node's), for ordering
+    #: results. Private dicts, never changed after construction (plain dict lookups are the fastest).
+    positions: dict[str, int]
+    where: dict[str, int]
+    #: Per stepping node: ``(target, position)`` for each target that is a graph node.
+    delivers: dict[str, tuple[tuple[str, int], ...]]
+
+    @classmethod
+    def of(cls, graph: Graph, params: Params, plan: BackwardPlan) -> _Static:
+        order = graph.topological_order
+        steps = frozenset(plan.steps)
+        where = dict(graph._index)
+        for name, parameter in params.items():
+            if name not in where and parameter.node is not None and parameter.node in where:
+                where[name] = where[parameter.node]
+        index = graph._index
+        delivers = {n: tuple((t, index[t]) for t in plan.targets[n] if t in index) for n in plan.steps}
+        stepping = tuple(n in steps for n in order)
+        return cls(plan, stepping, tuple(plan.awaits[n] for n in order), dict(index), where, delivers)
 
 
 class BackwardMachine(Program[Gradients]):
@@ -150,8 +182,7 @@ class BackwardMachine(Program[Gradients]):
         "params",
         "trace",
         "rule",
-        "plan",
-        "_stepping",
+        "_static",
         "_received",
         "_waiting",
         "_running",
@@ -168,8 +199,7 @@ class BackwardMachine(Program[Gradients]):
         params: Params,
         trace: Trace,
         rule: Rule,
-        plan: BackwardPlan,
-        stepping: tuple[bool, ...],
+        static: _Static,
         received: PVec[tuple[Partial, ...]],
         waiting: PVec[int],
         running: PVec[Program[Any] | None],
@@ -183,8 +213,7 @@ class BackwardMachine(Program[Gradients]):
         self.params = params
         self.trace = trace
         self.rule = rule
-        self.plan = plan
-        self._stepping = stepping
+        self._static = static
         self._received = received
         self._waiting = waiting
         self._running = running
@@ -196,20 +225,27 @@ class BackwardMachine(Program[Gradients]):
 
     @classmethod
     def start(
-        cls, graph: Graph, params: Params, trace: Trace, feedback: Any, rule: Rule, plan: BackwardPlan
+        cls,
+        graph: Graph,
+        params: Params,
+        trace: Trace,
+        feedback: Any,
+        rule: Rule,
+        plan: BackwardPlan,
+        *,
+        static: _Static | None = None,
     ) -> Program[Gradients]:
-        order = graph.topological_order
-        steps = frozenset(plan.steps)
-        size = len(order)
+        """The machine's first state (`backward` checks its arguments and shares `static` across samples)."""
+        static = static if static is not None and static.plan is plan else _Static.of(graph, params, plan)
+        size = len(graph.nodes)
         state = cls(
             graph,
             params,
             trace,
             rule,
-            plan,
-            tuple(name in steps for name in order),
+            static,
             PVec([()] * size),
-            PVec([plan.awaits[name] for name in order]),
+            PVec(static.awaits),
             PVec([None] * size),
             0,
             Chain(),
@@ -217,6 +253,7 @@ class BackwardMachine(Program[Gradients]):
             Chain().append(NodeFeedback(graph.output, feedback, trace.sample)),
             (),
         )
+        steps = plan.steps
         if graph.output not in steps:
             return Done(state._result())
         return state._advance([], {graph.output: _Launch(feedback, seeded=True)}, [])
@@ -233,7 +270,7 @@ class BackwardMachine(Program[Gradients]):
         emitted: Emitted,
     ) -> BackwardMachine:
         return BackwardMachine(
-            self.graph, self.params, self.trace, self.rule, self.plan, self._stepping,
+            self.graph, self.params, self.trace, self.rule, self._static,
             received, waiting, running, n_running, partials, failures, feedback, emitted,
         )  # fmt: skip
 
@@ -291,21 +328,19 @@ class BackwardMachine(Program[Gradients]):
         )  # fmt: skip
 
     def _deliver(self, node: str, gradient: Any, result: NodeResult, ready: dict[str, _Launch]) -> BackwardMachine:
-        index = self.graph._index
+        positions = self._static.positions
         received = self._received
         for partial in result.partials:
-            pos = index.get(partial.target)
+            pos = positions.get(partial.target)
             if pos is not None:  # instruction targets are not graph nodes, and never step
                 received = received.set(pos, received.get(pos) + (partial,))
         waiting = self._waiting
-        stepping = self._stepping
-        for target in self.plan.targets[node]:
-            pos = index.get(target)
-            if pos is not None:
-                left = waiting.get(pos) - 1
-                waiting = waiting.set(pos, left)
-                if left == 0 and stepping[pos]:
-                    ready[target] = _Launch(None, received.get(pos))
+        stepping = self._static.stepping
+        for target, pos in self._static.delivers[node]:
+            left = waiting.get(pos) - 1
+            waiting = waiting.set(pos, left)
+            if left == 0 and stepping[pos]:
+                ready[target] = _Launch(None, received.get(pos))
         feedback = self._feedback
         if node != self.graph.output:
             feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
@@ -321,7 +356,7 @@ class BackwardMachine(Program[Gradients]):
         )
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
-        targets = self.plan.targets[node]
+        targets = self._static.plan.targets[node]
         sample = self.trace.sample
         run = self.trace[node]
         if run.error is not None:
@@ -347,17 +382,16 @@ class BackwardMachine(Program[Gradients]):
 
         return bind(gradient_program, step)
 
+    @property
+    def plan(self) -> BackwardPlan:
+        """The traversal plan this machine follows."""
+        return self._static.plan
+
     def _result(self) -> Gradients:
-        graph = self.graph
-
-        def where(name: str) -> int:
-            if name in graph.nodes:
-                return graph.position(name)
-            return graph.position(self.params[name].node)  # type: ignore[arg-type]
-
-        partials = tuple(sorted(self._partials.items(), key=lambda p: (where(p.target), p.target, where(p.source))))
-        failures = tuple(sorted(self._failures.items(), key=lambda f: where(f.source)))
-        feedback = tuple(sorted(self._feedback.items(), key=lambda f: -where(f.node)))
+        where = self._static.where
+        partials = tuple(sorted(self._partials.items(), key=lambda p: (where[p.target], p.target, where[p.source])))
+        failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
+        feedback = tuple(sorted(self._feedback.items(), key=lambda f: -where[f.node]))
         return Gradients(partials, feedback, failures)
 
 

@@ -37,6 +37,18 @@ class Partial:
         return self.value if isinstance(self.value, str) else repr(self.value)
 
 
+def _partial(target: str, source: str, value: Any, siblings: tuple[str, ...], sample: SampleId) -> Partial:
+    """`Partial(...)` with every field given, for the backward hot path."""
+    partial = object.__new__(Partial)
+    _set = object.__setattr__
+    _set(partial, "target", target)
+    _set(partial, "source", source)
+    _set(partial, "value", value)
+    _set(partial, "siblings", siblings)
+    _set(partial, "sample", sample)
+    return partial
+
+
 @attrs.frozen
 class NodeFeedback:
     """The aggregated gradient a node was given (the output: the seed feedback)."""

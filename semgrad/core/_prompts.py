@@ -146,6 +146,7 @@ PER_EDGE_USER = (
 Explain how the input {name} should change so that the output improves. Reply exactly in this form:
 {form}"""
 )
+_BACKWARD_SYSTEM = Message("system", BACKWARD_SYSTEM)
 REPAIR_USER = (
     "Your reply could not be read: {reason}. Reply again with exactly one block for each of: "
     "{targets}, in this form:\n{form}"
@@ -171,7 +172,10 @@ def feedback_form(targets: Sequence[str]) -> str:
 
 
 def _numbered(targets: Sequence[str], numbering: Sequence[str]) -> str:
-    return ", ".join(f"[{numbering.index(t) + 1}] {t}" if t in numbering else t for t in targets)
+    number: dict[str, int] = {}
+    for i, name in enumerate(numbering, 1):
+        number.setdefault(name, i)
+    return ", ".join(f"[{number[t]}] {t}" if t in number else t for t in targets)
 
 
 def _backward_request(
@@ -182,15 +186,8 @@ def _backward_request(
     engine: str,
     options: Mapping[str, Any] | None,
 ) -> LLMRequest:
-    return LLMRequest(
-        (Message("system", BACKWARD_SYSTEM), Message("user", user)),
-        engine=engine,
-        purpose="backward",
-        node=node,
-        sample=sample,
-        targets=targets,
-        options=options or {},
-    )
+    frozen = options if type(options) is FrozenMap else freeze(options) if options else _NO_OPTIONS
+    return _request((_BACKWARD_SYSTEM, _message("user", user)), engine, "backward", node, sample, targets, frozen)
 
 
 def render_neighbor_aware(

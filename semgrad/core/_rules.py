@@ -27,7 +27,7 @@ from returns.result import Success
 
 from ._aggregate import Concat, Total
 from ._frozen import FrozenMap, freeze
-from ._gradients import BackwardFailure, Partial
+from ._gradients import BackwardFailure, Partial, _partial
 from ._graph import Graph, Node, Params
 from ._parse import parse_backward
 from ._program import Program, ask, bind, gather, map_, pure
@@ -79,7 +79,7 @@ class BackwardContext:
     @property
     def spec(self) -> Node:
         """The node's structure."""
-        return self.graph[self.node]
+        return self.graph.nodes[self.node]
 
     @property
     def task(self) -> str:
@@ -103,11 +103,13 @@ class BackwardContext:
 
     def inputs_shown(self) -> tuple[Shown, ...]:
         """All inputs, in order, as a prompt shows them."""
-        return tuple(self.shown(name) for name in self.spec.inputs)
+        nodes = self.graph.nodes
+        runs = self.trace.runs
+        return tuple((name, nodes[name].role, runs[name].value) for name in nodes[self.node].inputs)
 
     def siblings(self, target: str) -> tuple[str, ...]:
         """The other inputs shown beside `target`."""
-        return tuple(name for name in self.spec.inputs if name != target)
+        return tuple(name for name in self.graph.nodes[self.node].inputs if name != target)
 
 
 @attrs.frozen
@@ -192,9 +194,8 @@ def _result(
     reason: str,
     siblings: Callable[[str], tuple[str, ...]],
 ) -> NodeResult:
-    partials = tuple(
-        Partial(t, context.node, found[t], siblings(t), context.sample) for t in context.targets if t in found
-    )
+    node, sample = context.node, context.sample
+    partials = tuple(_partial(t, node, found[t], siblings(t), sample) for t in context.targets if t in found)
     failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
     return NodeResult(partials, failures)
 

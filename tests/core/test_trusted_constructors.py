@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.core import FrozenMap, LLMRequest, LLMResponse, Message, NodeRun
+from semgrad.core import FrozenMap, LLMRequest, LLMResponse, Message, NodeRun, Partial
+from semgrad.core._gradients import _partial
 from semgrad.core._requests import _message, _request, _response
 from semgrad.core._trace import _node_run
 
@@ -33,7 +34,9 @@ def test_trusted_request_equals_public_request(messages, engine, purpose, node, 
     """`_request` gives a value equal to `LLMRequest` built from the same fields (draw 0)."""
     msgs = tuple(Message(r, c) for r, c in messages)
     fast = _request(msgs, engine, purpose, node, sample, tuple(targets), FrozenMap(options))
-    public = LLMRequest(msgs, engine=engine, purpose=purpose, node=node, sample=sample, targets=targets, options=options)
+    public = LLMRequest(
+        msgs, engine=engine, purpose=purpose, node=node, sample=sample, targets=targets, options=options
+    )
     assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
 
 
@@ -50,4 +53,12 @@ def test_trusted_node_run_equals_public_node_run(node, kind, value, raw):
     inputs = (("q", "2+2?"),)
     fast = _node_run(node, kind, inputs, value, None, raw, None)
     public = NodeRun(node, kind, inputs, value, None, raw, None)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+@given(texts, texts, texts, st.lists(texts, max_size=3), samples)
+def test_trusted_partial_equals_public_partial(target, source, value, siblings, sample):
+    """`_partial` with every field gives a value equal to `Partial` with the same fields."""
+    fast = _partial(target, source, value, tuple(siblings), sample)
+    public = Partial(target, source, value, tuple(siblings), sample)
     assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
