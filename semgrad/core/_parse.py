@@ -117,23 +117,27 @@ def parse_backward(
         ('b',)
     """
     lookup = {t.casefold(): t for t in targets}
-    for number, name in (numbering or {}).items():
-        if name in targets:
-            lookup.setdefault(str(number), name)
+    if numbering:
+        for number, name in numbering.items():
+            if name in targets:
+                lookup.setdefault(str(number), name)
     found: dict[str, str] = {}
     for label, body in _TAG_RE.findall(text):
         name = lookup.get(label.strip().strip("[]").casefold())
-        if name is not None and body.strip():
-            found[name] = body.strip()
+        if name is not None:
+            body = body.strip()
+            if body:
+                found[name] = body
     if len(found) < len(targets):
         for name, body in _sections(text, lookup).items():
             found.setdefault(name, body)
-    ordered = FrozenMap((t, found[t]) for t in targets if t in found)
-    missing = tuple(t for t in targets if t not in found)
-    if missing:
-        reason = f"no feedback for {', '.join(map(repr, missing))}"
-        return Failure(ParseError(reason, missing, ordered))
-    return Success(ordered)
+    ordered = {t: found[t] for t in targets if t in found}
+    if len(ordered) < len(targets):
+        missing = tuple(t for t in targets if t not in found)
+        if missing:
+            reason = f"no feedback for {', '.join(map(repr, missing))}"
+            return Failure(ParseError(reason, missing, FrozenMap(ordered)))
+    return Success(FrozenMap(ordered))
 
 
 def _sections(text: str, lookup: Mapping[str, str]) -> dict[str, str]:
