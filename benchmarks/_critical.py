@@ -22,16 +22,21 @@ With per-request latencies (`LatencyLLM(jitter=...)`) the latency of each reques
 comes from ``LatencyLLM.latency_for(request)``; the requests are known in advance
 by running the same program once with `run_sync` and a `RecordingLLM(HashLLM())`
 (HashLLM is deterministic, so the same replies produce the same requests).
+
+`sample_calls` (`request_calls` for a whole run) builds this dependency structure,
+call by call, in one place: `critical_path` takes its longest path, and
+`benchmarks._floor` runs it as a minimal anyio program (the event loop's floor).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from semgrad.core import Graph, LLMRequest, Params, plan_backward
+from semgrad.core import BackwardPlan, Graph, LLMRequest, Params, plan_backward
 
-__all__ = ["CriticalPath", "critical_path", "index_requests"]
+__all__ = ["Call", "CriticalPath", "critical_path", "index_requests", "request_calls", "sample_calls"]
 
 RequestIndex = dict[tuple[str, str, Any], LLMRequest]
 
@@ -61,37 +66,87 @@ def index_requests(requests: Iterable[LLMRequest]) -> RequestIndex:
     return index
 
 
-def _sample_path(
+class Call(NamedTuple):
+    """One LLM request of a recorded run and the calls it waits for (indices into the same list)."""
+
+    request: LLMRequest
+    after: tuple[int, ...]
+
+
+def _union(groups: Iterable[tuple[int, ...]]) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(itertools.chain.from_iterable(groups)))
+
+
+def sample_calls(
     graph: Graph,
     params: Params,
     sample: Any,
     index: RequestIndex,
-    latency: Callable[[LLMRequest], float],
+    *,
     with_backward: bool,
-) -> float:
-    done: dict[str, float] = {}
+    plan: BackwardPlan | None = None,
+    offset: int = 0,
+) -> list[Call]:
+    """The calls of one sample in dependency order, each with the calls it waits for.
+
+    This is the dependency model of the module docstring, in one place: a forward
+    call waits for the calls that produce its node's inputs (through plain-function
+    nodes, which cost nothing); the output's backward call waits for the sample's
+    whole forward (its last calls); another stepping node's backward call waits for
+    the backward calls of every stepping successor that targets it. Indices start
+    at `offset` (to put several samples in one list).
+    """
+    calls: list[Call] = []
+
+    def add(request: LLMRequest, after: tuple[int, ...]) -> tuple[int, ...]:
+        calls.append(Call(request, after))
+        return (offset + len(calls) - 1,)
+
+    ready: dict[str, tuple[int, ...]] = {}  # node -> the calls whose end gives it a value
     for name, node in graph.nodes.items():
-        start = max((done[i] for i in node.inputs), default=0.0)
-        if node.kind == "llm":
-            start += latency(index[("forward", name, sample)])
-        done[name] = start
-    forward_done = max(done.values(), default=0.0)
+        after = _union(ready[i] for i in node.inputs)
+        ready[name] = add(index[("forward", name, sample)], after) if node.kind == "llm" else after
     if not with_backward:
-        return forward_done
-    plan = plan_backward(graph, params)
+        return calls
+    # The trace exists when every forward call is done: when the ones nobody waits for are.
+    waited = {i for call in calls for i in call.after}
+    trace = tuple(i for i in range(offset, offset + len(calls)) if i not in waited)
+    plan = plan_backward(graph, params) if plan is None else plan
     steps = set(plan.steps)
-    finished: dict[str, float] = {}
-    latest = forward_done
+    delivered: dict[str, tuple[int, ...]] = {}  # stepping node -> the calls whose end delivers its step
     for name in reversed(graph.topological_order):
         if name not in steps:
             continue
-        feeders = [finished[s] for s in steps if s in finished and name in plan.targets[s]]
-        start = forward_done if name == graph.output else max(feeders)
-        if graph[name].kind == "llm":
-            start += latency(index[("backward", name, sample)])
-        finished[name] = start
-        latest = max(latest, start)
-    return latest
+        if name == graph.output:
+            after = trace
+        else:
+            feeders = [delivered[s] for s in steps if s in delivered and name in plan.targets[s]]
+            if not feeders:
+                raise ValueError(f"stepping node {name!r} has no stepping successor targeting it")
+            after = _union(feeders)
+        delivered[name] = add(index[("backward", name, sample)], after) if graph[name].kind == "llm" else after
+    return calls
+
+
+def request_calls(
+    graph: Graph, params: Params, requests: Iterable[LLMRequest], *, with_backward: bool = False
+) -> list[Call]:
+    """Every call of a recorded run, sample after sample, in dependency order (see `sample_calls`)."""
+    requests = tuple(requests)
+    index = index_requests(requests)
+    plan = plan_backward(graph, params) if with_backward else None
+    calls: list[Call] = []
+    for sample in dict.fromkeys(r.sample for r in requests):
+        calls += sample_calls(graph, params, sample, index, with_backward=with_backward, plan=plan, offset=len(calls))
+    return calls
+
+
+def _longest(calls: list[Call], latency: Callable[[LLMRequest], float]) -> float:
+    """The end of the last call when each starts as soon as those it waits for end (offset 0)."""
+    end: list[float] = []
+    for call in calls:
+        end.append(max((end[i] for i in call.after), default=0.0) + latency(call.request))
+    return max(end, default=0.0)
 
 
 def critical_path(
@@ -125,11 +180,13 @@ def critical_path(
     requests = tuple(requests)
     index = index_requests(requests)
     samples = list(dict.fromkeys(r.sample for r in requests))
+    plan = plan_backward(graph, params) if with_backward else None
     best = CriticalPath(0.0, 0, None)
     chain = 0
     for sample in samples:
-        seconds = _sample_path(graph, params, sample, index, latency, with_backward)
-        calls = round(_sample_path(graph, params, sample, index, lambda request: 1.0, with_backward))
+        sample_chain = sample_calls(graph, params, sample, index, with_backward=with_backward, plan=plan)
+        seconds = _longest(sample_chain, latency)
+        calls = round(_longest(sample_chain, lambda request: 1.0))
         chain = max(chain, calls)
         if seconds > best.seconds or best.sample is None:
             best = CriticalPath(seconds, calls, sample)

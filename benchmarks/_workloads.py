@@ -9,6 +9,12 @@ the program (``forward(...)`` already emits the first requests) to its value; th
 event loop's own start-up and tear-down are not counted. CPU time is
 `time.process_time` over the same span. A workload is repeated and the median
 run is reported; ``walls_s`` keeps every run.
+
+The latency workloads (W1, W4, W5) also time their *anyio floor*
+(`benchmarks._floor`): a minimal anyio program making the same calls with the same
+dependencies and latencies, one task per call and nothing else, each repeat right
+after semgrad's. Its row rides in the semgrad row under ``"anyio_floor"``, and
+`benchmarks._suite` files it beside it: ``workloads[key]["anyio_floor"]``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from semgrad.backends.fake import HashLLM, LatencyLLM, RecordingLLM
 from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather, rules
 from semgrad.effects import Runner
 
-from ._critical import critical_path
+from ._critical import critical_path, request_calls
+from ._floor import measure_floor
 
 __all__ = [
     "Settings",
@@ -305,7 +312,13 @@ def _latency_workload(
     rec = record(build)
     llm = LatencyLLM(HashLLM(), latency, jitter=jitter, seed=seed)
     path = critical_path(graph, params, rec.requests, llm.latency_for, with_backward=with_backward)
-    runs = [run_timed(build, llm) for _ in range(repeats)]
+    calls = request_calls(graph, params, rec.requests, with_backward=with_backward)
+    delays = [llm.latency_for(call.request) for call in calls]
+    runs: list[Measured] = []
+    floors: list[tuple[float, float]] = []
+    for _ in range(repeats):
+        runs.append(run_timed(build, llm))
+        floors.append(measure_floor(calls, delays))
     expected = dict(rec.counts())
     for run in runs:
         if run.calls != expected:
@@ -313,7 +326,26 @@ def _latency_workload(
     extra: dict[str, Any] = {"latency_s": latency, "samples": samples, "chain_calls": path.chain_calls}
     if jitter:
         extra.update(jitter=jitter, seed=seed, slowest_sample=path.sample)
-    return summarize(runs, path.seconds, **extra)
+    row = summarize(runs, path.seconds, **extra)
+    row["anyio_floor"] = summarize_floor(floors, path.seconds, expected)
+    return row
+
+
+def summarize_floor(floors: list[tuple[float, float]], limit_s: float, calls: dict[str, int]) -> dict[str, Any]:
+    """The ``anyio_floor`` row from ``(wall, cpu)`` runs of `benchmarks._floor.measure_floor`."""
+    walls = [wall for wall, _ in floors]
+    wall = statistics.median(walls)
+    cpu = min(floors, key=lambda run: abs(run[0] - wall))[1]
+    n_calls = sum(calls.values())
+    return {
+        "wall_s": round(wall, 6),
+        "limit_s": round(limit_s, 6),
+        "wall_over_limit": round(wall / limit_s, 4) if limit_s > 0 else math.nan,
+        "calls": dict(calls),
+        "us_per_call": round(cpu / n_calls * 1e6, 2) if n_calls else None,
+        "walls_s": [round(w, 6) for w in walls],
+        "repeats": len(floors),
+    }
 
 
 # --------------------------------------------------------------------------- W1, W4, W5
