@@ -6,12 +6,38 @@ long-lived worker tasks, at most `max_concurrency` of them -- and feeds each rep
 back as soon as it arrives. One
 failed call never cancels its siblings: every exception a backend raises becomes
 a `Failure(LLMError)` reply, and the core decides what it means.
+
+Theory of operation
+-------------------
+`Runner.run` is one loop: it submits the requests the program emitted to a
+`_Pool`, waits on an `_Inbox` until at least one reply is there, feeds every
+waiting reply to the program, and submits what that made ready.
+
+The pool's workers take requests off one FIFO queue and make each call inline.
+Starting a task costs far more than the library's own work per call, and at
+zero latency one worker answers a whole wave without ever suspending; so the
+pool does not start a worker per request. It keeps workers *pending* (started,
+or woken from parked, but not yet run): as many as the queue holds, but no more
+than the workers in a call (at least one; a worker about to make its call
+counts). Submitting tops pending workers up to that number, waking parked
+workers before starting new ones; so does a worker that takes a request off the
+queue, leaves more behind and sees none pending, before it makes its call.
+When calls suspend, the pending workers run in turn, each taking a request, and
+the last of them tops up again to the number now in a call: calls in flight
+about double per event-loop pass, so a wave of N requests is all in flight
+after about log2(N) passes. When calls return without suspending, no other
+worker is ever in a call, so one worker drains the queue while the one it made
+pending waits its turn, finds the queue empty and parks -- two tasks in all,
+not one per request. Never more than `max_concurrency` workers exist.
+
+When the program is done, only parked and pending workers are left, so
+cancelling the task group then cancels no call.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -19,7 +45,7 @@ import anyio
 import attrs
 from returns.result import Failure, Success
 
-from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, ProtocolError, Reply, as_reply
 from ..core._program import Program, Token
 from ._protocol import is_async_llm
 
@@ -97,9 +123,10 @@ class Runner:
         self.timeout = timeout
         self.on_reply = on_reply
         self._async = is_async_llm(llm)
-        self._purposes: Counter[str] = Counter()
-        self._engines: Counter[str] = Counter()
-        self._kinds: Counter[str] = Counter()
+        # Plain dicts (first-seen order), not Counters: `d[k] = d.get(k, 0) + 1` is twice as fast.
+        self._purposes: dict[str, int] = {}
+        self._engines: dict[str, int] = {}
+        self._kinds: dict[str, int] = {}
         self._calls = self._errors = self._in_flight = self._peak = 0
         self._tokens_in = self._tokens_out = 0
         self._engine_tokens: dict[str, tuple[int, int]] = {}
@@ -130,10 +157,10 @@ class Runner:
             in_flight = 0
             emitted: list[tuple[Token, LLMRequest]] = list(program.emitted)
             while True:
-                for token, request in emitted:
-                    pool.submit(token, request)
-                in_flight += len(emitted)
-                emitted = []
+                if emitted:
+                    pool.submit(emitted)
+                    in_flight += len(emitted)
+                    emitted = []
                 if program.done:
                     break
                 if in_flight == 0:
@@ -144,7 +171,7 @@ class Runner:
                     in_flight -= 1
                     program = program.feed(token, reply)
                     emitted.extend(program.emitted)
-            tg.cancel_scope.cancel()  # only idle workers are left
+            tg.cancel_scope.cancel()  # only parked and pending workers are left
         return program.value
 
     def run_sync(self, program: Program[T]) -> T:
@@ -176,38 +203,13 @@ class Runner:
     def _call_sync(self, request: LLMRequest) -> Reply:
         try:
             result = self.llm(request)
+            if type(result) is str:
+                return Success(LLMResponse(result))
             if inspect.isawaitable(result):
                 raise TypeError("the LLM returned an awaitable from a call the runner took as sync")
             return as_reply(result)
         except LLMFailure as failure:
             return Failure(failure.error)
-        except Exception as exc:
-            return Failure(_error_from(exc))
-
-    async def _attempt(self, request: LLMRequest) -> Reply:
-        self._started()
-        try:
-            if self.timeout is None:
-                return await self._invoke(request)
-            with anyio.fail_after(self.timeout):
-                return await self._invoke(request)
-        except TimeoutError:
-            return Failure(LLMError("timeout", f"no reply within {self.timeout} s", retryable=True))
-        finally:
-            self._in_flight -= 1
-
-    async def _invoke(self, request: LLMRequest) -> Reply:
-        try:
-            result = self.llm(request)
-            if inspect.isawaitable(result):
-                result = await result
-            return as_reply(result)
-        except LLMFailure as failure:
-            return Failure(failure.error)
-        except anyio.get_cancelled_exc_class():
-            raise
-        except TimeoutError:
-            raise
         except Exception as exc:
             return Failure(_error_from(exc))
 
@@ -218,53 +220,99 @@ class Runner:
 
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
         self._calls += 1
-        self._purposes[request.purpose] += 1
-        self._engines[request.engine] += 1
-        if isinstance(reply, Success):
+        purposes, engines, engine = self._purposes, self._engines, request.engine
+        purposes[request.purpose] = purposes.get(request.purpose, 0) + 1
+        engines[engine] = engines.get(engine, 0) + 1
+        if type(reply) is Success:  # `Success` is final: no isinstance (an ABC check) per call
             usage = reply.unwrap().usage
-            used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-            if used_in or used_out:
-                self._tokens_in += used_in
-                self._tokens_out += used_out
-                before_in, before_out = self._engine_tokens.get(request.engine, (0, 0))
-                self._engine_tokens[request.engine] = (before_in + used_in, before_out + used_out)
+            if usage:  # usually empty: skip the look-ups
+                used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+                if used_in or used_out:
+                    self._tokens_in += used_in
+                    self._tokens_out += used_out
+                    before_in, before_out = self._engine_tokens.get(engine, (0, 0))
+                    self._engine_tokens[engine] = (before_in + used_in, before_out + used_out)
         else:
             self._errors += 1
-            self._kinds[reply.failure().kind] += 1
+            kind = reply.failure().kind
+            self._kinds[kind] = self._kinds.get(kind, 0) + 1
         if self.on_reply is not None:
             self.on_reply(request, reply)
 
 
 class _Pool:
-    """Long-lived worker tasks that answer queued requests (spawning a task per request costs
-    far more than the library's own work per call).
+    """Long-lived worker tasks that answer queued requests; see the module's theory of operation.
 
-    A request goes to an idle worker if there is one; otherwise a new worker starts, up to
-    the runner's `max_concurrency` (no limit: as many as there are requests in flight).
+    A worker is always in one of four states: parked (its event is in `idle`),
+    pending (started or woken, not yet run), running (the one task the event loop
+    is executing), or calling (suspended in its LLM call). Invariant, whenever the
+    running task suspends: if the queue is not empty, a worker is pending, or every
+    one of `max_concurrency` workers is calling.
     """
 
     def __init__(self, runner: Runner, tg: Any, inbox: _Inbox) -> None:
         self.runner, self.tg, self.inbox = runner, tg, inbox
         self.queue: deque[tuple[Token, LLMRequest]] = deque()
-        self.idle: deque[anyio.Event] = deque()
+        self.idle: list[anyio.Event] = []  # one event per parked worker
         self.workers = 0
+        self.pending = 0
+        self.limit = runner.max_concurrency
 
-    def submit(self, token: Token, request: LLMRequest) -> None:
-        self.queue.append((token, request))
-        if self.idle:
-            self.idle.popleft().set()
-        elif self.runner.max_concurrency is None or self.workers < self.runner.max_concurrency:
-            self.workers += 1
-            self.tg.start_soon(self._work, name="semgrad-llm-worker")
+    def submit(self, requests: list[tuple[Token, LLMRequest]]) -> None:
+        """Queue `requests` (in order) and make sure workers come for them."""
+        self.queue.extend(requests)
+        self._fill()
+
+    def _fill(self) -> None:
+        """Wake parked workers, or else start new ones within `max_concurrency`, until the pending
+        ones number the queue's length or the workers in a call (at least one), whichever is less."""
+        calling = self.workers - len(self.idle) - self.pending  # a running worker is about to call: it counts
+        want = min(len(self.queue), calling or 1)
+        while self.pending < want:
+            if self.idle:
+                self.idle.pop().set()
+            elif self.limit is None or self.workers < self.limit:
+                self.workers += 1
+                self.tg.start_soon(self._work, name="semgrad-llm-worker")
+            else:
+                return
+            self.pending += 1
 
     async def _work(self) -> None:
-        runner, queue = self.runner, self.queue
+        runner, queue, inbox = self.runner, self.queue, self.inbox
+        llm, timeout = runner.llm, runner.timeout
         while True:
+            self.pending -= 1  # running now: started, or woken from `idle`
             while queue:
                 token, request = queue.popleft()
-                reply = await runner._attempt(request)
+                if queue and not self.pending:
+                    self._fill()  # the next request gets a worker of its own if this call suspends
+                # The call, inline (a coroutine per call costs more than the bookkeeping).
+                runner._in_flight += 1
+                if runner._in_flight > runner._peak:
+                    runner._peak = runner._in_flight
+                try:
+                    result = llm(request)
+                    if inspect.isawaitable(result):
+                        if timeout is None:
+                            result = await result
+                        else:
+                            with anyio.fail_after(timeout):
+                                result = await result
+                    reply = Success(LLMResponse(result)) if type(result) is str else as_reply(result)
+                except LLMFailure as failure:
+                    reply = Failure(failure.error)
+                except TimeoutError as exc:
+                    if timeout is None:
+                        reply = Failure(_error_from(exc))
+                    else:
+                        reply = Failure(LLMError("timeout", f"no reply within {timeout} s", retryable=True))
+                except Exception as exc:  # cancellation is a BaseException on every backend: it propagates
+                    reply = Failure(_error_from(exc))
+                finally:
+                    runner._in_flight -= 1
                 runner._finished(request, reply)
-                self.inbox.put(token, reply)
+                inbox.put(token, reply)
             wake = anyio.Event()
             self.idle.append(wake)
             await wake.wait()
@@ -281,13 +329,13 @@ class _Inbox:
         self.replies.append((token, reply))
         if self._event is not None:
             self._event.set()
+            self._event = None
 
     async def wait(self) -> None:
         """Return once at least one reply is waiting."""
         while not self.replies:
             self._event = anyio.Event()
             await self._event.wait()
-        self._event = None
 
 
 def _error_from(exc: Exception) -> LLMError:

@@ -1,0 +1,142 @@
+"""The runner's worker pool: few tasks at zero latency, the full width at real latency, limits, no leftovers."""
+
+from __future__ import annotations
+
+import zlib
+
+import anyio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semgrad.backends.fake import FunctionLLM, HashLLM
+from semgrad.core import GraphBuilder, forward, gather
+from semgrad.effects import Runner, run_sync
+from semgrad.testing import graphs, inputs_for, pure_llms
+
+
+def chain_graph(depth):
+    """``q -> n0 -> n1 -> ...``: one request per sample and level."""
+    b = GraphBuilder()
+    previous = b.input("q")
+    for i in range(depth):
+        previous = b.llm(f"n{i}", inputs=[previous], instruction="x")
+    return b.build(output=f"n{depth - 1}")
+
+
+def batch(graph, params, size):
+    return gather(*(forward(graph, params, {"q": str(i)}, sample=i) for i in range(size)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(size=st.integers(1, 300), depth=st.integers(1, 3))
+async def test_an_llm_that_never_suspends_is_answered_by_at_most_two_workers(size, depth):
+    """An async LLM that returns without suspending is served by at most two worker tasks, whatever the batch."""
+    graph, params = chain_graph(depth)
+    hash_llm = HashLLM()
+    workers: set = set()
+    tasks = {"before": len(anyio.get_running_tasks()), "most": 0}
+
+    async def llm(request):
+        workers.add(anyio.get_current_task().id)
+        tasks["most"] = max(tasks["most"], len(anyio.get_running_tasks()))
+        return hash_llm(request)
+
+    runner = Runner(FunctionLLM(llm))
+    await runner.run(batch(graph, params, size))
+    assert runner.statistics().calls == size * depth
+    assert len(workers) <= 2
+    assert tasks["most"] - tasks["before"] <= 2
+
+
+@settings(max_examples=10, deadline=None)
+@given(width=st.integers(1, 80), limit=st.one_of(st.none(), st.integers(1, 12)))
+async def test_a_wave_of_slow_calls_gets_the_full_width_in_flight_within_the_limit(width, limit):
+    """W requests whose calls wait for each other get min(W, max_concurrency) in flight together, never more."""
+    graph, params = chain_graph(1)
+    target = width if limit is None else min(width, limit)
+    live = {"now": 0, "peak": 0}
+    everyone = anyio.Event()
+
+    async def llm(request):
+        live["now"] += 1
+        live["peak"] = max(live["peak"], live["now"])
+        if live["now"] >= target:
+            everyone.set()
+        try:
+            with anyio.fail_after(5):  # a runner that never reaches the width fails here, not hangs
+                await everyone.wait()
+        finally:
+            live["now"] -= 1
+        return "ok"
+
+    runner = Runner(FunctionLLM(llm), max_concurrency=limit)
+    traces = await runner.run(batch(graph, params, width))
+    assert all(trace.ok for trace in traces)
+    assert live["peak"] == runner.statistics().peak_in_flight == target
+
+
+@settings(max_examples=25, deadline=None)
+@given(graphs(), st.data(), pure_llms(), st.one_of(st.none(), st.integers(1, 4)), st.integers(1, 4))
+async def test_calls_that_suspend_only_sometimes_give_run_syncs_traces(gp, data, llm, limit, every):
+    """When only some calls suspend, the async runner gives run_sync's traces and calls, within the limit."""
+    graph, params = gp
+    samples = [data.draw(inputs_for(graph)) for _ in range(3)]
+    program = lambda: gather(*(forward(graph, params, x, sample=i) for i, x in enumerate(samples)))  # noqa: E731
+    live = {"now": 0, "peak": 0}
+
+    async def sometimes_slow(request):
+        live["now"] += 1
+        live["peak"] = max(live["peak"], live["now"])
+        try:
+            if zlib.crc32(request.prompt.encode()) % every == 0:
+                await anyio.sleep(0.001)
+            return llm(request)
+        finally:
+            live["now"] -= 1
+
+    expected = Runner(llm)
+    want = expected.run_sync(program())
+    runner = Runner(FunctionLLM(sometimes_slow), max_concurrency=limit)
+    assert await runner.run(program()) == want
+    assert runner.statistics().calls_by_purpose == expected.statistics().calls_by_purpose
+    assert live["peak"] == runner.statistics().peak_in_flight <= (limit or live["peak"])
+
+
+async def test_no_worker_task_outlives_its_run():
+    """After run returns, at zero latency and at real latency alike, no worker task is left."""
+    graph, params = chain_graph(2)
+    before = len(anyio.get_running_tasks())
+
+    async def instant(request):
+        return "ok"
+
+    async def slow(request):
+        await anyio.sleep(0.01)
+        return "ok"
+
+    for llm in (instant, slow):
+        await Runner(FunctionLLM(llm)).run(batch(graph, params, 20))
+        assert len(anyio.get_running_tasks()) == before
+
+
+async def test_a_timeout_the_llm_raises_itself_keeps_its_message():
+    """Without a runner timeout, a TimeoutError from the LLM is a retryable timeout error with its own message."""
+    graph, params = chain_graph(1)
+
+    async def llm(request):
+        raise TimeoutError("the provider gave up")
+
+    (trace,) = await Runner(FunctionLLM(llm)).run(batch(graph, params, 1))
+    error = trace["n0"].error
+    assert (error.kind, error.message, error.retryable) == ("timeout", "the provider gave up", True)
+
+
+def test_run_sync_gives_the_same_traces_for_an_async_llm_as_for_its_sync_twin():
+    """On a wide two-level batch, run_sync of a never-suspending async LLM equals run_sync of the sync one."""
+    graph, params = chain_graph(2)
+
+    async def llm(request):
+        return HashLLM()(request)
+
+    program = lambda: batch(graph, params, 50)  # noqa: E731
+    assert run_sync(program(), FunctionLLM(llm)) == run_sync(program(), HashLLM())
