@@ -214,7 +214,7 @@ def format_table(report: dict[str, Any]) -> str:
                             "-",
                             _fmt(size["us_per_call"], ".1f"),
                             f"{size['peak_mb']:.1f} MB",
-                            "",
+                            f"gc {size['gc_seconds']:.1f} s" if "gc_seconds" in size else "",
                         )
                     )
                 lines.append(
@@ -222,7 +222,7 @@ def format_table(report: dict[str, Any]) -> str:
                         "W6 growth",
                         system,
                         f"x{row['time_ratio']:.2f}",
-                        "-",
+                        f"x{row['time_ratio_excluding_gc']:.2f} w/o gc" if "time_ratio_excluding_gc" in row else "-",
                         f"nodes x{row['node_ratio']:g}",
                         f"mem x{row['memory_ratio']:.2f}",
                         "-",
