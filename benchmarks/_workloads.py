@@ -411,13 +411,30 @@ def w5_jitter(settings: Settings, latency: float, base: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- W3
 
 
+class ScaleLLM:
+    """W3's and W6's fake: deterministic replies that depend only on (node, sample, targets).
+
+    `HashLLM` hashes the whole canonical request (JSON + SHA-256) on every call: about
+    20 µs here, as much as the library's own work, so subtracting it (W3) is noisy
+    and it is a fifth of W6's run. This fake costs about a microsecond for a forward
+    call; backward replies always parse.
+    """
+
+    is_async = False
+
+    def __call__(self, request: Any) -> str:
+        if request.purpose == "backward":
+            return reply_backward(request, {t: f"{request.node} says improve {t}" for t in request.targets})
+        return f"{request.node}#{request.sample}"
+
+
 class _AsyncZero:
-    """An async zero-latency fake: `HashLLM` behind ``async def`` (no sleep)."""
+    """An async zero-latency fake: `ScaleLLM` behind ``async def`` (no sleep)."""
 
     is_async = True
 
     def __init__(self) -> None:
-        self.inner = HashLLM()
+        self.inner = ScaleLLM()
 
     async def __call__(self, request: Any) -> str:
         return self.inner(request)
@@ -428,17 +445,19 @@ def w3_overhead(settings: Settings) -> dict[str, Any]:
 
     For each runner the process CPU time of building + running the program is
     measured, minus the CPU time of the fake alone answering the same requests
-    (sync: a loop of ``HashLLM()(request)``; async: a loop of ``await fake(request)``
+    (sync: a loop of ``ScaleLLM()(request)``; async: a loop of ``await fake(request)``
     in one event loop), divided by the number of calls.
     """
     graph, params = paper_graph()
     batch = settings.w3_batch
     build = lambda: forward_program(graph, params, batch)  # noqa: E731
-    requests = record(build).requests
+    recorder = RecordingLLM(ScaleLLM())
+    Runner(recorder).run_sync(build())
+    requests = recorder.requests
     n = len(requests)
 
     def sync_once() -> tuple[float, float]:
-        llm = HashLLM()
+        llm = ScaleLLM()
         gc.collect()
         c0 = time.process_time()
         Runner(llm).run_sync(build())
@@ -493,22 +512,6 @@ def w3_overhead(settings: Settings) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- W6
-
-
-class ScaleLLM:
-    """W6's fake: deterministic replies that depend only on (node, sample, targets).
-
-    `HashLLM` hashes the whole canonical request (JSON + SHA-256) on every call,
-    which at W6's scale is a fifth of the run; this fake costs a few microseconds,
-    so W6 measures the library. Backward replies always parse.
-    """
-
-    is_async = False
-
-    def __call__(self, request: Any) -> str:
-        if request.purpose == "backward":
-            return reply_backward(request, {t: f"{request.node} says improve {t}" for t in request.targets})
-        return f"{request.node}#{request.sample}"
 
 
 def _w6_fake_us(graph: Any, params: Any, samples: int) -> float:

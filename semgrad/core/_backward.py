@@ -132,11 +132,12 @@ def backward(
     if trace.graph != graph.fingerprint:
         raise ProtocolError("the trace was produced by a different graph")
     rule = rule if rule is not None else NeighborAware()
-    key = ("backward", graph.fingerprint, rule.include_instructions)
-    static = params._memo.get(key)  # the plan depends only on the structure and the params
+    statics = params._memo.setdefault("backward", {})
+    key = (graph.fingerprint, rule.include_instructions)
+    static = statics.get(key)  # the plan depends only on the structure and the params
     if static is None:
         plan = plan_backward(graph, params, include_instructions=rule.include_instructions)
-        static = params._memo[key] = _Static.of(graph, params, plan)
+        static = statics[key] = _Static.of(graph, params, plan)
     return BackwardMachine.start(graph, params, trace, feedback, rule, static.plan, static=static)
 
 

@@ -185,10 +185,10 @@ class ForwardMachine(Program[Trace]):
         options: FrozenMap[str, Any],
     ) -> Program[Trace]:
         """The machine's first state (`forward` checks and normalises its arguments first)."""
-        memo = params._memo
-        begin = memo.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
+        starts = params._memo.setdefault("forward_start", {})
+        begin = starts.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
         if begin is None:
-            begin = memo[graph.fingerprint] = _start(graph, params)
+            begin = starts[graph.fingerprint] = _start(graph, params)
         cells = list(begin.cells)
         if len(inputs) != len(begin.inputs):
             check_inputs(graph, params, inputs)  # raises the detailed error
@@ -278,8 +278,11 @@ class ForwardMachine(Program[Trace]):
                     ready.append(succ)
         if unfinished == 0:
             return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, cells.tolist()))))
-        if len(emitted) > 1:
+        if len(emitted) == 1:
+            ready_requests: Emitted = ((emitted[0][1], emitted[0][2]),)
+        else:
             emitted.sort(key=_first)
+            ready_requests = tuple((token, request) for _, token, request in emitted)
         return ForwardMachine(
             graph,
             self.params,
@@ -288,16 +291,15 @@ class ForwardMachine(Program[Trace]):
             self.options,
             cells,
             unfinished,
-            tuple((token, request) for _, token, request in emitted),
+            ready_requests,
         )
 
     def _system(self, node: Node) -> Message:
         """The node's rendered system message, shared by every sample run with these params."""
-        memo = self.params._memo
-        key = node.instruction
-        system = memo.get(key)
+        systems = self.params._memo.setdefault("forward_system", {})
+        system = systems.get(node.name)
         if system is None:
-            system = memo[key] = forward_system(self.params.value(node.instruction))  # type: ignore[arg-type]
+            system = systems[node.name] = forward_system(self.params.value(node.instruction))  # type: ignore[arg-type]
         return system  # type: ignore[no-any-return]
 
 

@@ -114,9 +114,10 @@ class Params(Mapping[str, Parameter]):
     """
 
     items_: FrozenMap[str, Parameter] = attrs.field(converter=freeze, alias="items")
-    # Values derived from these (immutable) params and reused across samples, such as
-    # each instruction's rendered system message; filled lazily by the engines, never
-    # compared, hashed or saved.
+    # Values derived from these (immutable) params and reused across samples, filled
+    # lazily by the engines and never compared, hashed or saved: one dict per engine
+    # ("forward_system": node -> system message; "forward_start": graph fingerprint ->
+    # start cells; "backward": (fingerprint, include_instructions) -> plan tables).
     _memo: dict[Any, Any] = attrs.field(init=False, factory=dict, eq=False, hash=False, repr=False)
 
     def __getitem__(self, name: str) -> Parameter:

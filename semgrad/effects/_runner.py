@@ -45,8 +45,9 @@ import anyio
 import attrs
 from returns.result import Failure, Success
 
-from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, ProtocolError, Reply, as_reply
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
 from ..core._program import Program, Token
+from ..core._requests import _response
 from ._protocol import is_async_llm
 
 __all__ = ["RunStatistics", "Runner", "run", "run_sync"]
@@ -186,32 +187,35 @@ class Runner:
 
     def _drive_sync(self, program: Program[T]) -> T:
         queue = deque(program.emitted)
+        popleft, extend = queue.popleft, queue.extend
+        llm, finished = self.llm, self._finished
+        if queue:
+            self._peak = max(self._peak, self._in_flight + 1)  # one call at a time
         while not program.done:
             if not queue:
                 raise ProtocolError("the program is waiting for replies but has asked for none")
-            token, request = queue.popleft()
-            self._started()
+            token, request = popleft()
+            self._in_flight += 1
             try:
-                reply = self._call_sync(request)
+                result = llm(request)
+                reply = Success(_response(result)) if type(result) is str else self._sync_reply(result)
+            except LLMFailure as failure:
+                reply = Failure(failure.error)
+            except Exception as exc:
+                reply = Failure(_error_from(exc))
             finally:
                 self._in_flight -= 1
-            self._finished(request, reply)
+            finished(request, reply)
             program = program.feed(token, reply)
-            queue.extend(program.emitted)
+            extend(program.emitted)
         return program.value
 
-    def _call_sync(self, request: LLMRequest) -> Reply:
-        try:
-            result = self.llm(request)
-            if type(result) is str:
-                return Success(LLMResponse(result))
-            if inspect.isawaitable(result):
-                raise TypeError("the LLM returned an awaitable from a call the runner took as sync")
-            return as_reply(result)
-        except LLMFailure as failure:
-            return Failure(failure.error)
-        except Exception as exc:
-            return Failure(_error_from(exc))
+    def _sync_reply(self, result: Any) -> Reply:
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: close it rather than leak a warning
+            raise TypeError("the LLM returned an awaitable from a call the runner took as sync")
+        return as_reply(result)
 
     def _started(self) -> None:
         self._in_flight += 1
@@ -299,7 +303,7 @@ class _Pool:
                         else:
                             with anyio.fail_after(timeout):
                                 result = await result
-                    reply = Success(LLMResponse(result)) if type(result) is str else as_reply(result)
+                    reply = Success(_response(result)) if type(result) is str else as_reply(result)
                 except LLMFailure as failure:
                     reply = Failure(failure.error)
                 except TimeoutError as exc:
