@@ -178,7 +178,8 @@ class Runner:
     def run_sync(self, program: Program[T]) -> T:
         """Run `program` without an event loop of your own.
 
-        A sync LLM is called in a plain loop, in request order; an async LLM is
+        A sync LLM is called in a plain loop, depth first (what a reply makes
+        ready is answered before older requests; see `_drive_sync`); an async LLM is
         run by starting an event loop with `anyio.run`.
         """
         if self._async:
@@ -186,15 +187,19 @@ class Runner:
         return self._drive_sync(program)
 
     def _drive_sync(self, program: Program[T]) -> T:
-        queue = deque(program.emitted)
-        popleft, extend = queue.popleft, queue.extend
+        # Depth first: the requests a reply makes ready are answered before older ones (in
+        # the order they were emitted), so a batch of samples holds about one sample's state
+        # at a time instead of every sample's -- less memory, and far less work for
+        # CPython's cyclic collector, whose full passes traverse everything alive.
+        queue = list(reversed(program.emitted))
+        pop, extend = queue.pop, queue.extend
         llm, finished = self.llm, self._finished
         if queue:
             self._peak = max(self._peak, self._in_flight + 1)  # one call at a time
         while not program.done:
             if not queue:
                 raise ProtocolError("the program is waiting for replies but has asked for none")
-            token, request = popleft()
+            token, request = pop()
             self._in_flight += 1
             try:
                 result = llm(request)
@@ -207,7 +212,9 @@ class Runner:
                 self._in_flight -= 1
             finished(request, reply)
             program = program.feed(token, reply)
-            extend(program.emitted)
+            emitted = program.emitted
+            if emitted:
+                extend(reversed(emitted))
         return program.value
 
     def _sync_reply(self, result: Any) -> Reply:
