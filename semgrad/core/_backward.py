@@ -141,9 +141,9 @@ def backward(
     return BackwardMachine.start(graph, params, trace, feedback, rule, static.plan, static=static)
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class _Static:
-    """What every sample's backward pass shares for one graph, params and plan."""
+    """What every sample's backward pass shares for one graph, params and plan (compared by identity)."""
 
     plan: BackwardPlan
     stepping: tuple[bool, ...]
@@ -373,8 +373,8 @@ class BackwardMachine(Program[Gradients]):
             gradient_program = self.rule.aggregate(node, self.graph[node].role, partials)
         rule = self.rule.resolve(self.graph[node])
 
-        # The closure holds the values it needs, never `self`: a running step must not keep
-        # this (soon old) state alive, or its persistent arrays would pin every later change.
+        # The closure holds only the values it needs, not `self`, so a running step keeps no
+        # old machine state (and the arrays only it still uses) alive.
         graph, params, trace = self.graph, self.params, self.trace
 
         def step(gradient: Any) -> Program[tuple[Any, NodeResult]]:

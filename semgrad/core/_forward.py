@@ -184,7 +184,7 @@ class ForwardMachine(Program[Trace]):
         engine: str,
         options: FrozenMap[str, Any],
     ) -> Program[Trace]:
-        """The machine's first state (`forward` checks and normalises its arguments first)."""
+        """The machine's first state; raises `InputError` for missing or unexpected inputs or params."""
         starts = params._memo.setdefault("forward_start", {})
         begin = starts.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
         if begin is None:

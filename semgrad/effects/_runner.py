@@ -32,6 +32,10 @@ not one per request. Never more than `max_concurrency` workers exist.
 
 When the program is done, only parked and pending workers are left, so
 cancelling the task group then cancels no call.
+
+`Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
+first -- the requests a reply makes ready are answered before older ones -- so a
+batch holds about one sample's state at a time.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from semgrad.backends.fake import HashLLM
-from semgrad.core import LLMResponse, forward
+from semgrad.core import LLMResponse, backward, forward
 from semgrad.core._persistent import Chain, PVec
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for
@@ -88,6 +88,33 @@ def test_feeding_an_old_forward_state_again_gives_the_same_trace(gp, data):
     assert state.value == reference
     if history:
         # Branch off an earlier state, after the run above has moved its arrays on.
+        old, old_pending = history[data.draw(st.integers(0, len(history) - 1))]
+        state, pending = old, list(old_pending)
+        while not state.done:
+            token, request = pending.pop()
+            state = state.feed(token, Success(LLMResponse(llm(request))))
+            pending.extend(state.emitted)
+        assert state.value == reference
+
+
+@given(graphs(), st.data())
+def test_feeding_an_old_backward_state_again_gives_the_same_gradients(gp, data):
+    """A backward state stays a value: feeding an earlier state a second time (a branch) ends in the same gradients."""
+    graph, params = gp
+    inputs = data.draw(inputs_for(graph))
+    llm = HashLLM()
+    trace = run_sync(forward(graph, params, inputs), llm)
+    reference = run_sync(backward(graph, params, trace, "Be more precise."), llm)
+    state = backward(graph, params, trace, "Be more precise.")
+    history = []
+    pending = list(state.emitted)
+    while not state.done:
+        history.append((state, list(pending)))
+        token, request = pending.pop(0)
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+        pending.extend(state.emitted)
+    assert state.value == reference
+    if history:
         old, old_pending = history[data.draw(st.integers(0, len(history) - 1))]
         state, pending = old, list(old_pending)
         while not state.done:
