@@ -198,6 +198,8 @@ class ForwardMachine(Program[Trace]):
         except KeyError:
             check_inputs(graph, params, inputs)
             raise
+        if type(options) is not FrozenMap:
+            options = freeze(options)
         state = cls(graph, params, sample, engine, options, PVec(cells), begin.unfinished, ())
         return state._advance(state._cells, list(begin.ready), begin.unfinished)
 
