@@ -305,7 +305,7 @@ class BackwardMachine(Program[Gradients]):
     ) -> Program[Gradients]:
         """Record finished steps, deliver their partials, and launch what became ready."""
         state: BackwardMachine = self
-        position = self.graph._index.__getitem__
+        position = self._static.positions.__getitem__
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
@@ -359,19 +359,21 @@ class BackwardMachine(Program[Gradients]):
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
         targets = self._static.plan.targets[node]
         sample = self.trace.sample
-        run = self.trace[node]
+        run = self.trace.runs._data[node]  # the FrozenMaps' dicts: C-speed lookups on the hot path
+        spec = self.graph.nodes._data[node]
         if run.error is not None:
             reason = f"node {node!r} has no output (its forward step failed)"
             return Done((None, NodeResult((), (BackwardFailure(node, targets, reason, sample),))))
         if launch.seeded:
             gradient_program: Program[Any] = Done(launch.gradient)
         else:
-            partials = tuple(sorted(launch.partials, key=lambda p: self.graph.position(p.source)))
+            positions = self._static.positions
+            partials = tuple(sorted(launch.partials, key=lambda p: positions[p.source]))
             if not partials:
                 reason = f"no feedback reached node {node!r}"
                 return Done((None, NodeResult((), (BackwardFailure(node, targets, reason, sample),))))
-            gradient_program = self.rule.aggregate(node, self.graph[node].role, partials)
-        rule = self.rule.resolve(self.graph[node])
+            gradient_program = self.rule.aggregate(node, spec.role, partials)
+        rule = self.rule.resolve(spec)
 
         # The closure holds only the values it needs, not `self`, so a running step keeps no
         # old machine state (and the arrays only it still uses) alive.

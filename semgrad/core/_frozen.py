@@ -89,7 +89,7 @@ class FrozenMap(Mapping[K, V]):
     def update(self, other: Mapping[K, V] | Iterable[tuple[K, V]]) -> FrozenMap[K, V]:
         """Return a copy with the items of `other` added or replaced."""
         data = dict(self._data)
-        data.update(other)
+        data.update(other._data if type(other) is FrozenMap else other)
         return _from_dict(data)
 
     def without(self, *keys: K) -> FrozenMap[K, V]:

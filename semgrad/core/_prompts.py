@@ -16,6 +16,8 @@ __all__ = [
     "Shown",
     "feedback_form",
     "format_inputs",
+    "neighbor_aware_parts",
+    "neighbor_aware_request",
     "forward_request",
     "forward_system",
     "render_critique",
@@ -203,16 +205,46 @@ def render_neighbor_aware(
     options: Mapping[str, Any] | None = None,
 ) -> LLMRequest:
     """One backward request for a whole node: its task, ALL its inputs, its output and feedback."""
-    names = [name for name, _, _ in shown]
-    user = NEIGHBOR_AWARE_USER.format(
-        task=task,
-        inputs=format_inputs(shown),
-        output=output,
-        feedback=feedback,
-        targets=_numbered(targets, names),
-        form=feedback_form(targets),
+    targets_line = _numbered(targets, [name for name, _, _ in shown])
+    return neighbor_aware_request(
+        node,
+        task,
+        shown,
+        output,
+        feedback,
+        tuple(targets),
+        targets_line,
+        feedback_form(targets),
+        sample,
+        engine,
+        options,
     )
-    return _backward_request(user, node, tuple(targets), sample, engine, options)
+
+
+def neighbor_aware_request(
+    node: str,
+    task: str,
+    shown: Sequence[Shown],
+    output: Any,
+    feedback: Any,
+    targets: tuple[str, ...],
+    targets_line: str,
+    form: str,
+    sample: SampleId,
+    engine: str,
+    options: Mapping[str, Any] | None,
+) -> LLMRequest:
+    """`render_neighbor_aware` with the parts that depend only on the node (its numbered
+    targets line and the reply form) already rendered, so callers can reuse them across samples."""
+    user = NEIGHBOR_AWARE_USER.format(
+        task=task, inputs=format_inputs(shown), output=output, feedback=feedback, targets=targets_line, form=form
+    )
+    return _backward_request(user, node, targets, sample, engine, options)
+
+
+def neighbor_aware_parts(targets: Sequence[str], input_names: Sequence[str]) -> tuple[str, str]:
+    """The node-only parts of a neighbour-aware prompt: the numbered targets line and the reply form."""
+    return _numbered(targets, input_names), feedback_form(targets)
 
 
 def render_per_edge(

@@ -31,7 +31,7 @@ from ._gradients import BackwardFailure, Partial, _partial
 from ._graph import Graph, Node, Params
 from ._parse import parse_backward
 from ._program import Program, ask, bind, gather, map_, pure
-from ._prompts import Shown, render_neighbor_aware, render_per_edge, render_repair
+from ._prompts import Shown, neighbor_aware_parts, neighbor_aware_request, render_per_edge, render_repair
 from ._requests import LLMRequest, Reply, SampleId
 from ._trace import Trace
 
@@ -70,6 +70,11 @@ class BackwardContext:
     node: str
     gradient: Any
     targets: tuple[str, ...]
+    # The node's structure, looked up once (every helper below reads it).
+    _spec: Node = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_spec", self.graph[self.node])
 
     @property
     def sample(self) -> SampleId:
@@ -79,7 +84,7 @@ class BackwardContext:
     @property
     def spec(self) -> Node:
         """The node's structure."""
-        return self.graph.nodes[self.node]
+        return self._spec
 
     @property
     def task(self) -> str:
@@ -103,13 +108,13 @@ class BackwardContext:
 
     def inputs_shown(self) -> tuple[Shown, ...]:
         """All inputs, in order, as a prompt shows them."""
-        nodes = self.graph.nodes
-        runs = self.trace.runs
-        return tuple((name, nodes[name].role, runs[name].value) for name in nodes[self.node].inputs)
+        nodes = self.graph.nodes._data  # the FrozenMaps' dicts: lookups at C speed on the hot path
+        runs = self.trace.runs._data
+        return tuple((name, nodes[name].role, runs[name].value) for name in self._spec.inputs)
 
     def siblings(self, target: str) -> tuple[str, ...]:
         """The other inputs shown beside `target`."""
-        return tuple(name for name in self.graph.nodes[self.node].inputs if name != target)
+        return tuple(name for name in self._spec.inputs if name != target)
 
 
 @attrs.frozen
@@ -195,7 +200,8 @@ def _result(
     siblings: Callable[[str], tuple[str, ...]],
 ) -> NodeResult:
     node, sample = context.node, context.sample
-    partials = tuple(_partial(t, node, found[t], siblings(t), sample) for t in context.targets if t in found)
+    text = found._data if type(found) is FrozenMap else found  # C-speed lookups
+    partials = tuple(_partial(t, node, text[t], siblings(t), sample) for t in context.targets if t in text)
     failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
     return NodeResult(partials, failures)
 
@@ -205,16 +211,26 @@ class NeighborAware(_Base):
     """The paper's rule; build it with `neighbor_aware`."""
 
     def backward(self, context: BackwardContext) -> Program[NodeResult]:
-        request = render_neighbor_aware(
+        # The task, targets line and reply form depend only on the node: render them once per
+        # params (the same text `render_neighbor_aware` would produce each time).
+        fixed = context.params._memo.setdefault("neighbor_aware", {})
+        key = (context.node, context.targets)
+        parts = fixed.get(key)
+        if parts is None:
+            parts = fixed[key] = (context.task, *neighbor_aware_parts(context.targets, context.spec.inputs))
+        task, targets_line, form = parts
+        request = neighbor_aware_request(
             context.node,
-            context.task,
+            task,
             context.inputs_shown(),
             context.output,
             context.gradient,
             context.targets,
-            sample=context.sample,
-            engine=self.engine,
-            options=self.options,
+            targets_line,
+            form,
+            context.sample,
+            self.engine,
+            self.options,
         )
         return bind(
             ask(request), lambda reply: self._read(context, request, reply, context.siblings, FrozenMap(), False)
