@@ -92,9 +92,15 @@ def format_backward(feedback: Mapping[str, str]) -> str:
     return "\n".join(f'<{FEEDBACK_TAG} input="{name}">\n{text}\n</{FEEDBACK_TAG}>' for name, text in feedback.items())
 
 
+# A block is ``<feedback input="name">body</feedback>`` (any case, spaces, quotes, and
+# ``for``/``name``/``target`` for ``input``); the body runs to the first closing tag. The
+# body is written as an "unrolled loop" -- runs of non-``<`` characters, and ``<`` only when
+# no closing tag starts there -- rather than a lazy ``(.*?)``, which retries the closing tag
+# at every character: the same matches, several times faster on long replies.
 _TAG_RE = re.compile(
-    r"<\s*feedback\s+(?:input|for|name|target)\s*=\s*[\"']?\s*([^\"'>]+?)\s*[\"']?\s*>(.*?)<\s*/\s*feedback\s*>",
-    re.IGNORECASE | re.DOTALL,
+    r"<\s*feedback\s+(?:input|for|name|target)\s*=\s*[\"']?\s*([^\"'>]+?)\s*[\"']?\s*>"
+    r"([^<]*(?:<(?!\s*/\s*feedback\s*>)[^<]*)*)<\s*/\s*feedback\s*>",
+    re.IGNORECASE,
 )
 
 

@@ -167,8 +167,7 @@ class _Base:
         found: FrozenMap[str, str],
         repaired: bool,
     ) -> Program[NodeResult]:
-        numbering = {i: name for i, name in enumerate(context.spec.inputs, 1)}
-        if not isinstance(reply, Success):
+        if type(reply) is not Success:  # `Success` is final: an exact check is enough, and cheaper
             error = reply.failure()
             return pure(
                 _result(
@@ -180,9 +179,11 @@ class _Base:
                 )
             )
         text = reply.unwrap().text
+        numbering = dict(enumerate(context.spec.inputs, 1))
         parsed = parse_backward(text, request.targets, numbering)
-        if isinstance(parsed, Success):
-            return pure(_result(context, found.update(parsed.unwrap()), (), "", siblings))
+        if type(parsed) is Success:
+            read = parsed.unwrap()
+            return pure(_result(context, found.update(read) if found else read, (), "", siblings))
         error = parsed.failure()
         found = found.update(error.found)
         if self.repair and not repaired:
@@ -217,8 +218,10 @@ class NeighborAware(_Base):
         key = (context.node, context.targets)
         parts = fixed.get(key)
         if parts is None:
-            parts = fixed[key] = (context.task, *neighbor_aware_parts(context.targets, context.spec.inputs))
-        task, targets_line, form = parts
+            inputs = context.spec.inputs
+            siblings = {t: tuple(n for n in inputs if n != t) for t in context.targets}
+            parts = fixed[key] = (context.task, *neighbor_aware_parts(context.targets, inputs), siblings.__getitem__)
+        task, targets_line, form, siblings_of = parts
         request = neighbor_aware_request(
             context.node,
             task,
@@ -232,9 +235,7 @@ class NeighborAware(_Base):
             self.engine,
             self.options,
         )
-        return bind(
-            ask(request), lambda reply: self._read(context, request, reply, context.siblings, FrozenMap(), False)
-        )
+        return bind(ask(request), lambda reply: self._read(context, request, reply, siblings_of, FrozenMap(), False))
 
 
 @attrs.frozen

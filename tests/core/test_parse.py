@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.core._parse import format_backward, parse_backward
+from semgrad.core._parse import _TAG_RE, format_backward, parse_backward
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
 bodies = st.text(st.characters(blacklist_categories=["Cs"]), max_size=30)
@@ -16,3 +18,23 @@ def test_canonical_replies_round_trip(feedback):
     """`format_backward` output parses back to the same feedback per target (bodies stripped)."""
     parsed = parse_backward(format_backward(feedback), list(feedback))
     assert parsed.unwrap() == {name: body.strip() for name, body in feedback.items()}
+
+
+# The pattern as first written (a lazy body); the faster one must find exactly the same blocks.
+_LAZY = re.compile(
+    r"<\s*feedback\s+(?:input|for|name|target)\s*=\s*[\"']?\s*([^\"'>]+?)\s*[\"']?\s*>(.*?)<\s*/\s*feedback\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+fragments = st.one_of(
+    st.builds(lambda n, b: f'<feedback input="{n}">{b}</feedback>', names, bodies),
+    st.builds(lambda n, b: f"<FEEDBACK for='{n}' >{b}< / Feedback >", names, bodies),
+    st.sampled_from(["<", ">", "</feedback>", "</ feedback", "<feedback target=x>", "a < b", "\n", " ", "\u0130"]),
+    bodies,
+)
+
+
+@given(st.lists(fragments, max_size=8))
+def test_the_block_pattern_finds_what_the_lazy_pattern_finds(parts):
+    """On any mix of blocks, spellings, stray tags and text, the unrolled pattern matches the lazy one exactly."""
+    text = "".join(parts)
+    assert _TAG_RE.findall(text) == _LAZY.findall(text)
