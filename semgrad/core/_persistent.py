@@ -78,12 +78,20 @@ class PVec(Generic[T]):
         new: PVec[T] = PVec.__new__(PVec)
         new._shift = shift = self._shift
         new._size = self._size
-        if not shift:  # one leaf: the common case for small graphs
-            leaf = list(self._root)
+        root = self._root
+        if not shift:  # one leaf: up to 32 items
+            leaf = list(root)
             leaf[index] = value
             new._root = tuple(leaf)
-            return new
-        new._root = _assoc(self._root, shift, index, value)
+        elif shift == _BITS:  # two levels: up to 1,024 items, written out (no recursion)
+            slot = index >> _BITS
+            leaf = list(root[slot])
+            leaf[index & _MASK] = value
+            top = list(root)
+            top[slot] = tuple(leaf)
+            new._root = tuple(top)
+        else:
+            new._root = _assoc(root, shift, index, value)
         return new
 
     def tolist(self) -> list[T]:
