@@ -98,10 +98,21 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
         self._closer = weakref.finalize(self, self._conn.close)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: no corruption, no fsync per write
-        with self._conn:
-            self._conn.execute(_SCHEMA)
+        # Switching a new file to WAL takes an exclusive lock, and SQLite may report "database is
+        # locked" at once (without its busy handler) when another process opens the file at the
+        # same moment; so the setup is retried until `busy_timeout`.
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: no corruption, no fsync per write
+                with self._conn:
+                    self._conn.execute(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

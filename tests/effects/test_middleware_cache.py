@@ -219,3 +219,43 @@ def test_two_processes_sharing_a_cache_file_do_not_corrupt_it(tmp_path):
         reply = store.get_sync(cache_key(ask(f"q{i}"), identity))
         assert reply is not None and reply.text == f"answer to q{i}"
     store.close()
+
+
+class _FlakyConnection:
+    """A real connection whose first `failures` executes raise `error` (another process holding the lock)."""
+
+    def __init__(self, conn, failures, error):
+        self._conn, self._failures, self._error = conn, failures, error
+
+    def execute(self, *args):
+        if self._failures:
+            self._failures -= 1
+            raise sqlite3.OperationalError(self._error)
+        return self._conn.execute(*args)
+
+    def __enter__(self):
+        return self._conn.__enter__()
+
+    def __exit__(self, *exc):
+        return self._conn.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_opening_a_store_waits_out_a_transiently_locked_file(tmp_path, monkeypatch):
+    """A "database is locked" while a new store sets the file up is retried; other errors are not."""
+    from semgrad.effects import _cache
+
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(
+        _cache.sqlite3, "connect", lambda *a, **k: _FlakyConnection(real_connect(*a, **k), 3, "database is locked")
+    )
+    store = SqliteStore(tmp_path / "cache.sqlite")
+    assert len(store) == 0
+    store.close()
+    monkeypatch.setattr(
+        _cache.sqlite3, "connect", lambda *a, **k: _FlakyConnection(real_connect(*a, **k), 1, "disk I/O error")
+    )
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        SqliteStore(tmp_path / "other.sqlite")
