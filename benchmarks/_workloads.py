@@ -351,50 +351,39 @@ def summarize_floor(floors: list[tuple[float, float]], limit_s: float, calls: di
 # --------------------------------------------------------------------------- W1, W4, W5
 
 
+def _base(settings: Settings, base: str) -> tuple[Any, Any, Callable[[], Program[Any]], bool, int]:
+    """W1's or W4's graph, params, program builder, whether it runs backward, and batch size."""
+    if base == "W1":
+        graph, params = paper_graph()
+        batch = settings.w1_batch
+        return graph, params, lambda: forward_program(graph, params, batch), False, batch
+    if base == "W4":
+        graph, params = deep_graph(settings.w4_width, settings.w4_depth)
+        batch = settings.w4_batch
+        return graph, params, lambda: fwd_bwd_program(graph, params, batch), True, batch
+    raise ValueError(f"W5 runs on W1 or W4, not {base!r}")
+
+
+def _fixed(settings: Settings, latency: float, base: str) -> dict[str, Any]:
+    graph, params, build, with_backward, batch = _base(settings, base)
+    return _latency_workload(
+        graph, params, build, latency, settings.repeats_at(latency), with_backward=with_backward, samples=batch
+    )
+
+
 def w1_forward(settings: Settings, latency: float) -> dict[str, Any]:
     """W1: forward over B questions on the paper's graph at a fixed latency."""
-    graph, params = paper_graph()
-    batch = settings.w1_batch
-    return _latency_workload(
-        graph,
-        params,
-        lambda: forward_program(graph, params, batch),
-        latency,
-        settings.repeats_at(latency),
-        with_backward=False,
-        samples=batch,
-    )
+    return _fixed(settings, latency, "W1")
 
 
 def w4_deep(settings: Settings, latency: float) -> dict[str, Any]:
     """W4: forward + backward over B questions on the layered graph at a fixed latency."""
-    graph, params = deep_graph(settings.w4_width, settings.w4_depth)
-    batch = settings.w4_batch
-    return _latency_workload(
-        graph,
-        params,
-        lambda: fwd_bwd_program(graph, params, batch),
-        latency,
-        settings.repeats_at(latency),
-        with_backward=True,
-        samples=batch,
-    )
+    return _fixed(settings, latency, "W4")
 
 
 def w5_jitter(settings: Settings, latency: float, base: str) -> dict[str, Any]:
     """W5: W1 or W4 with seeded log-normal per-request latencies around `latency`."""
-    if base == "W1":
-        graph, params = paper_graph()
-        batch = settings.w1_batch
-        build: Callable[[], Program[Any]] = lambda: forward_program(graph, params, batch)  # noqa: E731
-        with_backward = False
-    elif base == "W4":
-        graph, params = deep_graph(settings.w4_width, settings.w4_depth)
-        batch = settings.w4_batch
-        build = lambda: fwd_bwd_program(graph, params, batch)  # noqa: E731
-        with_backward = True
-    else:
-        raise ValueError(f"W5 runs on W1 or W4, not {base!r}")
+    graph, params, build, with_backward, batch = _base(settings, base)
     return _latency_workload(
         graph,
         params,

@@ -228,11 +228,6 @@ class Runner:
             raise TypeError("the LLM returned an awaitable from a call the runner took as sync")
         return as_reply(result)
 
-    def _started(self) -> None:
-        self._in_flight += 1
-        if self._in_flight > self._peak:
-            self._peak = self._in_flight
-
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
         self._calls += 1
         purposes, engines, engine = self._purposes, self._engines, request.engine

@@ -70,6 +70,35 @@ def test_chain_versions_share_tails_and_keep_their_own_items(batches):
     assert [len(v) for v in versions] == [len(e) for e in expected]
 
 
+def drive(state, pending, llm, take):
+    """Feed `state` until done, answering the pending request at index `take`; return the value."""
+    pending = list(pending)
+    while not state.done:
+        token, request = pending.pop(take)
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+        pending.extend(state.emitted)
+    return state.value
+
+
+def first_then_branch(start, llm, data):
+    """Run `start` first-in-first-out, keeping every state; then run one earlier state again, last-in-first-out.
+
+    Returns both values. The second run feeds a state whose successors were already made, so
+    it checks that an old state still behaves as the value it was.
+    """
+    history = []
+    state, pending = start, list(start.emitted)
+    while not state.done:
+        history.append((state, list(pending)))
+        token, request = pending.pop(0)
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+        pending.extend(state.emitted)
+    if not history:
+        return state.value, state.value
+    old, old_pending = history[data.draw(st.integers(0, len(history) - 1))]
+    return state.value, drive(old, old_pending, llm, -1)
+
+
 @given(graphs(), st.data())
 def test_feeding_an_old_forward_state_again_gives_the_same_trace(gp, data):
     """A forward state stays a value: feeding an earlier state a second time (a branch) ends in the same trace."""
@@ -77,24 +106,7 @@ def test_feeding_an_old_forward_state_again_gives_the_same_trace(gp, data):
     inputs = data.draw(inputs_for(graph))
     llm = HashLLM()
     reference = run_sync(forward(graph, params, inputs), llm)
-    state = forward(graph, params, inputs)
-    history = []
-    pending = list(state.emitted)
-    while not state.done:
-        history.append((state, list(pending)))
-        token, request = pending.pop(0)
-        state = state.feed(token, Success(LLMResponse(llm(request))))
-        pending.extend(state.emitted)
-    assert state.value == reference
-    if history:
-        # Branch off an earlier state, after the run above has moved its arrays on.
-        old, old_pending = history[data.draw(st.integers(0, len(history) - 1))]
-        state, pending = old, list(old_pending)
-        while not state.done:
-            token, request = pending.pop()
-            state = state.feed(token, Success(LLMResponse(llm(request))))
-            pending.extend(state.emitted)
-        assert state.value == reference
+    assert first_then_branch(forward(graph, params, inputs), llm, data) == (reference, reference)
 
 
 @given(graphs(), st.data())
@@ -105,20 +117,4 @@ def test_feeding_an_old_backward_state_again_gives_the_same_gradients(gp, data):
     llm = HashLLM()
     trace = run_sync(forward(graph, params, inputs), llm)
     reference = run_sync(backward(graph, params, trace, "Be more precise."), llm)
-    state = backward(graph, params, trace, "Be more precise.")
-    history = []
-    pending = list(state.emitted)
-    while not state.done:
-        history.append((state, list(pending)))
-        token, request = pending.pop(0)
-        state = state.feed(token, Success(LLMResponse(llm(request))))
-        pending.extend(state.emitted)
-    assert state.value == reference
-    if history:
-        old, old_pending = history[data.draw(st.integers(0, len(history) - 1))]
-        state, pending = old, list(old_pending)
-        while not state.done:
-            token, request = pending.pop()
-            state = state.feed(token, Success(LLMResponse(llm(request))))
-            pending.extend(state.emitted)
-        assert state.value == reference
+    assert first_then_branch(backward(graph, params, trace, "Be more precise."), llm, data) == (reference, reference)
