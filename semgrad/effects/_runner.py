@@ -9,9 +9,15 @@ a `Failure(LLMError)` reply, and the core decides what it means.
 
 Theory of operation
 -------------------
-`Runner.run` is one loop: it submits the requests the program emitted to a
-`_Pool`, waits on an `_Inbox` until at least one reply is there, feeds every
-waiting reply to the program, and submits what that made ready.
+`Runner.run` hands the program to a `_Pool` and waits until the program is
+done (or has failed). The pool's workers do everything else: a worker makes a
+call, feeds the reply to the program itself -- `Program.feed` is a pure,
+synchronous step, and only one task runs at a time -- and queues the requests
+that made ready, then takes the next request off the queue, often the one it
+just queued. So a request starts the moment its last input's reply is fed, not
+after every other reply that arrived in the same event-loop pass (a runner
+task fed by an inbox waited for the whole pass, and in a deep graph each
+layer's wait added up along the critical path).
 
 The pool's workers take requests off one FIFO queue and make each call inline.
 Starting a task costs far more than the library's own work per call, and at
@@ -31,7 +37,9 @@ pending waits its turn, finds the queue empty and parks -- two tasks in all,
 not one per request. Never more than `max_concurrency` workers exist.
 
 When the program is done, only parked and pending workers are left, so
-cancelling the task group then cancels no call.
+cancelling the task group then cancels no call. An exception from feeding the
+program (a function node's, say) or from `on_reply` ends the run: the pool
+keeps it, the task group is cancelled, and `Runner.run` raises it as it was.
 
 `Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
 first -- the requests a reply makes ready are answered before older ones -- so a
@@ -156,28 +164,14 @@ class Runner:
             return program.value
         if not self._async:
             return self._drive_sync(program)
-        inbox = _Inbox()
         async with anyio.create_task_group() as tg:
-            pool = _Pool(self, tg, inbox)
-            in_flight = 0
-            emitted: list[tuple[Token, LLMRequest]] = list(program.emitted)
-            while True:
-                if emitted:
-                    pool.submit(emitted)
-                    in_flight += len(emitted)
-                    emitted = []
-                if program.done:
-                    break
-                if in_flight == 0:
-                    raise ProtocolError("the program is waiting for replies but has asked for none")
-                await inbox.wait()
-                while inbox.replies and not program.done:
-                    token, reply = inbox.replies.popleft()
-                    in_flight -= 1
-                    program = program.feed(token, reply)
-                    emitted.extend(program.emitted)
+            pool = _Pool(self, tg, program)
+            pool.start()
+            await pool.finished.wait()
             tg.cancel_scope.cancel()  # only parked and pending workers are left
-        return program.value
+        if pool.error is not None:
+            raise pool.error
+        return pool.program.value
 
     def run_sync(self, program: Program[T]) -> T:
         """Run `program` without an event loop of your own.
@@ -251,7 +245,8 @@ class Runner:
 
 
 class _Pool:
-    """Long-lived worker tasks that answer queued requests; see the module's theory of operation.
+    """Long-lived worker tasks that answer queued requests and feed the replies to the
+    program; see the module's theory of operation.
 
     A worker is always in one of four states: parked (its event is in `idle`),
     pending (started or woken, not yet run), running (the one task the event loop
@@ -260,18 +255,49 @@ class _Pool:
     one of `max_concurrency` workers is calling.
     """
 
-    def __init__(self, runner: Runner, tg: Any, inbox: _Inbox) -> None:
-        self.runner, self.tg, self.inbox = runner, tg, inbox
+    def __init__(self, runner: Runner, tg: Any, program: Program[Any]) -> None:
+        self.runner, self.tg = runner, tg
+        self.program = program
         self.queue: deque[tuple[Token, LLMRequest]] = deque()
         self.idle: list[anyio.Event] = []  # one event per parked worker
         self.workers = 0
         self.pending = 0
         self.limit = runner.max_concurrency
+        self.outstanding = 0  # requests emitted and not yet answered
+        self.finished = anyio.Event()  # set once the program is done or has failed
+        self.error: BaseException | None = None
 
-    def submit(self, requests: list[tuple[Token, LLMRequest]]) -> None:
-        """Queue `requests` (in order) and make sure workers come for them."""
-        self.queue.extend(requests)
-        self._fill()
+    def start(self) -> None:
+        """Queue the program's first requests (there must be some) and start workers for them."""
+        self._emitted(self.program.emitted)
+        if not self.finished.is_set():
+            self._fill()
+
+    def _emitted(self, requests: tuple[tuple[Token, LLMRequest], ...]) -> None:
+        if requests:
+            self.queue.extend(requests)
+            self.outstanding += len(requests)
+        elif not self.outstanding:
+            self._fail(ProtocolError("the program is waiting for replies but has asked for none"))
+
+    def _deliver(self, token: Token, reply: Reply) -> None:
+        """Feed one reply to the program and queue what that made ready."""
+        if self.finished.is_set():
+            return  # the program failed: later replies have nowhere to go
+        self.outstanding -= 1
+        try:
+            self.program = program = self.program.feed(token, reply)
+        except Exception as exc:  # a bug in the program or a function node: it ends the run, unwrapped
+            self._fail(exc)
+            return
+        if program.done:
+            self.finished.set()
+        else:
+            self._emitted(program.emitted)
+
+    def _fail(self, error: BaseException) -> None:
+        self.error = error
+        self.finished.set()
 
     def _fill(self) -> None:
         """Wake parked workers, or else start new ones within `max_concurrency`, until the pending
@@ -289,11 +315,11 @@ class _Pool:
             self.pending += 1
 
     async def _work(self) -> None:
-        runner, queue, inbox = self.runner, self.queue, self.inbox
+        runner, queue, finished = self.runner, self.queue, self.finished
         llm, timeout = runner.llm, runner.timeout
         while True:
             self.pending -= 1  # running now: started, or woken from `idle`
-            while queue:
+            while queue and not finished.is_set():
                 token, request = queue.popleft()
                 if queue and not self.pending:
                     self._fill()  # the next request gets a worker of its own if this call suspends
@@ -321,31 +347,18 @@ class _Pool:
                     reply = Failure(_error_from(exc))
                 finally:
                     runner._in_flight -= 1
-                runner._finished(request, reply)
-                inbox.put(token, reply)
+                try:
+                    runner._finished(request, reply)
+                except Exception as exc:  # an `on_reply` hook that raised ends the run, unwrapped
+                    self._fail(exc)
+                    break
+                # Fed here, by the worker that holds the reply, not handed to the runner's task:
+                # what it makes ready starts at once -- often on this very worker -- instead of
+                # after every other reply of the same event-loop pass has been fed too.
+                self._deliver(token, reply)
             wake = anyio.Event()
             self.idle.append(wake)
             await wake.wait()
-
-
-class _Inbox:
-    """Replies waiting for the runner loop, and the event that wakes it."""
-
-    def __init__(self) -> None:
-        self.replies: deque[tuple[Token, Reply]] = deque()
-        self._event: anyio.Event | None = None
-
-    def put(self, token: Token, reply: Reply) -> None:
-        self.replies.append((token, reply))
-        if self._event is not None:
-            self._event.set()
-            self._event = None
-
-    async def wait(self) -> None:
-        """Return once at least one reply is waiting."""
-        while not self.replies:
-            self._event = anyio.Event()
-            await self._event.wait()
 
 
 def _error_from(exc: Exception) -> LLMError:

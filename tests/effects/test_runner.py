@@ -183,3 +183,60 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
     stats = runner.statistics()
     assert (stats.calls, dict(stats.calls_by_purpose), stats.errors) == (2, {"forward": 2}, 1)
     assert (stats.input_tokens, stats.output_tokens, stats.peak_in_flight) == (7, 2, 1)
+
+
+async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_loop_pass_is_fed():
+    """When two samples' replies arrive in one event-loop pass, the first one's next call starts before the second is fed."""
+    b = GraphBuilder()
+    q = b.input("q")
+    first = b.llm("first", inputs=[q], instruction="Step one.")
+    b.llm("second", inputs=[first], instruction="Step two.")
+    graph, params = b.build(output="second")
+    gate, events = anyio.Event(), []
+
+    async def llm(request):
+        events.append(("call", request.node, request.sample))
+        if request.node == "first":
+            await gate.wait()  # both first calls wake in the same pass
+        return "ok"
+
+    def on_reply(request, reply):
+        events.append(("reply", request.node, request.sample))
+
+    program = gather(*(forward(graph, params, {"q": str(i)}, sample=i) for i in range(2)))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(Runner(FunctionLLM(llm), on_reply=on_reply).run, program)
+        while len(events) < 2:
+            await anyio.sleep(0.001)
+        gate.set()
+    assert events.index(("call", "second", 0)) < events.index(("reply", "first", 1))
+
+
+@pytest.mark.parametrize("where", ["program", "on_reply"])
+async def test_an_exception_while_feeding_a_reply_ends_the_run_as_itself(where):
+    """An exception from the program's own code or from on_reply propagates from run unwrapped, and cancels the other calls."""
+    from semgrad.core import Message, ask, map_
+    from semgrad.core._requests import LLMRequest
+
+    cancelled = []
+
+    async def llm(request):
+        if request.node == "slow":
+            try:
+                await anyio.sleep(10)
+            except BaseException:
+                cancelled.append(request.node)
+                raise
+        await anyio.sleep(0.01)  # the slow call is in flight by the time this one is fed
+        return "ok"
+
+    def boom(*_):
+        raise ZeroDivisionError("from " + where)
+
+    fast = ask(LLMRequest((Message("user", "fast"),), node="fast"))
+    slow = ask(LLMRequest((Message("user", "slow"),), node="slow"))
+    program = gather(map_(fast, boom) if where == "program" else fast, slow)
+    runner = Runner(FunctionLLM(llm), on_reply=boom if where == "on_reply" else None)
+    with anyio.fail_after(5), pytest.raises(ZeroDivisionError, match=where):
+        await runner.run(program)
+    assert cancelled == ["slow"]
