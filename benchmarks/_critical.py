@@ -10,7 +10,7 @@ largest sample's):
 * **backward** (only when asked): the machine starts once the sample's trace exists
   (the program is ``bind(forward, backward)``). The plan's stepping nodes
   (`semgrad.core.plan_backward`) each make one call (neighbour-aware rule; no
-  repair is ever needed with `HashLLM`, whose replies always parse) and a node's
+  repair is ever needed: the benchmarks' fakes always reply in the expected format) and a node's
   step starts when every *stepping successor that targets it* has delivered:
   ``b(output) = forward_done + latency(backward request of output)``,
   ``b(n) = max(b(s) for stepping successors s with n in targets(s)) + latency(...)``.
@@ -20,8 +20,8 @@ With a fixed latency L this is ``chain_calls × L``: 2 × L for the paper's grap
 forward, (5 + 4) × L for 4 layers × 4 nodes plus a final node forward + backward.
 With per-request latencies (`LatencyLLM(jitter=...)`) the latency of each request
 comes from ``LatencyLLM.latency_for(request)``; the requests are known in advance
-by running the same program once with `run_sync` and a `RecordingLLM(HashLLM())`
-(HashLLM is deterministic, so the same replies produce the same requests).
+by running the same program once with `run_sync` and a `RecordingLLM` of the same
+deterministic fake (the same replies produce the same requests).
 
 `sample_calls` (`request_calls` for a whole run) builds this dependency structure,
 call by call, in one place: `critical_path` takes its longest path, and

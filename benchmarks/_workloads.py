@@ -1,7 +1,11 @@
 """The workloads W1-W7 (W2 is a hook for the optimizer), each a function of `Settings`.
 
-Every workload runs fake LLMs only (`HashLLM`, whose replies always parse, under
-`LatencyLLM` for a controlled delay): no network, no API key. Each returns a
+Every workload runs fake LLMs only: no network, no API key. The latency workloads
+(W1, W4, W5, W7) put `ScaleLLM` -- about a microsecond per call, replies that
+always parse -- under `LatencyLLM` for a controlled delay; W3 and W6 call it
+directly; W2's optimizer iteration runs `HashLLM`, whose every answer is wrong.
+A real LLM's work happens on its server: a fake that spends client CPU per call
+(HashLLM hashes the whole request) would put that CPU on the critical path. Each returns a
 plain dict for ``latest.json``; `benchmarks._suite` prints and saves them.
 
 Timing: wall time is `time.perf_counter` *inside* the event loop, from building
@@ -35,7 +39,7 @@ from semgrad.backends.fake import HashLLM, LatencyLLM, RecordingLLM, reply_backw
 from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather, rules
 from semgrad.effects import Runner
 
-from ._critical import critical_path, request_calls
+from ._critical import critical_path, index_requests, request_calls
 from ._floor import measure_floor
 
 __all__ = [
@@ -268,9 +272,9 @@ def run_timed(build: Callable[[], Program[Any]], llm: Any, *, max_concurrency: i
     return Measured(wall, cpu, dict(stats.calls_by_purpose), stats.peak_in_flight)
 
 
-def record(build: Callable[[], Program[Any]]) -> RecordingLLM:
-    """Run the program once with `run_sync` and `HashLLM`, keeping its requests."""
-    rec = RecordingLLM(HashLLM())
+def record(build: Callable[[], Program[Any]], inner: Any = None) -> RecordingLLM:
+    """Run the program once with `run_sync` and `inner` (default `ScaleLLM`), keeping its requests."""
+    rec = RecordingLLM(ScaleLLM() if inner is None else inner)
     Runner(rec).run_sync(build())
     return rec
 
@@ -310,7 +314,14 @@ def _latency_workload(
     samples: int,
 ) -> dict[str, Any]:
     rec = record(build)
-    llm = LatencyLLM(HashLLM(), latency, jitter=jitter, seed=seed)
+    llm = LatencyLLM(ScaleLLM(), latency)
+    if jitter:
+        # Each request's seeded log-normal delay, worked out before the clock starts:
+        # `LatencyLLM.latency_for` hashes the whole request to draw it (about as much CPU
+        # as the library's own work per call), and that would land on the critical path.
+        drawn = LatencyLLM(ScaleLLM(), latency, jitter=jitter, seed=seed).latency_for
+        table = {key: drawn(request) for key, request in index_requests(rec.requests).items()}
+        llm = LatencyLLM(ScaleLLM(), lambda request: table[request.purpose, request.node, request.sample])
     path = critical_path(graph, params, rec.requests, llm.latency_for, with_backward=with_backward)
     calls = request_calls(graph, params, rec.requests, with_backward=with_backward)
     delays = [llm.latency_for(call.request) for call in calls]
@@ -401,12 +412,13 @@ def w5_jitter(settings: Settings, latency: float, base: str) -> dict[str, Any]:
 
 
 class ScaleLLM:
-    """W3's and W6's fake: deterministic replies that depend only on (node, sample, targets).
+    """The benchmarks' cheap fake: deterministic replies that depend only on (node, sample, targets).
 
     `HashLLM` hashes the whole canonical request (JSON + SHA-256) on every call: about
-    20 µs here, as much as the library's own work, so subtracting it (W3) is noisy
-    and it is a fifth of W6's run. This fake costs about a microsecond for a forward
-    call; backward replies always parse.
+    20 µs here, as much as the library's own work, so subtracting it (W3) is noisy,
+    it is a fifth of W6's run, and under `LatencyLLM` it is client CPU on the critical
+    path that a real LLM spends on its server. This fake costs about a microsecond
+    for a forward call; backward replies always parse. W1, W3, W4, W5, W6 and W7 use it.
     """
 
     is_async = False
@@ -627,7 +639,7 @@ def w7_throughput(settings: Settings) -> dict[str, Any]:
     """W7: `w7_calls` independent single-node forwards under ``max_concurrency = C``."""
     graph, params = single_node_graph()
     n, c, latency = settings.w7_calls, settings.w7_concurrency, settings.w7_latency
-    llm = LatencyLLM(HashLLM(), latency)
+    llm = LatencyLLM(ScaleLLM(), latency)
     runs = [
         run_timed(lambda: forward_program(graph, params, n), llm, max_concurrency=c) for _ in range(settings.w7_repeats)
     ]

@@ -12,8 +12,8 @@ TextGrad is never a dependency of semgrad. Install it in its own environment::
 How the equivalent programs are written (TextGrad 0.1.x):
 
 * The fake is an `EngineLM` subclass (`LatencyEngine`) whose ``generate`` sleeps
-  the latency (``time.sleep``: TextGrad is synchronous) and answers with a short
-  digest of the prompt, like `HashLLM`. It counts calls by purpose (``backward``
+  the latency (``time.sleep``: TextGrad is synchronous) and answers with a CRC-32
+  of the prompt: about a microsecond, like semgrad's `ScaleLLM`. It counts calls by purpose (``backward``
   when TextGrad passes its backward system prompt, ``evaluate`` for the loss) and
   the peak number in flight.
 * W1: per sample, ``hint_1`` and ``hint_2`` are `FormattedLLMCall`s of the
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import os
 import statistics
@@ -47,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -118,9 +118,8 @@ def _engine_class() -> type:
 
 
 def reply(prompt: str, system_prompt: str | None) -> str:
-    """The fake's answer: a digest of what it was asked (costs about what HashLLM does)."""
-    blob = json.dumps([system_prompt or "", prompt], ensure_ascii=False)
-    return f"reply#{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    """The fake's answer: a cheap digest of what it was asked (about a microsecond, like `ScaleLLM`)."""
+    return f"reply#{zlib.crc32(prompt.encode(), zlib.crc32((system_prompt or '').encode())):08x}"
 
 
 def LatencyEngine(latency: float = 0.0, evaluate_prompts: Sequence[str] = ()) -> Any:  # noqa: N802 - a class factory
