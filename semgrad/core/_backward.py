@@ -331,17 +331,22 @@ class BackwardMachine(Program[Gradients]):
     def _deliver(self, node: str, gradient: Any, result: NodeResult, ready: dict[str, _Launch]) -> BackwardMachine:
         positions = self._static.positions
         received = self._received
+        arrived: dict[int, tuple[Partial, ...]] = {}
         for partial in result.partials:
             pos = positions.get(partial.target)
             if pos is not None:  # instruction targets are not graph nodes, and never step
-                received = received.set(pos, received.get(pos) + (partial,))
+                arrived[pos] = arrived.get(pos, received.get(pos)) + (partial,)
+        if arrived:
+            received = received.set_many(arrived)
         waiting = self._waiting
         stepping = self._static.stepping
+        left: dict[int, int] = {}
         for target, pos in self._static.delivers[node]:
-            left = waiting.get(pos) - 1
-            waiting = waiting.set(pos, left)
-            if left == 0 and stepping[pos]:
+            left[pos] = count = waiting.get(pos) - 1
+            if count == 0 and stepping[pos]:
                 ready[target] = _Launch(None, received.get(pos))
+        if left:
+            waiting = waiting.set_many(left)
         feedback = self._feedback
         if node != self.graph.output:
             feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))

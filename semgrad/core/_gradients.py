@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from ._frozen import slot_setters
 from ._requests import SampleId
 
 __all__ = ["BackwardFailure", "Gradients", "NodeFeedback", "Partial", "merge_gradients"]
@@ -37,15 +38,19 @@ class Partial:
         return self.value if isinstance(self.value, str) else repr(self.value)
 
 
+_T_TARGET, _T_SOURCE, _T_VALUE, _T_SIBLINGS, _T_SAMPLE = slot_setters(
+    Partial, "target", "source", "value", "siblings", "sample"
+)
+
+
 def _partial(target: str, source: str, value: Any, siblings: tuple[str, ...], sample: SampleId) -> Partial:
     """`Partial(...)` with every field given, for the backward hot path."""
     partial = object.__new__(Partial)
-    _set = object.__setattr__
-    _set(partial, "target", target)
-    _set(partial, "source", source)
-    _set(partial, "value", value)
-    _set(partial, "siblings", siblings)
-    _set(partial, "sample", sample)
+    _T_TARGET(partial, target)
+    _T_SOURCE(partial, source)
+    _T_VALUE(partial, value)
+    _T_SIBLINGS(partial, siblings)
+    _T_SAMPLE(partial, sample)
     return partial
 
 

@@ -16,6 +16,7 @@ import attrs
 from returns.result import Failure, Result, Success
 
 from ._frozen import FrozenMap, freeze
+from ._requests import _success
 
 __all__ = [
     "ParseError",
@@ -143,7 +144,7 @@ def parse_backward(
         if missing:
             reason = f"no feedback for {', '.join(map(repr, missing))}"
             return Failure(ParseError(reason, missing, FrozenMap(ordered)))
-    return Success(FrozenMap(ordered))
+    return _success(FrozenMap(ordered))
 
 
 def _sections(text: str, lookup: Mapping[str, str]) -> dict[str, str]:

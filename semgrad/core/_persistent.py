@@ -94,6 +94,45 @@ class PVec(Generic[T]):
             new._root = _assoc(root, shift, index, value)
         return new
 
+    def set_many(self, changes: dict[int, T]) -> PVec[T]:
+        """A new version with ``changes[i]`` at each index ``i``: one copy per leaf touched,
+        not one per change; this version is unchanged.
+
+        Examples:
+            >>> PVec([0, 0, 0, 0]).set_many({1: 5, 3: 7}).tolist()
+            [0, 5, 0, 7]
+        """
+        size = self._size
+        for index in changes:
+            if not 0 <= index < size:
+                raise IndexError(f"index {index} out of range for a PVec of {size}")
+        new: PVec[T] = PVec.__new__(PVec)
+        new._shift = shift = self._shift
+        new._size = size
+        root = self._root
+        if not shift:
+            leaf = list(root)
+            for index, value in changes.items():
+                leaf[index] = value
+            new._root = tuple(leaf)
+        elif shift == _BITS:
+            top = list(root)
+            leaves: dict[int, list[Any]] = {}
+            for index, value in changes.items():
+                slot = index >> _BITS
+                copy = leaves.get(slot)
+                if copy is None:
+                    copy = leaves[slot] = list(root[slot])
+                copy[index & _MASK] = value
+            for slot, copy in leaves.items():
+                top[slot] = tuple(copy)
+            new._root = tuple(top)
+        else:
+            for index, value in changes.items():
+                root = _assoc(root, shift, index, value)
+            new._root = root
+        return new
+
     def tolist(self) -> list[T]:
         """A fresh list of this version's items."""
         level: list[Any] = list(self._root)

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 from returns.result import Failure, Result, Success
 
-from ._frozen import FrozenMap, freeze
+from ._frozen import FrozenMap, freeze, slot_setters
 
 __all__ = [
     "ENGINES",
@@ -164,13 +164,17 @@ _NO_USAGE: FrozenMap[str, int] = FrozenMap()
 # (messages and targets as tuples, options a FrozenMap, a valid role and purpose),
 # skipping the converters and validators that attrs runs per field; a test checks
 # that they agree with the public constructors.
-_set = object.__setattr__
+# (Each field is set through its slot's own setter: cheaper than `object.__setattr__`.)
+_M_ROLE, _M_CONTENT = slot_setters(Message, "role", "content")
+_R_MESSAGES, _R_ENGINE, _R_PURPOSE, _R_NODE, _R_SAMPLE, _R_DRAW, _R_TARGETS, _R_OPTIONS = slot_setters(
+    LLMRequest, "messages", "engine", "purpose", "node", "sample", "draw", "targets", "options"
+)
 
 
 def _message(role: str, content: str) -> Message:
     message = object.__new__(Message)
-    _set(message, "role", role)
-    _set(message, "content", content)
+    _M_ROLE(message, role)
+    _M_CONTENT(message, content)
     return message
 
 
@@ -184,23 +188,15 @@ def _request(
     options: FrozenMap[str, Any],
 ) -> LLMRequest:
     request = object.__new__(LLMRequest)
-    _set(request, "messages", messages)
-    _set(request, "engine", engine)
-    _set(request, "purpose", purpose)
-    _set(request, "node", node)
-    _set(request, "sample", sample)
-    _set(request, "draw", 0)
-    _set(request, "targets", targets)
-    _set(request, "options", options)
+    _R_MESSAGES(request, messages)
+    _R_ENGINE(request, engine)
+    _R_PURPOSE(request, purpose)
+    _R_NODE(request, node)
+    _R_SAMPLE(request, sample)
+    _R_DRAW(request, 0)
+    _R_TARGETS(request, targets)
+    _R_OPTIONS(request, options)
     return request
-
-
-def _response(text: str) -> LLMResponse:
-    response = object.__new__(LLMResponse)
-    _set(response, "text", text)
-    _set(response, "usage", _NO_USAGE)
-    _set(response, "model", "")
-    return response
 
 
 def _usage(value: Any) -> FrozenMap[str, int]:
@@ -214,6 +210,43 @@ class LLMResponse:
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
     usage: FrozenMap[str, int] = attrs.field(default=FrozenMap(), converter=_usage)
     model: str = ""
+
+
+_P_TEXT, _P_USAGE, _P_MODEL = slot_setters(LLMResponse, "text", "usage", "model")
+
+
+def _response(text: str) -> LLMResponse:
+    response = object.__new__(LLMResponse)
+    _P_TEXT(response, text)
+    _P_USAGE(response, _NO_USAGE)
+    _P_MODEL(response, "")
+    return response
+
+
+def _trusted_success() -> Any:
+    """A ``value -> Success(value)`` that skips returns' two ``__init__`` calls, when it can.
+
+    It sets the container's one slot directly; if a returns release ever stores the
+    value differently, it falls back to `Success` itself (a test checks they agree).
+    """
+    from returns.primitives.container import BaseContainer
+
+    slot = BaseContainer.__dict__.get("_inner_value")
+    if slot is None:
+        return Success
+    set_value = slot.__set__
+    new = object.__new__
+
+    def success(value: Any) -> Success[Any]:
+        reply = new(Success)
+        set_value(reply, value)
+        return reply
+
+    probe = success("probe")
+    return success if probe == Success("probe") and probe.unwrap() == "probe" else Success
+
+
+_success = _trusted_success()
 
 
 @attrs.frozen
@@ -259,7 +292,7 @@ def as_reply(value: object) -> Reply:
         <Success: LLMResponse(text='4', usage=FrozenMap({}), model='')>
     """
     if type(value) is str:
-        return Success(_response(value))
+        return _success(_response(value))
     if isinstance(value, str):
         return Success(LLMResponse(value, _NO_USAGE))
     if isinstance(value, LLMResponse):

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from ._frozen import FrozenMap, freeze
+from ._frozen import FrozenMap, freeze, slot_setters
 from ._requests import LLMError, LLMRequest, SampleId, request_key
 
 __all__ = ["NodeRun", "Trace"]
@@ -46,7 +46,9 @@ class NodeRun:
         return None if self.request is None else request_key(self.request)
 
 
-_set = object.__setattr__
+_N_NODE, _N_KIND, _N_INPUTS, _N_VALUE, _N_REQUEST, _N_RAW, _N_ERROR = slot_setters(
+    NodeRun, "node", "kind", "inputs", "value", "request", "raw", "error"
+)
 
 
 def _node_run(
@@ -60,13 +62,13 @@ def _node_run(
 ) -> NodeRun:
     """`NodeRun(...)` with every field given, for the forward machine's hot path."""
     run = object.__new__(NodeRun)
-    _set(run, "node", node)
-    _set(run, "kind", kind)
-    _set(run, "inputs", inputs)
-    _set(run, "value", value)
-    _set(run, "request", request)
-    _set(run, "raw", raw)
-    _set(run, "error", error)
+    _N_NODE(run, node)
+    _N_KIND(run, kind)
+    _N_INPUTS(run, inputs)
+    _N_VALUE(run, value)
+    _N_REQUEST(run, request)
+    _N_RAW(run, raw)
+    _N_ERROR(run, error)
     return run
 
 

@@ -59,7 +59,7 @@ from returns.result import Failure, Success
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
 from ..core._program import Program, Token
-from ..core._requests import _response
+from ..core._requests import _response, _success
 from ._protocol import is_async_llm
 
 __all__ = ["RunStatistics", "Runner", "run", "run_sync"]
@@ -201,7 +201,7 @@ class Runner:
             self._in_flight += 1
             try:
                 result = llm(request)
-                reply = Success(_response(result)) if type(result) is str else self._sync_reply(result)
+                reply = _success(_response(result)) if type(result) is str else self._sync_reply(result)
             except LLMFailure as failure:
                 reply = Failure(failure.error)
             except Exception as exc:
@@ -335,7 +335,7 @@ class _Pool:
                         else:
                             with anyio.fail_after(timeout):
                                 result = await result
-                    reply = Success(_response(result)) if type(result) is str else as_reply(result)
+                    reply = _success(_response(result)) if type(result) is str else as_reply(result)
                 except LLMFailure as failure:
                     reply = Failure(failure.error)
                 except TimeoutError as exc:

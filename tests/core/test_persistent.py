@@ -14,9 +14,11 @@ from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for
 
 # An operation picks an existing version (by index, modulo how many exist) and either
-# reads it whole, reads one cell, or writes one cell (adding a new version).
+# reads it whole, reads one cell, writes one cell, or writes a few cells at once (adding a new version).
 operations = st.lists(
-    st.tuples(st.integers(0, 10**6), st.sampled_from(["read", "get", "set"]), st.integers(0, 10**6), st.integers()),
+    st.tuples(
+        st.integers(0, 10**6), st.sampled_from(["read", "get", "set", "many"]), st.integers(0, 10**6), st.integers()
+    ),
     max_size=60,
 )
 
@@ -37,6 +39,10 @@ def test_every_pvec_version_reads_like_its_own_list_whatever_order_versions_are_
             assert versions[k].tolist() == models[k]
         elif op == "get":
             assert versions[k].get(i) == models[k][i]
+        elif op == "many":  # up to three cells, spread over the leaves
+            changes = {(i + 37 * j * (index % 29 + 1)) % len(start): value + j for j in range(index % 3 + 1)}
+            versions.append(versions[k].set_many(changes))
+            models.append([changes.get(n, item) for n, item in enumerate(models[k])])
         else:
             versions.append(versions[k].set(i, value))
             models.append(models[k][:i] + [value] + models[k][i + 1 :])
@@ -55,6 +61,8 @@ def test_pvec_rejects_indices_outside_it(size, index):
             vec.get(index)
         with pytest.raises(IndexError):
             vec.set(index, 0)
+        with pytest.raises(IndexError):
+            vec.set_many({0: 0, index: 0} if size else {index: 0})
 
 
 @given(st.lists(st.lists(st.integers(), max_size=5), max_size=6))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from returns.result import Success
 
 from semgrad.core import FrozenMap, LLMRequest, LLMResponse, Message, NodeRun, Partial
 from semgrad.core._gradients import _partial
-from semgrad.core._requests import _message, _request, _response
+from semgrad.core._requests import _message, _request, _response, _success
 from semgrad.core._trace import _node_run
 
 texts = st.text(max_size=20)
@@ -62,3 +63,11 @@ def test_trusted_partial_equals_public_partial(target, source, value, siblings, 
     fast = _partial(target, source, value, tuple(siblings), sample)
     public = Partial(target, source, value, tuple(siblings), sample)
     assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+@given(st.one_of(texts, st.integers(), st.builds(LLMResponse, texts)))
+def test_trusted_success_equals_public_success(value):
+    """`_success` gives a `Success` equal to `Success(value)`: same type, hash, repr and behaviour."""
+    fast, public = _success(value), Success(value)
+    assert type(fast) is Success and fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+    assert fast.unwrap() == value and fast.map(repr) == public.map(repr)

@@ -186,7 +186,7 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
 
 
 async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_loop_pass_is_fed():
-    """When two samples' replies arrive in one event-loop pass, the first one's next call starts before the second is fed."""
+    """When two samples' replies arrive in one event-loop pass, the first's next call starts before the second is fed."""
     b = GraphBuilder()
     q = b.input("q")
     first = b.llm("first", inputs=[q], instruction="Step one.")
@@ -214,7 +214,7 @@ async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_lo
 
 @pytest.mark.parametrize("where", ["program", "on_reply"])
 async def test_an_exception_while_feeding_a_reply_ends_the_run_as_itself(where):
-    """An exception from the program's own code or from on_reply propagates from run unwrapped, and cancels the other calls."""
+    """An exception from the program's code or from on_reply leaves run unwrapped and cancels the other calls."""
     from semgrad.core import Message, ask, map_
     from semgrad.core._requests import LLMRequest
 
