@@ -86,7 +86,7 @@ def run_suite(
 
     `textgrad=None` compares with TextGrad when it is importable. Each workload's
     rows are ``report["workloads"][key][system]``: ``"semgrad"``; for W1, W4 and W5
-    also ``"anyio_floor"`` (`benchmarks._floor`: ``wall_s``, ``limit_s``,
+    also ``"anyio_floor"`` and ``"anyio_floor_parked"`` (`benchmarks._floor`: ``wall_s``, ``limit_s``,
     ``wall_over_limit``, ``walls_s``, ...); ``"textgrad"``, ``"textgrad_threads"``.
     """
     unknown = [f for f in only if f not in FAMILIES]
@@ -107,10 +107,9 @@ def run_suite(
     def step(key: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         t0 = time.perf_counter()
         row = fn()
-        floor = row.pop("anyio_floor", None)  # W1, W4, W5: a sibling row (see `benchmarks._floor`)
+        floors = {name: row.pop(name) for name in FLOORS if name in row}  # W1, W4, W5 (`benchmarks._floor`)
         workloads.setdefault(key, {})["semgrad"] = row
-        if floor is not None:
-            workloads[key]["anyio_floor"] = floor
+        workloads[key].update(floors)
         echo(f"  {key:<14} done in {time.perf_counter() - t0:6.1f} s")
         return row
 
@@ -180,7 +179,9 @@ def _calls(calls: dict[str, int] | None) -> str:
 
 
 #: how a system's key in the report is printed (others as they are).
-SYSTEM_LABELS = {"anyio_floor": "anyio floor"}
+SYSTEM_LABELS = {"anyio_floor": "anyio floor", "anyio_floor_parked": "anyio parked"}
+#: the floor rows a latency workload returns inside its semgrad row.
+FLOORS = ("anyio_floor", "anyio_floor_parked")
 
 
 def format_table(report: dict[str, Any]) -> str:

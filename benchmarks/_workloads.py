@@ -14,11 +14,13 @@ event loop's own start-up and tear-down are not counted. CPU time is
 `time.process_time` over the same span. A workload is repeated and the median
 run is reported; ``walls_s`` keeps every run.
 
-The latency workloads (W1, W4, W5) also time their *anyio floor*
-(`benchmarks._floor`): a minimal anyio program making the same calls with the same
-dependencies and latencies, one task per call and nothing else, each repeat right
-after semgrad's. Its row rides in the semgrad row under ``"anyio_floor"``, and
-`benchmarks._suite` files it beside it: ``workloads[key]["anyio_floor"]``.
+The latency workloads (W1, W4, W5) also time their *anyio floors*
+(`benchmarks._floor`): minimal anyio programs making the same calls with the same
+dependencies and latencies, one task per call and nothing else -- started as the
+call becomes ready (``anyio_floor``), or started and parked before the clock
+(``anyio_floor_parked``) -- each repeat right after semgrad's. Their rows ride in
+the semgrad row, and `benchmarks._suite` files them beside it:
+``workloads[key]["anyio_floor"]``, ``workloads[key]["anyio_floor_parked"]``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather,
 from semgrad.effects import Runner
 
 from ._critical import critical_path, index_requests, request_calls
-from ._floor import measure_floor
+from ._floor import measure_floor, measure_parked_floor
 
 __all__ = [
     "Settings",
@@ -327,9 +329,11 @@ def _latency_workload(
     delays = [llm.latency_for(call.request) for call in calls]
     runs: list[Measured] = []
     floors: list[tuple[float, float]] = []
+    parked: list[tuple[float, float]] = []
     for _ in range(repeats):
         runs.append(run_timed(build, llm))
         floors.append(measure_floor(calls, delays))
+        parked.append(measure_parked_floor(calls, delays))
     expected = dict(rec.counts())
     for run in runs:
         if run.calls != expected:
@@ -339,6 +343,7 @@ def _latency_workload(
         extra.update(jitter=jitter, seed=seed, slowest_sample=path.sample)
     row = summarize(runs, path.seconds, **extra)
     row["anyio_floor"] = summarize_floor(floors, path.seconds, expected)
+    row["anyio_floor_parked"] = summarize_floor(parked, path.seconds, expected)
     return row
 
 

@@ -1,6 +1,7 @@
 """The anyio floor of the benchmarks (``benchmarks._floor``).
 
-Property: a minimal anyio program that makes a recorded run's calls, each started
+Property: a minimal anyio program (tasks started as calls become ready, or parked
+before the clock) that makes a recorded run's calls, each started
 when the calls it depends on have ended and sleeping its latency, can never end
 before the longest chain of dependent calls (the critical-path limit) has elapsed.
 """
@@ -27,7 +28,7 @@ from semgrad.backends.fake import HashLLM, LatencyLLM
 def test_the_floor_never_beats_the_critical_path(
     n: int, seed: int, samples: int, with_backward: bool, jitter: float
 ) -> None:
-    """On a tiny random DAG at 5 ms, the floor's wall time is at least the critical-path limit."""
+    """On a tiny random DAG at 5 ms, both floors' wall times are at least the critical-path limit."""
     graph, params = random_dag(n, seed=seed)
     values = {name: f"value of {name}" for name in graph.inputs}
     program = fwd_bwd_program if with_backward else forward_program
@@ -35,4 +36,7 @@ def test_the_floor_never_beats_the_critical_path(
     llm = LatencyLLM(HashLLM(), 0.005, jitter=jitter, seed=seed)
     limit = critical_path(graph, params, requests, llm.latency_for, with_backward=with_backward).seconds
     assert limit > 0
-    assert anyio_floor(graph, params, requests, llm.latency_for, with_backward=with_backward) >= limit
+    for parked in (False, True):
+        assert (
+            anyio_floor(graph, params, requests, llm.latency_for, with_backward=with_backward, parked=parked) >= limit
+        )

@@ -56,9 +56,11 @@ def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched:
     assert all({"seconds", "peak_mb"} <= size.keys() for size in rows["W6"]["sizes"].values())
     assert {"time_ratio", "memory_ratio", "node_ratio"} <= rows["W6"].keys()
     assert "throughput_over_bound" in rows["W7"]
-    floor = saved["workloads"]["W1@0.001"]["anyio_floor"]
-    assert {"wall_s", "limit_s", "wall_over_limit", "walls_s"} <= floor.keys() and floor["wall_over_limit"] > 0
-    assert "W1@0.001" in format_table(saved) and "anyio floor" in format_table(saved)
+    for name in ("anyio_floor", "anyio_floor_parked"):
+        floor = saved["workloads"]["W1@0.001"][name]
+        assert {"wall_s", "limit_s", "wall_over_limit", "walls_s"} <= floor.keys() and floor["wall_over_limit"] > 0
+    table = format_table(saved)
+    assert "W1@0.001" in table and "anyio floor" in table and "anyio parked" in table
 
 
 def test_cli_selects_workloads_and_writes_where_told(

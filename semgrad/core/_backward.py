@@ -283,7 +283,7 @@ class BackwardMachine(Program[Gradients]):
 
     def feed(self, token: Token, reply: Reply) -> Program[Gradients]:
         node = token[0] if token else None
-        pos = self.graph._index.get(node, -1) if isinstance(node, str) else -1
+        pos = self.graph._index._data.get(node, -1) if isinstance(node, str) else -1
         current = self._running.get(pos) if pos >= 0 else None
         if current is None:
             raise ProtocolError(f"backward machine got a reply for {token!r}, which it is not waiting for")

@@ -216,7 +216,7 @@ class ForwardMachine(Program[Trace]):
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         name = token[0] if len(token) == 1 else None
-        pos = self.graph._index.get(name, -1) if type(name) is str else -1
+        pos = self.graph._index._data.get(name, -1) if type(name) is str else -1
         cells = self._cells
         asked = cells.get(pos) if pos >= 0 else None
         if type(asked) is not _Asked:
@@ -245,7 +245,7 @@ class ForwardMachine(Program[Trace]):
         emitted: list[tuple[int, Token, LLMRequest]] = []
         graph = self.graph
         names = graph.topological_order
-        nodes = graph.nodes
+        nodes = graph.nodes._data  # the FrozenMap's dict: C-speed lookups
         roles = graph.roles
         input_positions = graph.input_positions
         while ready:

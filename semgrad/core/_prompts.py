@@ -38,7 +38,6 @@ FORWARD_SYSTEM = (
     "you are given, and reply with your result only.\n\n"
     "Instruction:\n{instruction}"
 )
-FORWARD_USER = "{inputs}"
 NO_INPUTS = "(This component has no inputs.)"
 
 
@@ -97,9 +96,8 @@ def forward_request(
         inputs = f"[1] {name} ({role}):\n{value}"
     else:
         inputs = format_inputs(shown)
-    return _request(
-        (system, _message("user", FORWARD_USER.format(inputs=inputs))), engine, "forward", node, sample, (), options
-    )
+    # The user message is the formatted inputs, as they are.
+    return _request((system, _message("user", inputs)), engine, "forward", node, sample, (), options)
 
 
 # --- backward -------------------------------------------------------------------------------

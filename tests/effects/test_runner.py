@@ -186,7 +186,7 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
 
 
 async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_loop_pass_is_fed():
-    """When two samples' replies arrive in one event-loop pass, the first's next call starts before the second is fed."""
+    """When two samples' replies arrive in one loop pass, the first's next call starts before the other is fed."""
     b = GraphBuilder()
     q = b.input("q")
     first = b.llm("first", inputs=[q], instruction="Step one.")
