@@ -49,6 +49,7 @@ batch holds about one sample's state at a time.
 from __future__ import annotations
 
 import inspect
+from types import CoroutineType
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -265,12 +266,13 @@ class _Pool:
         self.limit = runner.max_concurrency
         self.outstanding = 0  # requests emitted and not yet answered
         self.finished = anyio.Event()  # set once the program is done or has failed
+        self.over = False  # `finished.is_set()`, as a plain attribute for the per-call checks
         self.error: BaseException | None = None
 
     def start(self) -> None:
         """Queue the program's first requests (there must be some) and start workers for them."""
         self._emitted(self.program.emitted)
-        if not self.finished.is_set():
+        if not self.over:
             self._fill()
 
     def _emitted(self, requests: tuple[tuple[Token, LLMRequest], ...]) -> None:
@@ -282,7 +284,7 @@ class _Pool:
 
     def _deliver(self, token: Token, reply: Reply) -> None:
         """Feed one reply to the program and queue what that made ready."""
-        if self.finished.is_set():
+        if self.over:
             return  # the program failed: later replies have nowhere to go
         self.outstanding -= 1
         try:
@@ -291,12 +293,16 @@ class _Pool:
             self._fail(exc)
             return
         if program.done:
-            self.finished.set()
+            self._finish()
         else:
             self._emitted(program.emitted)
 
     def _fail(self, error: BaseException) -> None:
         self.error = error
+        self._finish()
+
+    def _finish(self) -> None:
+        self.over = True
         self.finished.set()
 
     def _fill(self) -> None:
@@ -315,11 +321,11 @@ class _Pool:
             self.pending += 1
 
     async def _work(self) -> None:
-        runner, queue, finished = self.runner, self.queue, self.finished
+        runner, queue = self.runner, self.queue
         llm, timeout = runner.llm, runner.timeout
         while True:
             self.pending -= 1  # running now: started, or woken from `idle`
-            while queue and not finished.is_set():
+            while queue and not self.over:
                 token, request = queue.popleft()
                 if queue and not self.pending:
                     self._fill()  # the next request gets a worker of its own if this call suspends
@@ -329,7 +335,7 @@ class _Pool:
                     runner._peak = runner._in_flight
                 try:
                     result = llm(request)
-                    if inspect.isawaitable(result):
+                    if type(result) is CoroutineType or (type(result) is not str and inspect.isawaitable(result)):
                         if timeout is None:
                             result = await result
                         else:
