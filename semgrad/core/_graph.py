@@ -120,6 +120,14 @@ class Params(Mapping[str, Parameter]):
     # start cells; "backward": (fingerprint, include_instructions) -> plan tables).
     _memo: dict[Any, Any] = attrs.field(init=False, factory=dict, eq=False, hash=False, repr=False)
 
+    # Pickling (a sweep's worker, a process pool) and copying keep the values, not the memo.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"items_": self.items_}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        object.__setattr__(self, "items_", state["items_"])
+        object.__setattr__(self, "_memo", {})
+
     def __getitem__(self, name: str) -> Parameter:
         try:
             return self.items_[name]

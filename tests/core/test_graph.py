@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from semgrad.backends.fake import HashLLM
 from semgrad.core import GraphBuilder, GraphError
 from semgrad.testing import graphs
 
@@ -146,3 +147,23 @@ def test_graph_and_params_are_hashable_values():
     (g1, p1), (g2, p2) = make(), make()
     assert g1 == g2 and hash(g1) == hash(g2) and g1.fingerprint == g2.fingerprint
     assert p1 == p2 and hash(p1) == hash(p2)
+
+
+@settings(max_examples=25)
+@given(graphs(), st.data())
+def test_pickled_and_copied_params_equal_the_original_and_carry_no_memo(gp, data):
+    """Params survive pickle and deepcopy equal (and give equal traces), without the engines' memo."""
+    import copy
+    import pickle
+
+    from semgrad.core import forward
+    from semgrad.effects import run_sync
+    from semgrad.testing import inputs_for
+
+    graph, params = gp
+    inputs = data.draw(inputs_for(graph))
+    llm = HashLLM()
+    trace = run_sync(forward(graph, params, inputs), llm)  # fills the memo
+    for clone in (pickle.loads(pickle.dumps(params)), copy.deepcopy(params)):
+        assert clone == params and hash(clone) == hash(params) and not clone._memo
+        assert run_sync(forward(graph, clone, inputs), llm) == trace
