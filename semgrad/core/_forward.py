@@ -244,7 +244,7 @@ class ForwardMachine(Program[Trace]):
         """Run the function nodes and emit the requests of the LLM nodes that became ready."""
         emitted: list[tuple[int, Token, LLMRequest]] = []
         graph = self.graph
-        names = graph.topological_order
+        names = graph._order  # (the property, without the call)
         nodes = graph.nodes._data  # the FrozenMap's dict: C-speed lookups
         roles = graph.roles
         input_positions = graph.input_positions

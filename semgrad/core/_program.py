@@ -167,7 +167,10 @@ class _Gather(Program[tuple[Any, ...]]):
                 return Done(tuple(c.value for c in children.tolist()))
             return _Gather(children, self.size, waiting, ())
         emitted = child.emitted
-        if emitted:
+        if len(emitted) == 1:  # the usual case: no generator
+            ((token, request),) = emitted
+            emitted = (((index, *token), request),)
+        elif emitted:
             emitted = tuple(((index, *t), r) for t, r in emitted)
         return _Gather(children, self.size, self.waiting, emitted)
 
