@@ -322,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.quick() if args.quick else Settings.default()
     changes: dict[str, Any] = {}
     if args.repeats is not None:
-        changes.update(repeats=max(1, args.repeats), w3_repeats=max(1, args.repeats))
+        # W3 keeps its fastest run, so more repeats only sharpen it: never fewer than its default.
+        changes.update(repeats=max(1, args.repeats), w3_repeats=max(settings.w3_repeats, args.repeats))
     if args.w6_samples is not None:
         changes["w6_samples"] = max(1, args.w6_samples)
     if args.w6_budget is not None:

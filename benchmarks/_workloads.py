@@ -88,7 +88,7 @@ class Settings:
     w4_width: int = 4
     w4_depth: int = 4
     w3_batch: int = 256
-    w3_repeats: int = 5
+    w3_repeats: int = 15
     w5_jitter: float = 0.5
     w5_seed: int = 7
     w6_sizes: tuple[int, ...] = (250, 500, 1000)
@@ -457,7 +457,9 @@ def w3_overhead(settings: Settings) -> dict[str, Any]:
     For each runner the process CPU time of building + running the program is
     measured, minus the CPU time of the fake alone answering the same requests
     (sync: a loop of ``ScaleLLM()(request)``; async: a loop of ``await fake(request)``
-    in one event loop), divided by the number of calls.
+    in one event loop), divided by the number of calls. Sync and async runs
+    alternate, `w3_repeats` of each; the figure is the fastest run (the median
+    is reported beside it).
     """
     graph, params = paper_graph()
     batch = settings.w3_batch
@@ -498,16 +500,21 @@ def w3_overhead(settings: Settings) -> dict[str, Any]:
 
     sync_once()  # warm-up
     async_once()
-    result: dict[str, Any] = {"calls": {"forward": n}, "samples": batch}
-    for label, once in (("sync", sync_once), ("async", async_once)):
-        runs = [once() for _ in range(settings.w3_repeats)]
-        totals = [t for t, _ in runs]
-        fakes = [f for _, f in runs]
-        library = [(t - f) / n * 1e6 for t, f in runs]
+    result: dict[str, Any] = {"calls": {"forward": n}, "samples": batch, "statistic": "min"}
+    # Sync and async runs alternate, so both see the same machine. Each run is tens of
+    # milliseconds of CPU, and on a shared VM interference only ever adds to it: the
+    # figure is the fastest run (as `timeit` advises), and the median is kept beside it.
+    runs: dict[str, list[tuple[float, float]]] = {"sync": [], "async": []}
+    for _ in range(settings.w3_repeats):
+        runs["sync"].append(sync_once())
+        runs["async"].append(async_once())
+    for label, timed in runs.items():
+        library = [(t - f) / n * 1e6 for t, f in timed]
         result[label] = {
-            "us_per_call": round(statistics.median(library), 2),
-            "total_us_per_call": round(statistics.median(totals) / n * 1e6, 2),
-            "fake_us_per_call": round(statistics.median(fakes) / n * 1e6, 2),
+            "us_per_call": round(min(library), 2),
+            "median_us_per_call": round(statistics.median(library), 2),
+            "total_us_per_call": round(min(t for t, _ in timed) / n * 1e6, 2),
+            "fake_us_per_call": round(statistics.median(f for _, f in timed) / n * 1e6, 2),
             "runs_us_per_call": [round(x, 2) for x in library],
         }
     worst = max(result["sync"]["us_per_call"], result["async"]["us_per_call"])

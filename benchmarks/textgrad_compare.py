@@ -323,10 +323,12 @@ def tg_overhead(batch: int = 256, repeats: int = 3) -> dict[str, Any]:
         fake = time.process_time() - c0
         if attempt:  # the first run warms up
             results.append(((total - fake) / len(seen) * 1e6, total / len(seen) * 1e6, fake / len(seen) * 1e6))
-    library = statistics.median(r[0] for r in results)
+    library = min(r[0] for r in results)  # the fastest run, as for semgrad's W3
     return {
         "us_per_call": round(library, 2),
-        "total_us_per_call": round(statistics.median(r[1] for r in results), 2),
+        "median_us_per_call": round(statistics.median(r[0] for r in results), 2),
+        "statistic": "min",
+        "total_us_per_call": round(min(r[1] for r in results), 2),
         "fake_us_per_call": round(statistics.median(r[2] for r in results), 2),
         "runs_us_per_call": [round(r[0], 2) for r in results],
         "calls": dict(engine.calls),
