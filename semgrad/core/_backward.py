@@ -257,7 +257,7 @@ class BackwardMachine(Program[Gradients]):
         steps = plan.steps
         if graph.output not in steps:
             return Done(state._result())
-        return state._advance([], {graph.output: _Launch(feedback, seeded=True)}, [])
+        return state._advance(state._running, 0, [], {graph.output: _Launch(feedback, seeded=True)}, [])
 
     def _with(
         self,
@@ -294,72 +294,58 @@ class BackwardMachine(Program[Gradients]):
                 self._partials, self._failures, self._feedback,
                 tuple(((node, *t), r) for t, r in step.emitted),
             )  # fmt: skip
-        state = self._with(
-            self._received, self._waiting, self._running.set(pos, None), self._n_running - 1,
-            self._partials, self._failures, self._feedback, (),
-        )  # fmt: skip
-        return state._advance([(node, step.value)], {}, [])
+        return self._advance(self._running.set(pos, None), self._n_running - 1, [(node, step.value)], {}, [])
 
     def _advance(
-        self, finished: list[tuple[str, Any]], ready: dict[str, _Launch], emitted: list[Any]
+        self,
+        running: PVec[Program[Any] | None],
+        n_running: int,
+        finished: list[tuple[str, Any]],
+        ready: dict[str, _Launch],
+        emitted: list[Any],
     ) -> Program[Gradients]:
-        """Record finished steps, deliver their partials, and launch what became ready."""
-        state: BackwardMachine = self
-        position = self._static.positions.__getitem__
+        """Record finished steps, deliver their partials, and launch what became ready.
+
+        `running` and `n_running` replace this state's; the other fields change in
+        local variables, and one new state is built at the end.
+        """
+        received, waiting = self._received, self._waiting
+        partials, failures, feedback = self._partials, self._failures, self._feedback
+        static = self._static
+        position = static.positions.__getitem__
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
-                state = state._deliver(node, gradient, result, ready)
+                # Deliver: the partials to their targets, and one fewer awaited step to each.
+                arrived: dict[int, tuple[Partial, ...]] = {}
+                for partial in result.partials:
+                    pos = static.positions.get(partial.target)
+                    if pos is not None:  # instruction targets are not graph nodes, and never step
+                        arrived[pos] = arrived.get(pos, received.get(pos)) + (partial,)
+                if arrived:
+                    received = received.set_many(arrived)
+                left: dict[int, int] = {}
+                for target, pos in static.delivers[node]:
+                    left[pos] = count = waiting.get(pos) - 1
+                    if count == 0 and static.stepping[pos]:
+                        ready[target] = _Launch(None, received.get(pos))
+                if left:
+                    waiting = waiting.set_many(left)
+                if node != self.graph.output:
+                    feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
+                partials = partials.extend(result.partials)
+                failures = failures.extend(result.failures)
                 continue
             node = min(ready, key=position)
-            step = state._step(node, ready.pop(node))
+            step = self._step(node, ready.pop(node))
             if step.done:
                 finished.append((node, step.value))
             else:
-                state = state._with(
-                    state._received, state._waiting, state._running.set(position(node), step),
-                    state._n_running + 1, state._partials, state._failures, state._feedback, (),
-                )  # fmt: skip
+                running = running.set(position(node), step)
+                n_running += 1
                 emitted.extend(((node, *t), r) for t, r in step.emitted)
-        if state._n_running == 0:
-            return Done(state._result())
-        return state._with(
-            state._received, state._waiting, state._running, state._n_running,
-            state._partials, state._failures, state._feedback, tuple(emitted),
-        )  # fmt: skip
-
-    def _deliver(self, node: str, gradient: Any, result: NodeResult, ready: dict[str, _Launch]) -> BackwardMachine:
-        positions = self._static.positions
-        received = self._received
-        arrived: dict[int, tuple[Partial, ...]] = {}
-        for partial in result.partials:
-            pos = positions.get(partial.target)
-            if pos is not None:  # instruction targets are not graph nodes, and never step
-                arrived[pos] = arrived.get(pos, received.get(pos)) + (partial,)
-        if arrived:
-            received = received.set_many(arrived)
-        waiting = self._waiting
-        stepping = self._static.stepping
-        left: dict[int, int] = {}
-        for target, pos in self._static.delivers[node]:
-            left[pos] = count = waiting.get(pos) - 1
-            if count == 0 and stepping[pos]:
-                ready[target] = _Launch(None, received.get(pos))
-        if left:
-            waiting = waiting.set_many(left)
-        feedback = self._feedback
-        if node != self.graph.output:
-            feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
-        return self._with(
-            received,
-            waiting,
-            self._running,
-            self._n_running,
-            self._partials.extend(result.partials),
-            self._failures.extend(result.failures),
-            feedback,
-            (),
-        )
+        state = self._with(received, waiting, running, n_running, partials, failures, feedback, tuple(emitted))
+        return Done(state._result()) if n_running == 0 else state
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
         targets = self._static.plan.targets[node]
