@@ -38,7 +38,7 @@ not one per request. Never more than `max_concurrency` workers exist.
 
 When the program is done, only parked and pending workers are left, so
 cancelling the task group then cancels no call. An exception from feeding the
-program (a function node's, say) or from `on_reply` ends the run: the pool
+program (a function given to `map_` or `bind`, say) or from `on_reply` ends the run: the pool
 keeps it, the task group is cancelled, and `Runner.run` raises it as it was.
 
 `Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
@@ -49,9 +49,9 @@ batch holds about one sample's state at a time.
 from __future__ import annotations
 
 import inspect
-from types import CoroutineType
 from collections import deque
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any, TypeVar
 
 import anyio
@@ -289,7 +289,7 @@ class _Pool:
         self.outstanding -= 1
         try:
             self.program = program = self.program.feed(token, reply)
-        except Exception as exc:  # a bug in the program or a function node: it ends the run, unwrapped
+        except Exception as exc:  # from a combinator's function: it ends the run, unwrapped
             self._fail(exc)
             return
         if program.done:
