@@ -46,6 +46,16 @@ from ._critical import Call, request_calls
 __all__ = ["anyio_floor", "measure_floor", "measure_parked_floor"]
 
 
+def _dependencies(calls: Sequence[Call]) -> tuple[list[list[int]], list[int], list[int]]:
+    """Each call's dependents, how many calls each waits for, and the calls that wait for none."""
+    dependents: list[list[int]] = [[] for _ in calls]
+    for i, call in enumerate(calls):
+        for j in call.after:
+            dependents[j].append(i)
+    waiting = [len(call.after) for call in calls]
+    return dependents, waiting, [i for i, n in enumerate(waiting) if n == 0]
+
+
 def measure_floor(calls: Sequence[Call], delays: Sequence[float]) -> tuple[float, float]:
     """One run of `calls` (from `request_calls`) under `anyio.run`, call i sleeping ``delays[i]``.
 
@@ -53,12 +63,7 @@ def measure_floor(calls: Sequence[Call], delays: Sequence[float]) -> tuple[float
     inside the event loop, from just before the first ``start_soon`` to the task
     group's exit (every call done).
     """
-    dependents: list[list[int]] = [[] for _ in calls]
-    for i, call in enumerate(calls):
-        for j in call.after:
-            dependents[j].append(i)
-    waiting = [len(call.after) for call in calls]
-    roots = [i for i, n in enumerate(waiting) if n == 0]
+    dependents, waiting, roots = _dependencies(calls)
     delays = list(delays)
     sleep = anyio.sleep
 
@@ -88,12 +93,7 @@ def measure_parked_floor(calls: Sequence[Call], delays: Sequence[float]) -> tupl
     Each task waits on its own `anyio.Event`, set when the last call it depends on
     ends; the clock starts just before the roots' events are set.
     """
-    dependents: list[list[int]] = [[] for _ in calls]
-    for i, call in enumerate(calls):
-        for j in call.after:
-            dependents[j].append(i)
-    waiting = [len(call.after) for call in calls]
-    roots = [i for i, n in enumerate(waiting) if n == 0]
+    dependents, waiting, roots = _dependencies(calls)
     delays = list(delays)
     sleep = anyio.sleep
 

@@ -60,13 +60,17 @@ async def test_a_nodes_call_starts_as_soon_as_its_inputs_exist():
     assert clock.starts["answer"] >= clock.ends["slow"]
 
 
+def two_steps():
+    """A chain of two LLM nodes: ``q -> first -> second``."""
+    b = GraphBuilder()
+    first = b.llm("first", inputs=[b.input("q")], instruction="Step one.")
+    b.llm("second", inputs=[first], instruction="Step two.")
+    return b.build(output="second")
+
+
 async def test_requests_start_across_samples_without_waiting_for_a_batch():
     """A fast sample's second node starts while a slow sample's first node is still running."""
-    b = GraphBuilder()
-    q = b.input("q")
-    first = b.llm("first", inputs=[q], instruction="Step one.")
-    b.llm("second", inputs=[first], instruction="Step two.")
-    graph, params = b.build(output="second")
+    graph, params = two_steps()
     starts: dict = {}
 
     async def llm(request):
@@ -187,11 +191,7 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
 
 async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_loop_pass_is_fed():
     """When two samples' replies arrive in one loop pass, the first's next call starts before the other is fed."""
-    b = GraphBuilder()
-    q = b.input("q")
-    first = b.llm("first", inputs=[q], instruction="Step one.")
-    b.llm("second", inputs=[first], instruction="Step two.")
-    graph, params = b.build(output="second")
+    graph, params = two_steps()
     gate, events = anyio.Event(), []
 
     async def llm(request):
