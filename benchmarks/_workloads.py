@@ -5,14 +5,16 @@ Every workload runs fake LLMs only: no network, no API key. The latency workload
 always parse -- under `LatencyLLM` for a controlled delay; W3 and W6 call it
 directly; W2's optimizer iteration runs `HashLLM`, whose every answer is wrong.
 A real LLM's work happens on its server: a fake that spends client CPU per call
-(HashLLM hashes the whole request) would put that CPU on the critical path. Each returns a
-plain dict for ``latest.json``; `benchmarks._suite` prints and saves them.
+(HashLLM hashes the whole request) would put that CPU on the critical path. Each
+workload returns a plain dict for ``latest.json``; `benchmarks._suite` prints and
+saves them.
 
 Timing: wall time is `time.perf_counter` *inside* the event loop, from building
 the program (``forward(...)`` already emits the first requests) to its value; the
 event loop's own start-up and tear-down are not counted. CPU time is
-`time.process_time` over the same span. A workload is repeated and the median
-run is reported; ``walls_s`` keeps every run.
+`time.process_time` over the same span. A latency workload is repeated and the
+median run is reported; ``walls_s`` keeps every run. W3 and W6 keep their fastest
+run instead (see `w3_overhead`, `w6_scale`).
 
 The latency workloads (W1, W4, W5) also time their *anyio floors*
 (`benchmarks._floor`): minimal anyio programs making the same calls with the same
@@ -279,9 +281,9 @@ def run_timed(build: Callable[[], Program[Any]], llm: Any, *, max_concurrency: i
     return Measured(wall, cpu, dict(stats.calls_by_purpose), stats.peak_in_flight)
 
 
-def record(build: Callable[[], Program[Any]], inner: Any = None) -> RecordingLLM:
-    """Run the program once with `run_sync` and `inner` (default `ScaleLLM`), keeping its requests."""
-    rec = RecordingLLM(ScaleLLM() if inner is None else inner)
+def record(build: Callable[[], Program[Any]]) -> RecordingLLM:
+    """Run the program once with `run_sync` and `ScaleLLM`, keeping its requests."""
+    rec = RecordingLLM(ScaleLLM())
     Runner(rec).run_sync(build())
     return rec
 

@@ -168,8 +168,8 @@ class _Gather(Program[tuple[Any, ...]]):
             return _Gather(children, self.size, waiting, ())
         emitted = child.emitted
         if len(emitted) == 1:  # the usual case: no generator
-            ((token, request),) = emitted
-            emitted = (((index, *token), request),)
+            ((sub, request),) = emitted
+            emitted = (((index, *sub), request),)
         elif emitted:
             emitted = tuple(((index, *t), r) for t, r in emitted)
         return _Gather(children, self.size, self.waiting, emitted)
