@@ -13,8 +13,8 @@ Timing: wall time is `time.perf_counter` *inside* the event loop, from building
 the program (``forward(...)`` already emits the first requests) to its value; the
 event loop's own start-up and tear-down are not counted. CPU time is
 `time.process_time` over the same span. A latency workload is repeated and the
-median run is reported; ``walls_s`` keeps every run. W3 and W6 keep their fastest
-run instead (see `w3_overhead`, `w6_scale`).
+median run is reported; ``walls_s`` keeps every run. W3 keeps its fastest run
+and W6 the mean of rounds in alternating order (see `w3_overhead`, `w6_scale`).
 
 The latency workloads (W1, W4, W5) also time their *anyio floors*
 (`benchmarks._floor`): minimal anyio programs making the same calls with the same
@@ -95,8 +95,8 @@ class Settings:
     w5_seed: int = 7
     w6_sizes: tuple[int, ...] = (250, 500, 1000)
     w6_samples: int = 100
-    #: W6 times every size this many times, sizes interleaved, and keeps each size's fastest
-    #: run: this VM's speed drifts over the half minute one round takes.
+    #: W6 times every size this many times, the order of sizes reversed every other round,
+    #: and takes each size's mean: this VM's speed drifts over the half minute a round takes.
     w6_rounds: int = 2
     #: seconds the W6 timing runs may take; fewer samples are used when they would not fit.
     w6_budget_s: float = 90.0
@@ -585,8 +585,8 @@ def _w6_once(graph: Any, params: Any, samples: int, *, memory: bool) -> tuple[fl
 
 def w6_scale(settings: Settings) -> dict[str, Any]:
     """W6: forward + backward of a random DAG of each size x S samples at zero latency
-    (sync runner, `ScaleLLM`): time (the fastest of `w6_rounds` interleaved rounds), and
-    peak traced memory (tracemalloc, separate run)."""
+    (sync runner, `ScaleLLM`): time (the mean of `w6_rounds` rounds, the order of sizes
+    reversed every other round), and peak traced memory (tracemalloc, separate run)."""
     sizes = settings.w6_sizes
     graphs = {n: random_dag(n, seed=settings.w6_seed) for n in sizes}
     # Calibrate on one sample per size (also a warm-up), then use as many samples as fit the budget.
@@ -595,15 +595,20 @@ def w6_scale(settings: Settings) -> dict[str, Any]:
     fit = int(settings.w6_budget_s / max(rounds * sum(per_sample.values()), 1e-9))
     samples = max(1, min(settings.w6_samples, fit))
     mem_samples = max(1, min(samples, settings.w6_mem_samples))
+    # Rounds alternate the order of sizes (small to large, then large to small, ...) and
+    # each size's figure is its mean over the rounds: a drift of the machine's speed that
+    # is steady over the rounds then weighs on every size alike (an "ABBA" design).
     timed: dict[int, list[tuple[float, dict[str, int], _GCTimer]]] = {n: [] for n in sizes}
-    for _ in range(rounds):
-        for n in sizes:
+    for r in range(rounds):
+        for n in sizes if r % 2 == 0 else tuple(reversed(sizes)):
             seconds, _, calls, collector = _w6_once(*graphs[n], samples, memory=False)
             timed[n].append((seconds, calls, collector))
     rows: dict[str, Any] = {}
     for n in sizes:
         graph, params = graphs[n]
-        seconds, calls, collector = min(timed[n], key=lambda run: run[0])
+        seconds = statistics.fmean(run[0] for run in timed[n])
+        gc_seconds = statistics.fmean(run[2].seconds for run in timed[n])
+        calls, collector = timed[n][0][1], timed[n][0][2]
         _, peak_mb, _, _ = _w6_once(graph, params, mem_samples, memory=True)
         rows[str(n)] = {
             "nodes": n,
@@ -613,9 +618,9 @@ def w6_scale(settings: Settings) -> dict[str, Any]:
             "calls": calls,
             "us_per_call": round(seconds / max(1, sum(calls.values())) * 1e6, 2),
             "fake_us_per_call": round(_w6_fake_us(graph, params, max(1, min(samples, 2))), 2),
-            "gc_seconds": round(collector.seconds, 4),
+            "gc_seconds": round(gc_seconds, 4),
             "gc_passes": collector.passes,
-            "seconds_excluding_gc": round(seconds - collector.seconds, 4),
+            "seconds_excluding_gc": round(seconds - gc_seconds, 4),
             "seconds_all_rounds": [round(run[0], 4) for run in timed[n]],
         }
     small, large = str(sizes[0]), str(sizes[-1])
