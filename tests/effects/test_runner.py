@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM, LatencyLLM, ScriptedLLM
-from semgrad.core import GraphBuilder, LLMError, forward, gather
+from semgrad.core import GraphBuilder, LLMError, LLMRequest, Message, Program, forward, gather
 from semgrad.effects import Runner, run, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
@@ -240,3 +240,31 @@ async def test_an_exception_while_feeding_a_reply_ends_the_run_as_itself(where):
     with anyio.fail_after(5), pytest.raises(ZeroDivisionError, match=where):
         await runner.run(program)
     assert cancelled == ["slow"]
+
+
+class _Stuck(Program):
+    """A program that waits for replies without asking for any (a broken program)."""
+
+    emitted = ()
+
+    def __init__(self, after_first: bool) -> None:
+        self.after_first = after_first
+        if after_first:  # ask once, then get stuck
+            self.emitted = (((), LLMRequest((Message("user", "once"),))),)
+
+    def feed(self, token, reply):
+        return _Stuck(False)
+
+
+@pytest.mark.parametrize("after_first", [False, True])
+def test_a_program_that_waits_without_asking_is_a_protocol_error_on_both_runners(after_first):
+    """A program that is not done and has nothing in flight raises ProtocolError, sync and async alike."""
+    from semgrad.core import ProtocolError
+
+    async def async_llm(request):
+        await anyio.sleep(0)
+        return "ok"
+
+    for llm in (FunctionLLM(lambda request: "ok"), FunctionLLM(async_llm)):
+        with pytest.raises(ProtocolError, match="asked for none"):
+            run_sync(_Stuck(after_first), llm)
