@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM, LatencyLLM, ScriptedLLM
-from semgrad.core import GraphBuilder, LLMError, LLMRequest, Message, Program, forward, gather
+from semgrad.core import GraphBuilder, LLMError, LLMRequest, Message, Program, ProtocolError, ask, forward, gather, map_
 from semgrad.effects import Runner, run, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
@@ -215,9 +215,6 @@ async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_lo
 @pytest.mark.parametrize("where", ["program", "on_reply"])
 async def test_an_exception_while_feeding_a_reply_ends_the_run_as_itself(where):
     """An exception from the program's code or from on_reply leaves run unwrapped and cancels the other calls."""
-    from semgrad.core import Message, ask, map_
-    from semgrad.core._requests import LLMRequest
-
     cancelled = []
 
     async def llm(request):
@@ -259,7 +256,6 @@ class _Stuck(Program):
 @pytest.mark.parametrize("after_first", [False, True])
 def test_a_program_that_waits_without_asking_is_a_protocol_error_on_both_runners(after_first):
     """A program that is not done and has nothing in flight raises ProtocolError, sync and async alike."""
-    from semgrad.core import ProtocolError
 
     async def async_llm(request):
         await anyio.sleep(0)
