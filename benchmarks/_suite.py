@@ -17,7 +17,16 @@ from typing import Any
 from . import _workloads as w
 from ._workloads import Settings
 
-__all__ = ["FAMILIES", "format_markdown", "format_table", "machine_info", "main", "run_suite", "textgrad_available"]
+__all__ = [
+    "FAMILIES",
+    "format_comparison",
+    "format_markdown",
+    "format_table",
+    "machine_info",
+    "main",
+    "run_suite",
+    "textgrad_available",
+]
 
 FAMILIES = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
@@ -282,6 +291,28 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join([render(head), render(tuple("-" * n for n in widths)), *map(render, lines)])
 
 
+def format_comparison(report: dict[str, Any]) -> str:
+    """TextGrad's figures over semgrad's, from the same run ("" when there are no TextGrad rows).
+
+    Wall time for the latency workloads (sequential as TextGrad runs, and with a
+    thread per sample), CPU per call for W3.
+    """
+    lines = []
+    for key, systems in report["workloads"].items():
+        mine = systems.get("textgrad", {}).get("vs_semgrad")
+        if mine is None:
+            continue
+        if key == "W3":
+            lines.append(f"  {key:<10} CPU per call x{mine:g}")
+            continue
+        threads = systems.get("textgrad_threads", {}).get("vs_semgrad")
+        extra = f", x{threads:g} with a thread per sample" if threads is not None else ""
+        lines.append(f"  {key:<10} wall time x{mine:g} sequential{extra}")
+    if not lines:
+        return ""
+    return "\n".join(["TextGrad / semgrad, same run, same fake latency:", *lines])
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """The text table as a Markdown table (for README.md)."""
     lines = format_table(report).splitlines()
@@ -317,7 +348,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.markdown:
-        print(format_markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))))
+        saved = json.loads(Path(args.markdown).read_text(encoding="utf-8"))
+        print(format_markdown(saved))
+        comparison = format_comparison(saved)
+        if comparison:
+            print("\n" + comparison)
         return 0
     settings = Settings.quick() if args.quick else Settings.default()
     changes: dict[str, Any] = {}
@@ -347,6 +382,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     print()
     print(format_table(report))
+    comparison = format_comparison(report)
+    if comparison:
+        print("\n" + comparison)
     for note in report["notes"]:
         print(f"note: {note}")
     m = report["machine"]

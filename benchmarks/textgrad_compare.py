@@ -1,4 +1,4 @@
-"""The same workloads in TextGrad (W1, W4, and W3's overhead), with the same fake latency.
+"""The same workloads in TextGrad (W1, W2, W4, and W3's overhead), with the same fake latency.
 
 TextGrad is never a dependency of semgrad. Install it in its own environment::
 
@@ -19,6 +19,11 @@ How the equivalent programs are written (TextGrad 0.1.x):
 * W1: per sample, ``hint_1`` and ``hint_2`` are `FormattedLLMCall`s of the
   question with trainable instruction `Variable`s as system prompts, and
   ``answer`` a `FormattedLLMCall` of the question and both hints.
+* W2: one TGD iteration with a validation gate, as in TextGrad's prompt
+  optimization example: forward over the training batch, a `TextLoss` on the
+  first k wrong answers, ``tg.sum(losses).backward()``, ``TextualGradientDescent.step()``
+  over the 3 instructions (the fake answers between TGD's tags), then forward over
+  the validation set and a revert unless the score improved; `tg_w2`.
 * W4: the same layered graph; TextGrad seeds feedback through a loss, so each
   sample adds a `TextLoss` call (``evaluate``) and calls ``loss.backward(engine)``.
   TextGrad's backward is per edge and sends a partial to every predecessor that
@@ -53,9 +58,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LatencyEngine", "add_rows", "available", "main", "tg_overhead", "tg_w1", "tg_w4"]
+__all__ = ["LatencyEngine", "add_rows", "available", "main", "tg_overhead", "tg_w1", "tg_w2", "tg_w4"]
 
 HINT = "Work out an intermediate step that helps solve the problem."
+#: TextGrad's default tags around a TGD update's new value.
+TGD_TAGS = ("<IMPROVED_VARIABLE>", "</IMPROVED_VARIABLE>")
 SOLVE = "Solve the problem."
 
 
@@ -77,6 +84,10 @@ def _engine_class() -> type:
     _import()
     from textgrad.autograd.llm_backward_prompts import BACKWARD_SYSTEM_PROMPT
     from textgrad.engine import EngineLM
+    from textgrad.optimizer.optimizer_prompts import OPTIMIZER_SYSTEM_PROMPT
+
+    # The system prompt of TGD's update calls, with its default tags.
+    tgd_system = OPTIMIZER_SYSTEM_PROMPT.format(new_variable_start_tag=TGD_TAGS[0], new_variable_end_tag=TGD_TAGS[1])
 
     class LatencyEngine(EngineLM):
         """A TextGrad engine with a fixed delay and digest replies (no network)."""
@@ -94,6 +105,8 @@ def _engine_class() -> type:
         def generate(self, prompt: str, system_prompt: str | None = None, **kwargs: Any) -> str:
             if system_prompt == BACKWARD_SYSTEM_PROMPT:
                 purpose = "backward"
+            elif system_prompt == tgd_system:
+                purpose = "rewrite"
             elif system_prompt in self.evaluate_prompts:
                 purpose = "evaluate"
             else:
@@ -106,6 +119,8 @@ def _engine_class() -> type:
             try:
                 if self.latency:
                     time.sleep(self.latency)
+                if purpose == "rewrite":  # TGD reads the new value between its tags
+                    return f"{TGD_TAGS[0]}{reply(prompt, system_prompt)}{TGD_TAGS[1]}"
                 return reply(prompt, system_prompt)
             finally:
                 with self.lock:
@@ -257,6 +272,76 @@ def tg_w1(latency: float, batch: int, *, threads: bool, repeats: int = 1, limit:
     )
 
 
+def tg_w2(
+    latency: float,
+    train: int = 32,
+    validation: int = 32,
+    k: int = 4,
+    *,
+    threads: bool,
+    repeats: int = 1,
+    limit: float | None = None,
+) -> dict[str, Any]:
+    """W2 in TextGrad: one TGD iteration with a validation gate, as in TextGrad's prompt
+    optimization example, on the paper's graph.
+
+    Forward over `train` questions; a `TextLoss` (``evaluate``) on the first `k` wrong
+    answers, summed, and ``backward``; ``TextualGradientDescent.step()`` over the 3
+    instructions (``rewrite``); then forward over `validation` questions and a revert
+    if the validation score did not improve (TextGrad's ``run_validation_revert``). The
+    seed validation score is computed before the clock starts, with the same engine
+    (its calls are counted, as in semgrad's W2 row).
+    """
+    tg = _import()
+    from textgrad.optimizer import TextualGradientDescent
+
+    def correct(answers: list[Any], offset: int) -> list[bool]:
+        return [a.value.strip() == str(2 * (offset + i)) for i, a in enumerate(answers)]
+
+    walls, cpus = [], []
+    engine = None
+    for _ in range(repeats):
+        engine = LatencyEngine(latency, [_evaluate_prompt(i) for i in range(train)])
+        instructions = _paper_instructions(tg)
+
+        def batch(offset: int, n: int, engine: Any = engine, instructions: dict[str, Any] = instructions) -> list[Any]:
+            one = lambda i: _paper_sample(tg, engine, instructions, offset + i)  # noqa: E731
+            if threads:
+                return list(ThreadPoolExecutor(max_workers=n).map(one, range(n)))
+            return [one(i) for i in range(n)]
+
+        seed = sum(correct(batch(1000, validation), 1000)) / validation
+
+        def iteration(
+            engine: Any = engine, instructions: dict[str, Any] = instructions, batch: Any = batch, seed: float = seed
+        ) -> None:
+            answers = batch(0, train)
+            wrong = [i for i, ok in enumerate(correct(answers, 0)) if not ok][:k]
+            loss = lambda i: tg.TextLoss(_evaluate_prompt(i), engine=engine)(answers[i])  # noqa: E731
+            losses = list(ThreadPoolExecutor(max_workers=k).map(loss, wrong)) if threads else [loss(i) for i in wrong]
+            tg.sum(losses).backward(engine)
+            before = {name: variable.value for name, variable in instructions.items()}
+            TextualGradientDescent(engine=engine, parameters=list(instructions.values())).step()
+            if sum(correct(batch(1000, validation), 1000)) / validation <= seed:
+                for name, variable in instructions.items():
+                    variable.set_value(before[name])
+
+        wall, cpu = _measure(iteration)
+        walls.append(wall)
+        cpus.append(cpu)
+    return _row(
+        walls,
+        cpus,
+        engine,
+        limit if limit is not None else 6 * latency,
+        latency_s=latency,
+        samples=train,
+        threads=threads,
+        validation=validation,
+        k=k,
+    )
+
+
 def tg_w4(
     latency: float,
     batch: int,
@@ -346,7 +431,7 @@ def tg_overhead(batch: int = 256, repeats: int = 3) -> dict[str, Any]:
 def add_rows(
     report: dict[str, Any], settings: Any, only: Sequence[str], *, echo: Callable[[str], None] = print
 ) -> None:
-    """Add ``textgrad`` and ``textgrad_threads`` rows to `report` for W1, W4 (at
+    """Add ``textgrad`` and ``textgrad_threads`` rows to `report` for W1, W2, W4 (at
     ``settings.textgrad_latencies``) and W3."""
     workloads = report["workloads"]
     tg = _import()
@@ -360,7 +445,7 @@ def add_rows(
         f"run {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC by benchmarks.textgrad_compare."
     )
     for latency in settings.textgrad_latencies:
-        for family in ("W1", "W4"):
+        for family in ("W1", "W2", "W4"):
             if family not in only:
                 continue
             key = f"{family}@{latency:g}"
@@ -372,6 +457,16 @@ def add_rows(
                     row = tg_w1(
                         latency, settings.w1_batch, threads=threads, repeats=settings.textgrad_repeats, limit=limit
                     )
+                elif family == "W2":
+                    row = tg_w2(
+                        latency,
+                        settings.w2_train,
+                        settings.w2_validation,
+                        settings.w2_k,
+                        threads=threads,
+                        repeats=settings.textgrad_repeats,
+                        limit=limit,
+                    )
                 else:
                     row = tg_w4(
                         latency,
@@ -382,11 +477,17 @@ def add_rows(
                         repeats=settings.textgrad_repeats,
                         limit=limit,
                     )
+                if semgrad_row.get("wall_s"):
+                    row["vs_semgrad"] = round(row["wall_s"] / semgrad_row["wall_s"], 2)
                 workloads.setdefault(key, {})[label] = row
                 echo(f"  {key:<14} {label} done in {time.perf_counter() - t0:6.1f} s")
     if "W3" in only:
         t0 = time.perf_counter()
-        workloads.setdefault("W3", {})["textgrad"] = tg_overhead(settings.w3_batch, max(1, settings.w3_repeats))
+        row = tg_overhead(settings.w3_batch, max(1, settings.w3_repeats))
+        ours = workloads.get("W3", {}).get("semgrad", {}).get("us_per_call")
+        if ours:
+            row["vs_semgrad"] = round(row["us_per_call"] / ours, 2)
+        workloads.setdefault("W3", {})["textgrad"] = row
         echo(f"  {'W3':<14} textgrad done in {time.perf_counter() - t0:6.1f} s")
     skipped = [f"{lat:g}" for lat in settings.latencies if lat not in settings.textgrad_latencies]
     if skipped:
@@ -397,12 +498,12 @@ def add_rows(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ._suite import format_table
+    from ._suite import format_comparison, format_table
     from ._workloads import Settings
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.textgrad_compare", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="W1,W3,W4")
+    parser.add_argument("--only", default="W1,W2,W3,W4")
     parser.add_argument(
         "--merge", default=None, help="add the rows to this JSON report (e.g. benchmarks/results/latest.json)"
     )
@@ -416,6 +517,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = json.loads(path.read_text()) if path and path.exists() else {"machine": {}, "workloads": {}, "notes": []}
     add_rows(report, settings, only)
     print(format_table(report))
+    comparison = format_comparison(report)
+    if comparison:
+        print("\n" + comparison)
     if path:
         path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"merged into {path}")

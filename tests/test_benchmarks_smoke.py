@@ -74,3 +74,22 @@ def test_cli_selects_workloads_and_writes_where_told(
     assert "W7" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--only", "W9", "--output", "-"])
+
+
+def test_the_textgrad_comparison_lists_textgrads_figures_over_semgrads() -> None:
+    """The comparison block states TextGrad's wall time and CPU per call over semgrad's, and is empty without them."""
+    from benchmarks._suite import format_comparison
+
+    report = {
+        "workloads": {
+            "W1@0.02": {"semgrad": {}, "textgrad": {"vs_semgrad": 41.2}, "textgrad_threads": {"vs_semgrad": 1.5}},
+            "W2@0.02": {"semgrad": {}, "textgrad": {"vs_semgrad": 46.0}},
+            "W3": {"semgrad": {}, "textgrad": {"vs_semgrad": 4.0}},
+            "W7": {"semgrad": {}},
+        }
+    }
+    text = format_comparison(report)
+    assert "W1@0.02    wall time x41.2 sequential, x1.5 with a thread per sample" in text
+    assert "W2@0.02    wall time x46 sequential" in text and "W3         CPU per call x4" in text
+    assert "W7" not in text
+    assert format_comparison({"workloads": {"W1@0.02": {"semgrad": {}}}}) == ""
