@@ -245,31 +245,36 @@ def _row(walls: list[float], cpus: list[float], engine: Any, limit: float, **ext
     }
 
 
-def tg_w1(latency: float, batch: int, *, threads: bool, repeats: int = 1, limit: float | None = None) -> dict[str, Any]:
-    """W1 in TextGrad: forward over `batch` questions on the paper's graph."""
-    tg = _import()
-    walls, cpus = [], []
-    engine = None
+def _each(one: Callable[[int], Any], n: int, *, threads: bool) -> list[Any]:
+    """``[one(i) for i in range(n)]``, or the same with one thread per item."""
+    if threads:
+        return list(ThreadPoolExecutor(max_workers=max(1, n)).map(one, range(n)))
+    return [one(i) for i in range(n)]
+
+
+def _timed(repeats: int, setup: Callable[[], tuple[Any, Callable[[], object]]]) -> tuple[list[float], list[float], Any]:
+    """`repeats` times: ``engine, run = setup()``, then time ``run()``. Wall and CPU seconds, and the last engine."""
+    walls, cpus, engine = [], [], None
     for _ in range(repeats):
-        engine = LatencyEngine(latency)
-        instructions = _paper_instructions(tg)
-        one = lambda i: _paper_sample(tg, engine, instructions, i)  # noqa: E731
-        if threads:
-            run = lambda: list(ThreadPoolExecutor(max_workers=batch).map(one, range(batch)))  # noqa: E731
-        else:
-            run = lambda: [one(i) for i in range(batch)]  # noqa: E731
+        engine, run = setup()
         wall, cpu = _measure(run)
         walls.append(wall)
         cpus.append(cpu)
-    return _row(
-        walls,
-        cpus,
-        engine,
-        limit if limit is not None else 2 * latency,
-        latency_s=latency,
-        samples=batch,
-        threads=threads,
-    )
+    return walls, cpus, engine
+
+
+def tg_w1(latency: float, batch: int, *, threads: bool, repeats: int = 1, limit: float | None = None) -> dict[str, Any]:
+    """W1 in TextGrad: forward over `batch` questions on the paper's graph."""
+    tg = _import()
+
+    def setup() -> tuple[Any, Callable[[], object]]:
+        engine = LatencyEngine(latency)
+        instructions = _paper_instructions(tg)
+        return engine, lambda: _each(lambda i: _paper_sample(tg, engine, instructions, i), batch, threads=threads)
+
+    walls, cpus, engine = _timed(repeats, setup)
+    limit = limit if limit is not None else 2 * latency
+    return _row(walls, cpus, engine, limit, latency_s=latency, samples=batch, threads=threads)
 
 
 def tg_w2(
@@ -295,50 +300,34 @@ def tg_w2(
     tg = _import()
     from textgrad.optimizer import TextualGradientDescent
 
-    def correct(answers: list[Any], offset: int) -> list[bool]:
-        return [a.value.strip() == str(2 * (offset + i)) for i, a in enumerate(answers)]
-
-    walls, cpus = [], []
-    engine = None
-    for _ in range(repeats):
+    def setup() -> tuple[Any, Callable[[], object]]:
         engine = LatencyEngine(latency, [_evaluate_prompt(i) for i in range(train)])
         instructions = _paper_instructions(tg)
 
-        def batch(offset: int, n: int, engine: Any = engine, instructions: dict[str, Any] = instructions) -> list[Any]:
-            one = lambda i: _paper_sample(tg, engine, instructions, offset + i)  # noqa: E731
-            if threads:
-                return list(ThreadPoolExecutor(max_workers=n).map(one, range(n)))
-            return [one(i) for i in range(n)]
+        def score(offset: int, n: int) -> tuple[list[Any], float]:
+            answers = _each(lambda i: _paper_sample(tg, engine, instructions, offset + i), n, threads=threads)
+            right = [a.value.strip() == str(2 * (offset + i)) for i, a in enumerate(answers)]
+            return answers, sum(right) / n
 
-        seed = sum(correct(batch(1000, validation), 1000)) / validation
+        seed = score(1000, validation)[1]
 
-        def iteration(
-            engine: Any = engine, instructions: dict[str, Any] = instructions, batch: Any = batch, seed: float = seed
-        ) -> None:
-            answers = batch(0, train)
-            wrong = [i for i, ok in enumerate(correct(answers, 0)) if not ok][:k]
-            loss = lambda i: tg.TextLoss(_evaluate_prompt(i), engine=engine)(answers[i])  # noqa: E731
-            losses = list(ThreadPoolExecutor(max_workers=k).map(loss, wrong)) if threads else [loss(i) for i in wrong]
-            tg.sum(losses).backward(engine)
+        def iteration() -> None:
+            answers, _ = score(0, train)
+            wrong = [i for i, a in enumerate(answers) if a.value.strip() != str(2 * i)][:k]
+            loss = lambda j: tg.TextLoss(_evaluate_prompt(wrong[j]), engine=engine)(answers[wrong[j]])  # noqa: E731
+            tg.sum(_each(loss, len(wrong), threads=threads)).backward(engine)
             before = {name: variable.value for name, variable in instructions.items()}
             TextualGradientDescent(engine=engine, parameters=list(instructions.values())).step()
-            if sum(correct(batch(1000, validation), 1000)) / validation <= seed:
+            if score(1000, validation)[1] <= seed:
                 for name, variable in instructions.items():
                     variable.set_value(before[name])
 
-        wall, cpu = _measure(iteration)
-        walls.append(wall)
-        cpus.append(cpu)
+        return engine, iteration
+
+    walls, cpus, engine = _timed(repeats, setup)
+    limit = limit if limit is not None else 6 * latency
     return _row(
-        walls,
-        cpus,
-        engine,
-        limit if limit is not None else 6 * latency,
-        latency_s=latency,
-        samples=train,
-        threads=threads,
-        validation=validation,
-        k=k,
+        walls, cpus, engine, limit, latency_s=latency, samples=train, threads=threads, validation=validation, k=k
     )
 
 
@@ -354,35 +343,24 @@ def tg_w4(
 ) -> dict[str, Any]:
     """W4 in TextGrad: forward + loss + backward per sample on the layered graph."""
     tg = _import()
-    walls, cpus = [], []
-    engine = None
-    for _ in range(repeats):
+
+    def setup() -> tuple[Any, Callable[[], object]]:
         engine = LatencyEngine(latency, [_evaluate_prompt(i) for i in range(batch)])
         shared = _layered_instructions(tg, width, depth)
 
-        def one(i: int, engine: Any = engine, shared: dict[str, Any] = shared) -> None:
+        def one(i: int) -> None:
             instructions = _layered_instructions(tg, width, depth) if threads else shared
             _layered_sample(tg, engine, instructions, i, width, depth)
 
-        if threads:
-            run = lambda one=one: list(ThreadPoolExecutor(max_workers=batch).map(one, range(batch)))  # noqa: E731
-        else:
-            run = lambda one=one: [one(i) for i in range(batch)]  # noqa: E731
-        wall, cpu = _measure(run)
-        walls.append(wall)
-        cpus.append(cpu)
+        return engine, lambda: _each(one, batch, threads=threads)
+
+    walls, cpus, engine = _timed(repeats, setup)
     # TextGrad's own longest chain if every independent call ran at once: the forward
     # levels, the loss, the loss's backward, then final's and each layer's backward.
     own_chain = (depth + 1) + 1 + 1 + (depth + 1)
+    limit = limit if limit is not None else (depth + 1 + depth) * latency
     return _row(
-        walls,
-        cpus,
-        engine,
-        limit if limit is not None else (depth + 1 + depth) * latency,
-        latency_s=latency,
-        samples=batch,
-        threads=threads,
-        own_chain_calls=own_chain,
+        walls, cpus, engine, limit, latency_s=latency, samples=batch, threads=threads, own_chain_calls=own_chain
     )
 
 
