@@ -12,6 +12,8 @@ from semgrad.core import GraphBuilder, LLMError, LLMRequest, Message, Program, P
 from semgrad.effects import Runner, run, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
+from ._graphs import chain_graph
+
 
 @settings(max_examples=25)
 @given(graphs(), st.data(), pure_llms())
@@ -60,17 +62,9 @@ async def test_a_nodes_call_starts_as_soon_as_its_inputs_exist():
     assert clock.starts["answer"] >= clock.ends["slow"]
 
 
-def two_steps():
-    """A chain of two LLM nodes: ``q -> first -> second``."""
-    b = GraphBuilder()
-    first = b.llm("first", inputs=[b.input("q")], instruction="Step one.")
-    b.llm("second", inputs=[first], instruction="Step two.")
-    return b.build(output="second")
-
-
 async def test_requests_start_across_samples_without_waiting_for_a_batch():
     """A fast sample's second node starts while a slow sample's first node is still running."""
-    graph, params = two_steps()
+    graph, params = chain_graph(2)
     starts: dict = {}
 
     async def llm(request):
@@ -83,7 +77,7 @@ async def test_requests_start_across_samples_without_waiting_for_a_batch():
     )
     t0 = anyio.current_time()
     await run(program, FunctionLLM(llm))
-    assert starts[("fast", "second")] - t0 < 0.3
+    assert starts[("fast", "n1")] - t0 < 0.3
 
 
 @pytest.mark.parametrize("limit", [1, 2, 5])
@@ -191,12 +185,12 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
 
 async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_loop_pass_is_fed():
     """When two samples' replies arrive in one loop pass, the first's next call starts before the other is fed."""
-    graph, params = two_steps()
+    graph, params = chain_graph(2)
     gate, events = anyio.Event(), []
 
     async def llm(request):
         events.append(("call", request.node, request.sample))
-        if request.node == "first":
+        if request.node == "n0":
             await gate.wait()  # both first calls wake in the same pass
         return "ok"
 
@@ -209,7 +203,7 @@ async def test_a_reply_makes_its_successor_start_before_the_rest_of_its_event_lo
         while len(events) < 2:
             await anyio.sleep(0.001)
         gate.set()
-    assert events.index(("call", "second", 0)) < events.index(("reply", "first", 1))
+    assert events.index(("call", "n1", 0)) < events.index(("reply", "n0", 1))
 
 
 @pytest.mark.parametrize("where", ["program", "on_reply"])
@@ -245,7 +239,6 @@ class _Stuck(Program):
     emitted = ()
 
     def __init__(self, after_first: bool) -> None:
-        self.after_first = after_first
         if after_first:  # ask once, then get stuck
             self.emitted = (((), LLMRequest((Message("user", "once"),))),)
 

@@ -9,18 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
-from semgrad.core import GraphBuilder, forward, gather
+from semgrad.core import forward, gather
 from semgrad.effects import Runner, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
-
-def chain_graph(depth):
-    """``q -> n0 -> n1 -> ...``: one request per sample and level."""
-    b = GraphBuilder()
-    previous = b.input("q")
-    for i in range(depth):
-        previous = b.llm(f"n{i}", inputs=[previous], instruction="x")
-    return b.build(output=f"n{depth - 1}")
+from ._graphs import chain_graph
 
 
 def batch(graph, params, size):

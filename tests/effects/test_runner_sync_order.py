@@ -6,16 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import GraphBuilder, forward, gather
+from semgrad.core import forward, gather
 from semgrad.effects import Runner
 
-
-def chain_graph(depth):
-    b = GraphBuilder()
-    previous = b.input("q")
-    for i in range(depth):
-        previous = b.llm(f"n{i}", inputs=[previous], instruction="x")
-    return b.build(output=f"n{depth - 1}")
+from ._graphs import chain_graph
 
 
 @given(st.integers(1, 12), st.integers(1, 4))
