@@ -207,6 +207,7 @@ def run_experiment(
                 await preflight(stack.llm, tasks[0])
             finally:
                 ledger.add(None, stack.tally.take())
+            stack.tally.watch_afresh()
         config.save(out)
         results: list[dict[str, Any]] = []
         for task in tasks:
