@@ -29,7 +29,7 @@ class RunOutcome:
             checkpoint), "skipped" (already finished) or "failed".
         error: Why it failed (one line), else None.
         test: Its test accuracy, when known.
-        calls: The calls it made in its last process, when known.
+        calls: The calls it made (over all its processes, when it was resumed), when known.
     """
 
     name: str
