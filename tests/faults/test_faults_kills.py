@@ -157,3 +157,34 @@ def test_a_run_killed_after_an_accepted_update_keeps_it(tmp_path):
     resumed = semgrad(*args, "--out", str(out), "--resume")
     assert resumed.returncode == 0, resumed.stderr
     _same_results(whole, out)
+
+
+def _truncated(data: dict, text: str) -> str:
+    return text[: len(text) // 2]
+
+
+def _negative(data: dict, text: str) -> str:
+    data["ledger"]["$dict"][0][1]["$dict"][0][1] = -5  # the preflight's "calls"
+    return json.dumps(data)
+
+
+def _wrong_shape(data: dict, text: str) -> str:
+    return json.dumps({"format": data["format"], "ledger": {"$dict": [["tasks", []]]}})
+
+
+@pytest.mark.parametrize("damage", [_truncated, _negative, _wrong_shape])
+def test_a_damaged_ledger_is_refused_with_one_line_naming_it(tmp_path, damage):
+    """A truncated or tampered ledger.json stops --resume with one line naming the file, not a bare KeyError."""
+    from semgrad.effects import CheckpointError
+    from semgrad.experiments._ledger import Ledger
+
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, validation=4, test=4, iterations=1)
+    run_experiment(config, tmp_path / "run", llm=HashLLM())
+    path = tmp_path / "run" / "ledger.json"
+    text = path.read_text("utf-8")
+    path.write_text(damage(json.loads(text), text), "utf-8")
+    with pytest.raises(CheckpointError) as caught:
+        Ledger.load(tmp_path / "run")
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(CheckpointError, match="ledger.json"):
+        run_experiment(config, tmp_path / "run", llm=HashLLM(), resume=True)
