@@ -311,8 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--depth", type=int, default=4)
     graph.set_defaults(func=_graph)
 
+    from .sweeps._spec_format import SPEC_HELP
+
     sweep = sub.add_parser(
-        "sweep", help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably"
+        "sweep",
+        help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably",
+        epilog=SPEC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep.add_argument("spec", help="the sweep spec (TOML): tasks, seeds, optimizers, models and shared settings")
     sweep.add_argument("--out", help="the sweep directory (default sweeps/<spec name>); re-running skips finished runs")

@@ -101,6 +101,7 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
 
         answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
         llm: Any = SimulatedLLM(answers, seed=config.seed)
+        # --cache: the run's stack caches it, keyed by its identity (seed, skills, answers) like a real backend's
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
     _check_extra(config.backend)
     if config.backend == "openai-compatible":
