@@ -21,6 +21,7 @@ from ..effects import FitProgress, FitResult, Runner, fit, limited, retrying
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
+from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 
 __all__ = [
@@ -223,6 +224,8 @@ def _run_task(
         "task": task.name,
         "category": task.category,
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
+        "protocol": task.protocol,
+        "scored_on": task.scored_on,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": result.stopped,
@@ -268,10 +271,6 @@ def _published(task: Task) -> dict[str, Any] | None:
     return None
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def estimate_cost(
     config: RunConfig, tokens_by_role: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
 ) -> float | None:
@@ -298,10 +297,7 @@ def _summary(
 ) -> dict[str, Any]:
     from .. import __version__
 
-    tests = {
-        c: [r["accuracy"]["test"] for r in results if r["category"] == c and r["accuracy"]["test"] is not None]
-        for c in ("nlp", "algorithmic")
-    }
+    weighted, unweighted = task_averages(results)
     purposes: dict[str, int] = {}
     roles: dict[str, int] = {}
     tokens: dict[str, tuple[int, int]] = {}
@@ -321,11 +317,8 @@ def _summary(
         "seed": config.seed,
         "simulated": config.backend == "simulated",
         "tasks": results,
-        "averages": {
-            "nlp": _mean(tests["nlp"]),
-            "algorithmic": _mean(tests["algorithmic"]),
-            "overall": _mean([r["accuracy"]["test"] for r in results if r["accuracy"]["test"] is not None]),
-        },
+        "averages": weighted,
+        "averages_unweighted": unweighted,
         "published": dict(PUBLISHED),
         "calls": {"by_purpose": purposes, "by_role": roles},
         "tokens": {
