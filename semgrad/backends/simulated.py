@@ -62,6 +62,8 @@ CAPACITY = 2
 _ASK = "Add this step to the instruction: "
 _KEEP = "Keep this input as it is"
 _REPHRASE = "Be thorough."
+#: The version of the rules above, part of `SimulatedLLM.identity` so a cache never mixes two versions.
+_RULES = 2
 
 
 def _digest(text: str) -> int:
@@ -125,7 +127,14 @@ class SimulatedLLM:
         """
         answers = json.dumps(sorted(self.answers.items()), ensure_ascii=False)
         return FrozenMap(
-            {"provider": "simulated", "seed": self.seed, "skills": self.skills, "answers": f"{_digest(answers):x}"}
+            {
+                "provider": "simulated",
+                "rules": _RULES,
+                "seed": self.seed,
+                "skills": self.skills,
+                "final_nodes": self.final_nodes,
+                "answers": f"{_digest(answers):x}",
+            }
         )
 
     def needed(self, question: str) -> str:
