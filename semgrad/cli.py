@@ -133,7 +133,8 @@ def _run(args: argparse.Namespace) -> int:
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
             print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
         if len(summary["tasks"]) > 1:
-            for name, values in (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"])):
+            both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
+            for name, values in both:
                 shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
                 print(f"averages over tasks ({name}): {shown}")
         print(

@@ -35,7 +35,9 @@ def pieces(call: Call, items: Sequence[Item]) -> list[str]:
     shown = [i for i in items if i.marker in call.text]
     for item in shown:
         found += [v for v in item.fields.values()]
-        if call.purpose != "forward" and (f'"{item.target}"' in call.text or f"be {item.target}." in call.text):
+        if call.purpose != "forward" and any(
+            f in call.text for f in (f'"{item.target}"', f"be {item.target}.", f"answer is {item.target}.")
+        ):
             found.append(item.target)
     attempt = _ATTEMPT.search(call.text)
     if attempt:

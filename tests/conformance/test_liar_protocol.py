@@ -162,3 +162,22 @@ def test_every_piece_the_official_prompts_show_is_in_ours(variant, items):
     is shown by a semgrad prompt of the same phase, purpose and item."""
     theirs, _, side = both(variant, items)
     assert_same_information(theirs.calls, side.calls)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_official_liar_calls_per_phase_follow_the_formula(variant, items):
+    """The official LIAR loop spends 6N forward once, then per iteration 6N forward, one backward call per
+    error sample (five without neighbours, none without gradients) and one rewrite per trained parameter."""
+    theirs = run_official_liar(world_for(items), items, ITERATIONS, variant)
+    n = len(items)
+    errors, best = [], theirs.initial_score  # error samples: the current solution's wrong items, at most k = 2
+    for score, accepted in zip(theirs.scores, theirs.accepted):
+        errors.append(min(2, round((1 - best) * n)))
+        best = score if accepted else best
+    per_error = {"no-gradients": 0, "no-neighbors": 5}.get(variant, 1)
+    rewrites = 1 if variant.startswith("one-parameter") else 6
+    expected = [Counter({"forward": 6 * n * (2 if i == 0 else 1), "rewrite": rewrites}) for i in range(ITERATIONS)]
+    for i, counter in enumerate(expected):
+        if per_error * errors[i]:
+            counter["backward"] = per_error * errors[i]
+    assert calls_per_iteration(theirs.calls) == expected

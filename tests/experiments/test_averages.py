@@ -40,3 +40,13 @@ def test_report_shows_both_averages():
     )
     assert "BBH NLP average (test, item-weighted)" in page and "75.0 %" in page
     assert "BBH NLP average (test, unweighted mean over tasks)" in page and "50.0 %" in page
+
+
+def test_report_puts_the_training_score_first_when_a_task_is_scored_on_its_training_items():
+    """A LIAR run under the official protocol shows the training accuracy as its score and the test one as ours."""
+    page = render_report(
+        {"task": "liar", "tasks": [{"task": "liar", "scored_on": "train", "accuracy": {"train": 0.62, "test": 0.55}}]}
+    )
+    summary = page.split('id="summary"')[1].split("</table>")[0]
+    assert "<strong>62.0 %</strong>" in summary and "the paper" in summary
+    assert "Test accuracy (held out; our addition)" in summary and "55.0 %" in summary
