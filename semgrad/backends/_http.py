@@ -41,7 +41,16 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["HTTPBackend", "Secret", "check_key", "jsonable", "malformed", "retry_after_seconds", "setting", "status_error"]
+__all__ = [
+    "HTTPBackend",
+    "Secret",
+    "check_key",
+    "jsonable",
+    "malformed",
+    "retry_after_seconds",
+    "setting",
+    "status_error",
+]
 
 
 class Secret:
@@ -124,10 +133,10 @@ def check_key(value: str | None, source: str) -> None:
 
     Examples:
         >>> check_key("sk-live-123", "OPENAI_API_KEY")
-        >>> check_key("sk-live-123\r", "OPENAI_API_KEY")
+        >>> check_key("sk-live-123\r", "KEY")
         Traceback (most recent call last):
         ...
-        ValueError: the API key from OPENAI_API_KEY or api_key= ends with a carriage return (\r; a CRLF .env file?): remove it
+        ValueError: the API key from KEY or api_key= ends with a carriage return (\r; a CRLF .env file?): remove it
     """
     if not value:
         return
@@ -336,7 +345,9 @@ class HTTPBackend:
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             error = _transport_error(exc, url)
         except (UnicodeError, ValueError, TypeError) as exc:  # a header httpx cannot encode: say what, not the value
-            error = LLMError("bad_request", f"cannot send to {url}: a header or the body cannot be encoded ({type(exc).__name__})")
+            error = LLMError(
+                "bad_request", f"cannot send to {url}: a header or the body cannot be encoded ({type(exc).__name__})"
+            )
         if error is not None:
             raise LLMFailure(error)
         if response.status_code >= 400:

@@ -76,7 +76,8 @@ class SimulatedLLM:
         """What its replies depend on besides the request: seed, skills and answers (a digest), for caches.
 
         Examples:
-            >>> SimulatedLLM({"q": "1"}).identity == SimulatedLLM({"q": "1"}).identity != SimulatedLLM({"q": "2"}).identity
+            >>> one, two = SimulatedLLM({"q": "1"}), SimulatedLLM({"q": "2"})
+            >>> one.identity == SimulatedLLM({"q": "1"}).identity != two.identity
             True
         """
         answers = json.dumps(sorted(self.answers.items()), ensure_ascii=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from semgrad.cli import MAX_LAYERED_NODES, MAX_LAYERED_SIDE, main
+from semgrad.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def test_a_huge_layered_graph_is_refused_at_once_in_one_line():
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
     assert result.returncode == 1 and result.stdout == ""
-    assert len(result.stderr.strip().splitlines()) == 1 and str(MAX_LAYERED_SIDE) in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "at most" in result.stderr
 
 
 @pytest.mark.parametrize(("width", "depth"), [(0, 1), (101, 1), (1, 101), (1, -1), (40, 40)])
@@ -38,5 +38,9 @@ def test_sizes_past_the_bounds_are_refused(capsys, width, depth):
 
 def test_the_largest_allowed_layered_graph_is_drawn(capsys):
     """width x depth = the node bound is still drawn as Mermaid."""
-    assert main(["graph", "layered", "--width", "10", "--depth", str(MAX_LAYERED_NODES // 10), "--format", "mermaid"]) == 0
+    from semgrad.cli import MAX_LAYERED_NODES
+
+    assert (
+        main(["graph", "layered", "--width", "10", "--depth", str(MAX_LAYERED_NODES // 10), "--format", "mermaid"]) == 0
+    )
     assert capsys.readouterr().out.startswith("flowchart")

@@ -88,7 +88,12 @@ async def test_errors_and_their_whole_chain_hold_no_form_of_the_key_or_a_header(
     assert CORE in str(provider.requests[0][1])  # the key was sent
     texts = ["".join(traceback.format_exception(caught.value))]
     for exc in _chain(caught.value):
-        texts += [str(exc), repr(exc), repr(getattr(exc, "error", None)), repr(vars(exc) if hasattr(exc, "__dict__") else "")]
+        texts += [
+            str(exc),
+            repr(exc),
+            repr(getattr(exc, "error", None)),
+            repr(vars(exc) if hasattr(exc, "__dict__") else ""),
+        ]
     assert "***" in texts[0]
     for text in texts:
         assert not any(form in text for form in _forms(CORE)), text
