@@ -8,7 +8,8 @@ What it tries, and the figure it holds -- *nothing is executed from a file, and 
 * every field of a real checkpoint replaced by a value of another type: refused, one line naming the file;
 * ``"iteration": -5``, a missing ``state``, truncated JSON, deep nesting: refused, one line, what to do;
 * another run's checkpoint (other optimizer, other settings, other data, other loss): refused, naming what differs;
-* a damaged cache file: one line naming the file and what to do, not ``file is not a database``;
+* a damaged cache file, a cache row or cassette line with values of the wrong type: one line naming the file and
+  what to do, not ``file is not a database``;
 * a SIGKILL during an atomic write: its ``.tmp`` file is removed by the next write beside it;
 * the package's file readers: no module of semgrad imports or evaluates anything by a name it read.
 """
@@ -321,3 +322,41 @@ def test_no_module_of_semgrad_loads_or_evaluates_code_by_a_name_it_read():
             if isinstance(node, ast.Import) and any(a.name == "importlib" for a in node.names):
                 found.append(f"{file.name}:{node.lineno}: import importlib")
     assert found == []
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"key": "k", "response": {"text": {"$attrs": "semgrad.cli:main"}, "usage": {}, "model": "m"}},
+        {"key": "k", "response": {"text": "4", "usage": ["os:system"], "model": "m"}},
+        {"key": "k", "response": {"text": "4", "usage": {"input_tokens": "many"}, "model": "m"}},
+        {"key": ["k"], "response": {"text": "4"}},
+    ],
+    ids=["text-object", "usage-list", "usage-text", "key-list"],
+)
+def test_a_cassette_record_with_values_of_the_wrong_type_is_refused_naming_the_file(tmp_path, record):
+    """replayed() refuses a cassette line whose key, text, usage or model has the wrong type, naming file and line."""
+    from semgrad.effects import replayed
+
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError) as caught:
+        replayed(path)
+    _one_line_naming(caught.value, path)
+
+
+def test_a_cache_row_with_a_damaged_usage_is_refused_naming_the_file(tmp_path):
+    """A cache row whose usage is not an object is refused with one line naming the cache and what to do."""
+    import sqlite3
+
+    from semgrad.effects._cache import SqliteStore
+
+    path = tmp_path / "cache.sqlite"
+    store = SqliteStore(path)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO replies VALUES ('k', 'text', '[\"os:system\"]', 'm', NULL, NULL, 0)")
+    with pytest.raises(ValueError) as caught:
+        store.get_sync("k")
+    store.close()
+    _one_line_naming(caught.value, path)
+    assert "delete" in str(caught.value)
