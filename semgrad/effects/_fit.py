@@ -86,7 +86,9 @@ class FitResult:
         best_score: The validation score of `params`, when known.
         history: One `IterationRecord` per completed iteration.
         statistics: Calls, errors and tokens of this process's calls.
-        stopped: Why the run ended early ("budget"), or None.
+        stopped: Why the run ended early, or None: "budget" (this call's `budget`, or a
+            `budgeted` layer of the LLM, refused a call) or "halted" (a middleware
+            stopped the run because its calls keep failing).
     """
 
     params: Params
@@ -102,6 +104,16 @@ class FitResult:
         """Training score per completed iteration."""
         return tuple(r.train_score for r in self.history)
 
+    @property
+    def errors(self) -> int:
+        """Calls of this process that ended in an `LLMError` (``statistics.errors``)."""
+        return self.statistics.errors
+
+    @property
+    def errors_by_kind(self) -> FrozenMap[str, int]:
+        """Those failed calls per error kind (``statistics.errors_by_kind``), e.g. ``{"server": 3}``."""
+        return self.statistics.errors_by_kind
+
 
 @attrs.frozen
 class FitProgress:
@@ -114,8 +126,9 @@ class FitProgress:
     score: float | None = None
 
 
-class _BudgetExceeded(Exception):
-    pass
+#: Error kinds that mean "stop the run": a spent budget anywhere in the LLM's middleware stack, or a
+#: run-level stop (``"halted"``: the calls keep failing). `fit` ends cleanly with ``stopped`` set to the kind.
+STOP_KINDS = ("budget", "halted")
 
 
 class _Guard:
@@ -128,6 +141,7 @@ class _Guard:
         self.identity = getattr(llm, "identity", None)
         self.calls = self.tokens = 0
         self.exceeded = False
+        self.stopped = "budget"
 
     async def __call__(self, request: LLMRequest) -> Any:
         if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
@@ -136,9 +150,15 @@ class _Guard:
             self.exceeded = True
             raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
         self.calls += 1
-        result = self.llm(request)
-        if is_async_llm(self.llm) or hasattr(result, "__await__"):
-            result = await result
+        try:
+            result = self.llm(request)
+            if is_async_llm(self.llm) or hasattr(result, "__await__"):
+                result = await result
+        except LLMFailure as failure:
+            if failure.error.kind in STOP_KINDS:  # a budget (or a stop) further down the stack: end cleanly
+                self.exceeded = True
+                self.stopped = failure.error.kind
+            raise
         usage = getattr(result, "usage", {}) or {}
         self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         return result
@@ -199,7 +219,8 @@ async def fit(
         resume: Continue from this checkpoint (and keep writing to it unless
             `checkpoint` names another file).
         budget: Stop cleanly, keeping the best result so far, once the calls or
-            tokens of this process would pass it.
+            tokens of this process would pass it. A `budgeted` layer inside
+            `llm` that refuses a call stops the run the same way.
         on_progress: Called with a `FitProgress` at each phase.
         max_concurrency, timeout: Passed to the `Runner`.
 
@@ -234,7 +255,7 @@ async def fit(
         both = evaluate(graph, params, validation_set, loss), evaluate(graph, params, train_set, loss)
         initial, first = await runner.run(gather(*both)) if iterations > 0 else (await runner.run(both[0]), None)
         if guard.exceeded:
-            return state.result(runner, "budget")
+            return state.result(runner, guard.stopped)
         state = attrs.evolve(state, initial_score=mean_score(initial), best_score=mean_score(initial))
     while state.iteration < iterations:
         i = state.iteration
@@ -242,7 +263,7 @@ async def fit(
         results = first if first is not None else await runner.run(evaluate(graph, state.params, train_set, loss))
         first = None
         if guard.exceeded:
-            return state.result(runner, "budget")
+            return state.result(runner, guard.stopped)
         step = Step(
             graph,
             i,
@@ -257,7 +278,7 @@ async def fit(
         progress(i, "optimize", mean_score(results))
         step, opt_state = await runner.run(optimizer.update(step, state.opt_state, state.params))
         if guard.exceeded:
-            return state.result(runner, "budget")
+            return state.result(runner, guard.stopped)
         calls = runner.statistics().calls_by_purpose
         spent = FrozenMap((k, v - before.get(k, 0)) for k, v in calls.items() if v - before.get(k, 0))
         state = state.advance(step, opt_state, mean_score(results), spent)
