@@ -204,7 +204,9 @@ def _sweep(args: argparse.Namespace) -> int:
         else:
             test = "-" if outcome.test is None else f"{outcome.test:.3f}"
             calls = f", {outcome.calls} calls" if outcome.status != "skipped" else ""
-            detail = f"{outcome.status}, test {test}{calls}"
+            errors = f", {outcome.errors} without a reply" if outcome.errors else ""
+            stopped = f", stopped: {outcome.stopped}" if outcome.stopped else ""
+            detail = f"{outcome.status}, test {test}{calls}{errors}{stopped}"
         print(f"[{done[0]}/{total}] {outcome.name}: {detail}", file=sys.stderr, flush=True)
 
     try:

@@ -206,12 +206,14 @@ def run_experiment(
     ledger = Ledger.load(out) if resume else Ledger(out)
 
     async def everything() -> list[dict[str, Any]]:
+        config.save(out)  # first, so a run killed in its preflight can be resumed
         if check_backend and config.backend != "simulated":
             try:
                 await preflight(stack.llm, tasks[0])
             finally:
                 ledger.add(None, stack.tally.take())
-        config.save(out)
+                ledger.save()
+            stack.tally.watch_afresh()
         results: list[dict[str, Any]] = []
         for task in tasks:
             results.append(await _run_task(config, out, task, stack, ledger, resume, len(tasks) == 1, on_progress))
