@@ -132,6 +132,10 @@ def _run(args: argparse.Namespace) -> int:
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
             print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+        if len(summary["tasks"]) > 1:
+            for name, values in (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"])):
+                shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
+                print(f"averages over tasks ({name}): {shown}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
