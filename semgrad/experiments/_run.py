@@ -22,6 +22,7 @@ from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
 from ._config import RunConfig, make_optimizer
+from ._predictions import predictions_json
 
 __all__ = [
     "PUBLISHED",
@@ -212,10 +213,11 @@ def _run_task(
         return mean_score(anyio.run(runner.run, evaluate(graph, p, examples, loss))) if examples else None
 
     parts = task.split
+    tested = anyio.run(runner.run, evaluate(graph, result.params, parts.test, loss)) if parts.test else ()
     scores = {
         "train": accuracy(result.params, parts.train),
         "validation": accuracy(result.params, parts.validation),
-        "test": accuracy(result.params, parts.test),
+        "test": mean_score(tested) if parts.test else None,
         "initial_test": accuracy(params, parts.test),
     }
     stats.append(runner.statistics())
@@ -231,6 +233,8 @@ def _run_task(
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
         "graph": _graph_json(graph),
         "published": _published(task),
+        "predictions": predictions_json(parts.test, tested),
+        "predictions_split": "test",
     }
 
 
