@@ -26,8 +26,9 @@ def predictions_json(examples: Sequence[Example], results: Sequence[tuple[Trace,
         >>> from semgrad.core import Example, Score
         >>> class T:  # a stand-in for a Trace
         ...     output_value, errors = "4", ()
-        >>> predictions_json([Example({"q": "2+2?"}, "4", id=0)], [(T(), Score(1.0, "ok", "4"))])
-        [{'sample': 0, 'inputs': {'q': '2+2?'}, 'output': '4', 'target': '4', 'answer': '4', 'correct': True, 'score': 1.0}]
+        >>> (entry,) = predictions_json([Example({"q": "2+2?"}, "4", id=0)], [(T(), Score(1.0, "ok", "4"))])
+        >>> entry["inputs"], entry["output"], entry["target"], entry["correct"]
+        ({'q': '2+2?'}, '4', '4', True)
     """
     found = []
     for example, (trace, score) in zip(examples, results, strict=True):
