@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_BUDGET", "build_parser", "main"]
+
+#: The exit code of a run that stopped because its budget (--max-calls / --max-tokens) was spent.
+EXIT_BUDGET = 3
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -128,11 +131,25 @@ def _run(args: argparse.Namespace) -> int:
             acc = task["accuracy"]
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
-            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])})")
+            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
+    if summary.get("stopped") == "budget":
+        print(
+            f"semgrad: stopped: {summary['stopped_detail']}; what the run has is in {out} "
+            "-- raise --max-calls / --max-tokens and pass --resume to go on",
+            file=sys.stderr,
+        )
+        return EXIT_BUDGET
     return 0
+
+
+def _errors_text(task: dict[str, Any]) -> str:
+    if not task.get("errors"):
+        return ""
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(task["errors_by_kind"].items(), key=lambda kv: -kv[1]))
+    return f"; {task['errors']} calls without a reply ({kinds})"
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -202,9 +219,23 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+_RUN_EPILOG = """\
+failures and exit codes:
+  Every call is counted; failed calls are counted by kind (server, timeout, rate_limit, auth,
+  exception, ...) in the terminal, results.json ("errors", "errors_by_kind") and the report.
+  0    the run finished
+  1    it could not start (a missing key or extra, a failed preflight call), or its first
+       {fail_fast} calls all failed (it stops at once), or more than {share} of its calls failed
+       after retries (the results are written, but not to be trusted)
+  {exit_budget}    the budget (--max-calls / --max-tokens) is spent: the run stopped and kept what it
+       has; raise the limit and pass --resume to go on
+  130  interrupted; pass --resume to go on
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
-    from .experiments import BACKENDS, OPTIMIZERS
+    from .experiments import BACKENDS, FAIL_FAST_CALLS, MAX_ERROR_SHARE, OPTIMIZERS
 
     parser = argparse.ArgumentParser(
         prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
@@ -217,7 +248,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--iterations", type=int, default=3, help="optimisation iterations (default 3)")
     demo.set_defaults(func=_demo)
 
-    run = sub.add_parser("run", help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)")
+    run = sub.add_parser(
+        "run",
+        help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_RUN_EPILOG.format(
+            exit_budget=EXIT_BUDGET, fail_fast=FAIL_FAST_CALLS, share=f"{MAX_ERROR_SHARE:.0%}"
+        ),
+    )
     run.add_argument("task", help="the task, e.g. bbh:navigate, bbh:all, gsm8k, liar")
     run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
     run.add_argument(
@@ -240,8 +278,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
-    run.add_argument("--max-calls", type=int, help="stop cleanly after this many calls")
-    run.add_argument("--max-tokens", type=int, help="stop cleanly after this many tokens")
+    run.add_argument(
+        "--max-calls",
+        type=int,
+        help="at most this many requests reach the provider in this invocation, preflight, retries and "
+        "evaluation included (cache hits are free); then stop cleanly, keeping what the run has",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="at most this many tokens (each call reserves its estimate before it starts); then stop cleanly",
+    )
     run.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
     run.add_argument("--dry-run", action="store_true", help="count the calls, tokens and cost; call nothing")
     run.add_argument("--yes", action="store_true", help="start without the confirmation prompt")

@@ -208,10 +208,18 @@ class HTTPBackend:
 
     @property
     def identity(self) -> FrozenMap[str, Any]:
-        """Provider, endpoint and model(s): what the replies depend on (never the key)."""
-        return FrozenMap(
-            {"provider": self.provider, "endpoint": self.url(), "model": self.model, "models": self.models}
-        )
+        """Provider, endpoint, model(s) and `settings`: what the replies depend on besides the request (never the key).
+
+        Together with the request's key this covers everything a request body holds,
+        so a cache never serves a reply made with other settings.
+        """
+        found = {"provider": self.provider, "endpoint": self.url(), "model": self.model, "models": self.models}
+        settings = self.settings()
+        return FrozenMap({**found, "settings": settings} if settings else found)
+
+    def settings(self) -> FrozenMap[str, Any]:
+        """What the backend itself puts into every request besides the model (none here; subclasses add theirs)."""
+        return FrozenMap()
 
     def model_for(self, request: LLMRequest) -> str:
         """The model for `request`'s engine (``models[engine]``, else `model`)."""

@@ -17,10 +17,12 @@ same reply.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
+from typing import Any
 
-from ..core import LLMRequest, parse_number
+from ..core import FrozenMap, LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
 from .fake import HashLLM, reply_backward
 
@@ -68,6 +70,19 @@ class SimulatedLLM:
         self.skills = tuple(skills)
         self.seed = seed
         self._fallback = HashLLM(salt=f"simulated:{seed}")
+
+    @property
+    def identity(self) -> FrozenMap[str, Any]:
+        """What its replies depend on besides the request: seed, skills and answers (a digest), for caches.
+
+        Examples:
+            >>> SimulatedLLM({"q": "1"}).identity == SimulatedLLM({"q": "1"}).identity != SimulatedLLM({"q": "2"}).identity
+            True
+        """
+        answers = json.dumps(sorted(self.answers.items()), ensure_ascii=False)
+        return FrozenMap(
+            {"provider": "simulated", "seed": self.seed, "skills": self.skills, "answers": f"{_digest(answers):x}"}
+        )
 
     def needed(self, question: str) -> str:
         """The skill a question needs."""

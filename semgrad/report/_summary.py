@@ -127,6 +127,14 @@ def header(results: Mapping[str, Any]) -> str:
             f'<p id="stopped-notice" class="notice warn"><strong>Stopped early</strong> '
             f"({esc(results.get('stopped'))}): the figures are those of the iterations completed.</p>"
         )
+    errors = number(results.get("errors"))
+    if errors:
+        kinds = as_mapping(results.get("errors_by_kind"))
+        listed = ", ".join(f"{esc(kind)} {esc(n)}" for kind, n in kinds.items())
+        notices.append(
+            f'<p id="errors-notice" class="notice warn"><strong>{esc(int(errors))} calls without a reply</strong>'
+            f"{f' ({listed})' if listed else ''}: the scores count them as wrong answers.</p>"
+        )
     return (
         f'<header><h1>semgrad run report: <span class="task-name">{esc(results.get("task"))}</span></h1>'
         f'<dl class="facts">{facts}</dl>{"".join(notices)}</header>'
