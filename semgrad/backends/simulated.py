@@ -123,8 +123,8 @@ class SimulatedLLM:
         """What its replies depend on besides the request: seed, skills and answers (a digest), for caches.
 
         Examples:
-            >>> a, b, c = SimulatedLLM({"q": "1"}), SimulatedLLM({"q": "1"}), SimulatedLLM({"q": "2"})
-            >>> a.identity == b.identity != c.identity
+            >>> one, two = SimulatedLLM({"q": "1"}), SimulatedLLM({"q": "2"})
+            >>> one.identity == SimulatedLLM({"q": "1"}).identity != two.identity
             True
         """
         answers = json.dumps(sorted(self.answers.items()), ensure_ascii=False)

@@ -24,6 +24,7 @@ from ..tasks import Task, load_tasks
 from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._ledger import Ledger
+from ._predictions import predictions_json
 from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 __all__ = [
@@ -207,12 +208,14 @@ def run_experiment(
     ledger = Ledger.load(out) if resume else Ledger(out)
 
     async def everything() -> list[dict[str, Any]]:
+        config.save(out)  # first, so a run killed in its preflight can be resumed
         if check_backend and config.backend != "simulated":
             try:
                 await preflight(stack.llm, tasks[0])
             finally:
                 ledger.add(None, stack.tally.take())
-        config.save(out)
+                ledger.save()
+            stack.tally.watch_afresh()
         results: list[dict[str, Any]] = []
         for task in tasks:
             results.append(await _run_task(config, out, task, stack, ledger, resume, len(tasks) == 1, on_progress))
@@ -302,6 +305,7 @@ async def _run_task(
     runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=config.timeout)
     parts = task.split
     scores: dict[str, float | None] = {}
+    tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
     for split, p, examples in (
         ("train", result.params, parts.train),
         ("validation", result.params, parts.validation),
@@ -312,12 +316,13 @@ async def _run_task(
         if scores[split] is not None or not examples or stopped:
             continue
         refused = stack.budget.refused
-        score = mean_score(await runner.run(evaluate(graph, p, examples, loss)))
+        evaluated = await runner.run(evaluate(graph, p, examples, loss))
         if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
             stopped = "budget" if stack.halted is None else "halted"
         else:
-            scores[split] = score
-            ledger.evaluated(task.name, split, p, score)
+            scores[split] = mean_score(evaluated)
+            tested = evaluated if split == "test" else tested
+            ledger.evaluated(task.name, split, p, scores[split])
         keep()
     counters = ledger.counters(task.name)
     return {
@@ -336,6 +341,8 @@ async def _run_task(
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
         "graph": _graph_json(graph),
         "published": _published(task),
+        "predictions": predictions_json(parts.test, tested) if tested else [],
+        "predictions_split": "test",
     }
 
 
