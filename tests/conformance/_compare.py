@@ -65,9 +65,7 @@ def assert_same_information(official: Sequence[Call], ours: Sequence[Call]) -> N
             and (theirs.item is None or (c.item is not None and c.item.key == theirs.item.key))
         ]
         assert candidates, f"no semgrad {theirs.purpose} call in {theirs.phase} for {theirs.node}"
-        matching = [
-            c for c in candidates if tokens(c.text) == tokens(theirs.text) and all(p in c.text for p in wanted)
-        ]
+        matching = [c for c in candidates if tokens(c.text) == tokens(theirs.text) and all(p in c.text for p in wanted)]
         if not matching:
             best = candidates[0]
             missing = [p for p in wanted if p not in best.text]

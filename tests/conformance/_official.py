@@ -144,7 +144,12 @@ class OfficialStub:
     options: list[dict[str, Any]] = attrs.Factory(list)
 
     async def chat(
-        self, messages: Any, temperature: float = 0, n: int = 1, top_p: float = 1, max_tokens: int = 1024,
+        self,
+        messages: Any,
+        temperature: float = 0,
+        n: int = 1,
+        top_p: float = 1,
+        max_tokens: int = 1024,
         is_opt: bool = False,
     ) -> list[str]:
         """Answer one official call (the signature of the official ``LLM.chat``)."""
@@ -266,7 +271,11 @@ def run_official_liar(
         for i in range(iterations):
             stub.phase = f"iteration {i}"
             current.get_gradients(
-                batch=samples, preds=preds, n=1, errors_per_gradient=k, gradients_per_error=None,
+                batch=samples,
+                preds=preds,
+                n=1,
+                errors_per_gradient=k,
+                gradients_per_error=None,
                 include_grad=include_grad,
             )
             current.apply_gradients(opt_keys=list(opt_keys) if opt_keys else None)

@@ -54,7 +54,7 @@ def test_official_protocol_draws_the_official_runs_50_items(liar_rows):
     assert [e.target for e in ours.train] == [s["expected_output"] for s in samples[:50]]
 
 
-_field = st.text(st.sampled_from("ab :none.\"N"), max_size=8)
+_field = st.text(st.sampled_from('ab :none."N'), max_size=8)
 
 
 @given(st.fixed_dictionaries({k: _field for k in ("statement", "job_title", "state", "party", "source")}))

@@ -15,9 +15,7 @@ _task = st.tuples(st.sampled_from(["nlp", "algorithmic"]), st.integers(1, 50), s
 def test_item_weighted_average_is_the_accuracy_over_every_test_item(rows):
     """The item-weighted average equals right answers / test items pooled over the group's tasks;
     the unweighted one is the mean of the tasks' accuracies."""
-    tasks = [
-        {"category": c, "accuracy": {"test": min(r, n) / n}, "sizes": {"test": n}} for c, n, r in rows
-    ]
+    tasks = [{"category": c, "accuracy": {"test": min(r, n) / n}, "sizes": {"test": n}} for c, n, r in rows]
     weighted, plain = task_averages(tasks)
     for group in ("nlp", "algorithmic", "overall"):
         chosen = [(n, min(r, n)) for c, n, r in rows if group in ("overall", c)]
