@@ -51,13 +51,14 @@ class ProgressBar:
 
 def _config(args: argparse.Namespace) -> Any:
     from .experiments import RunConfig
+    from .tasks import paper_iterations
 
     return RunConfig(
         task=args.task,
         data_dir=args.data_dir,
         backend=args.backend,
         optimizer=args.optimizer,
-        iterations=args.iterations,
+        iterations=paper_iterations(args.task) if args.iterations is None else args.iterations,
         k=args.k,
         seed=args.seed,
         train=args.train,
@@ -283,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
     )
     run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
-    run.add_argument("--iterations", type=int, default=4)
+    run.add_argument(
+        "--iterations", type=int, default=None, help="optimisation iterations (default: the paper's, 4; liar 8)"
+    )
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
     run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")

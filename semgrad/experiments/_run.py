@@ -71,6 +71,8 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         train=config.train,
         validation=config.validation,
         test=config.test,
+        # the split protocol: RunConfig.protocol (issue 13, item 3) once the config has one
+        protocol=getattr(config, "protocol", "heldout"),
     )
 
 
