@@ -72,6 +72,7 @@ def official() -> types.SimpleNamespace:
             solutions=importlib.import_module("semantic_backprop.engine.solutions"),
             liar_data=importlib.import_module("data_utils.liar"),
             bbh_data=importlib.import_module("data_utils.bbh"),
+            gsm8k_data=importlib.import_module("data_utils.gsm8k"),
         )
     finally:
         for name, module in saved.items():
@@ -85,7 +86,7 @@ def official() -> types.SimpleNamespace:
 def official_datasets(rows: Callable[..., Any]) -> Iterator[None]:
     """Make the official loaders' ``load_dataset(...)`` return ``rows(*args)`` for the duration."""
     mods = official()
-    saved = {m: m.load_dataset for m in (mods.liar_data, mods.bbh_data)}
+    saved = {m: m.load_dataset for m in (mods.liar_data, mods.bbh_data, mods.gsm8k_data)}
     try:
         for module in saved:
             module.load_dataset = rows
