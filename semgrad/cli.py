@@ -132,6 +132,10 @@ def _run(args: argparse.Namespace) -> int:
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
             print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+        if len(summary["tasks"]) > 1:
+            for name, values in (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"])):
+                shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
+                print(f"averages over tasks ({name}): {shown}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
@@ -204,7 +208,9 @@ def _sweep(args: argparse.Namespace) -> int:
         else:
             test = "-" if outcome.test is None else f"{outcome.test:.3f}"
             calls = f", {outcome.calls} calls" if outcome.status != "skipped" else ""
-            detail = f"{outcome.status}, test {test}{calls}"
+            errors = f", {outcome.errors} without a reply" if outcome.errors else ""
+            stopped = f", stopped: {outcome.stopped}" if outcome.stopped else ""
+            detail = f"{outcome.status}, test {test}{calls}{errors}{stopped}"
         print(f"[{done[0]}/{total}] {outcome.name}: {detail}", file=sys.stderr, flush=True)
 
     try:
