@@ -105,10 +105,6 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
 
         answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
         llm: Any = SimulatedLLM(answers, seed=config.seed)
-        if config.cache:  # keyed by the simulated LLM's identity (seed, answers), like a real backend's
-            from ..effects import cached
-
-            llm = cached(llm, path=config.cache)
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
     _check_extra(config.backend)
     if config.backend == "openai-compatible":
