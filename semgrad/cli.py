@@ -132,6 +132,10 @@ def _run(args: argparse.Namespace) -> int:
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
             print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+        if len(summary["tasks"]) > 1:
+            for name, values in (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"])):
+                shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
+                print(f"averages over tasks ({name}): {shown}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
@@ -160,10 +164,24 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The largest layered graph `semgrad graph` draws: each side, and nodes in all (a drawing of more is unreadable).
+MAX_LAYERED_SIDE, MAX_LAYERED_NODES = 100, 1000
+
+
+def _check_layered_size(width: int, depth: int) -> None:
+    if not 1 <= width <= MAX_LAYERED_SIDE or not 0 <= depth <= MAX_LAYERED_SIDE or width * depth > MAX_LAYERED_NODES:
+        raise ValueError(
+            f"--width {width} --depth {depth} is not a graph to draw: --width must be 1 to {MAX_LAYERED_SIDE}, "
+            f"--depth 0 to {MAX_LAYERED_SIDE}, and width x depth at most {MAX_LAYERED_NODES} nodes"
+        )
+
+
 def _graph(args: argparse.Namespace) -> int:
     from .graphviz import to_dot, to_mermaid
     from .topologies import layered_graph, liar_graph, paper_graph
 
+    if args.topology == "layered":
+        _check_layered_size(args.width, args.depth)
     builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
     graph, _ = builders[args.topology]()
     print(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
@@ -190,7 +208,9 @@ def _sweep(args: argparse.Namespace) -> int:
         else:
             test = "-" if outcome.test is None else f"{outcome.test:.3f}"
             calls = f", {outcome.calls} calls" if outcome.status != "skipped" else ""
-            detail = f"{outcome.status}, test {test}{calls}"
+            errors = f", {outcome.errors} without a reply" if outcome.errors else ""
+            stopped = f", stopped: {outcome.stopped}" if outcome.stopped else ""
+            detail = f"{outcome.status}, test {test}{calls}{errors}{stopped}"
         print(f"[{done[0]}/{total}] {outcome.name}: {detail}", file=sys.stderr, flush=True)
 
     try:

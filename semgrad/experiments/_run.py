@@ -21,6 +21,7 @@ from ..effects import FitProgress, FitResult, Runner, fit
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
+from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._ledger import Ledger
 from ._predictions import predictions_json
@@ -207,12 +208,14 @@ def run_experiment(
     ledger = Ledger.load(out) if resume else Ledger(out)
 
     async def everything() -> list[dict[str, Any]]:
+        config.save(out)  # first, so a run killed in its preflight can be resumed
         if check_backend and config.backend != "simulated":
             try:
                 await preflight(stack.llm, tasks[0])
             finally:
                 ledger.add(None, stack.tally.take())
-        config.save(out)
+                ledger.save()
+            stack.tally.watch_afresh()
         results: list[dict[str, Any]] = []
         for task in tasks:
             results.append(await _run_task(config, out, task, stack, ledger, resume, len(tasks) == 1, on_progress))
@@ -326,6 +329,8 @@ async def _run_task(
         "task": task.name,
         "category": task.category,
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
+        "protocol": task.protocol,
+        "scored_on": task.scored_on,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": stopped,
@@ -375,10 +380,6 @@ def _published(task: Task) -> dict[str, Any] | None:
     return None
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def estimate_cost(
     config: RunConfig, tokens_by_role: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
 ) -> float | None:
@@ -409,10 +410,7 @@ def _summary(
 ) -> dict[str, Any]:
     from .. import __version__
 
-    tests = {
-        c: [r["accuracy"]["test"] for r in results if r["category"] == c and r["accuracy"]["test"] is not None]
-        for c in ("nlp", "algorithmic")
-    }
+    weighted, unweighted = task_averages(results)
     counters = ledger.total()
     tokens = {engine: (used[0], used[1]) for engine, used in counters["tokens_by_engine"].items()}
     stopped = next((r["stopped"] for r in results if r["stopped"]), None)
@@ -424,11 +422,8 @@ def _summary(
         "seed": config.seed,
         "simulated": config.backend == "simulated",
         "tasks": results,
-        "averages": {
-            "nlp": _mean(tests["nlp"]),
-            "algorithmic": _mean(tests["algorithmic"]),
-            "overall": _mean([r["accuracy"]["test"] for r in results if r["accuracy"]["test"] is not None]),
-        },
+        "averages": weighted,
+        "averages_unweighted": unweighted,
         "published": dict(PUBLISHED),
         "calls": {"by_purpose": dict(counters["calls_by_purpose"]), "by_role": dict(counters["calls_by_engine"])},
         "tokens": {

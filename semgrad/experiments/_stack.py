@@ -192,6 +192,11 @@ class _Tally:
             before = c["tokens_by_engine"].get(request.engine, [0, 0])
             c["tokens_by_engine"][request.engine] = [before[0] + used[0], before[1] + used[1]]
 
+    def watch_afresh(self) -> None:
+        """Start the fail-fast window again (after the preflight, which has its own check)."""
+        self._judged = self._failed = 0
+        self._first = None
+
     def take(self) -> dict[str, Any]:
         """The counters since the last `take` (and start counting afresh)."""
         taken, self.counters = self.counters, empty_counters()

@@ -2,8 +2,8 @@
 
 The official package lives in ``../shared/reference/semantic_backprop`` (read its README).
 It imports ``openai`` (only to build clients it never uses here) and ``datasets`` (its data
-loaders fetch from the internet): both are stubbed in ``sys.modules`` when absent, and the
-loaders are fed rows read from ``../shared/data`` instead. Its ``llm.chat`` is replaced by
+loaders fetch from the internet): both are stubbed in ``sys.modules`` while it is imported,
+and the loaders are fed rows read from ``../shared/data`` instead. Its ``llm.chat`` is replaced by
 `OfficialStub`, which classifies each prompt by the official templates' structure, records it
 with the phase it belongs to, and answers from a shared `World`.
 
@@ -37,18 +37,6 @@ DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
 HF_LIAR_LABELS = {"false": 0, "half-true": 1, "mostly-true": 2, "true": 3, "barely-true": 4, "pants-fire": 5}
 
 
-def _stub_module(name: str, **attributes: Any) -> None:
-    if name in sys.modules:
-        return
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        module = types.ModuleType(name)
-        for key, value in attributes.items():
-            setattr(module, key, value)
-        sys.modules[name] = module
-
-
 class _NoClient:
     """Stands in for ``openai.AsyncOpenAI``: built at import, never used (chat is stubbed)."""
 
@@ -66,17 +54,31 @@ def official() -> types.SimpleNamespace:
         pytest.skip(f"the official code is absent: {REFERENCE}")
     pytest.importorskip("numpy")
     pytest.importorskip("tqdm")
-    _stub_module("openai", AsyncOpenAI=_NoClient)
-    _stub_module("datasets", load_dataset=_no_hub)
     for path in (REFERENCE, REFERENCE / "experiments"):
         if str(path) not in sys.path:
             sys.path.append(str(path))
-    return types.SimpleNamespace(
-        llm=importlib.import_module("semantic_backprop.llm"),
-        solutions=importlib.import_module("semantic_backprop.engine.solutions"),
-        liar_data=importlib.import_module("data_utils.liar"),
-        bbh_data=importlib.import_module("data_utils.bbh"),
-    )
+    # The official modules bind `openai.AsyncOpenAI` and `datasets.load_dataset` at import: they
+    # import against stubs (a real openai client would refuse to start without a key), and the
+    # real modules, if any, are put back afterwards.
+    stubs = {
+        "openai": types.SimpleNamespace(AsyncOpenAI=_NoClient),
+        "datasets": types.SimpleNamespace(load_dataset=_no_hub),
+    }
+    saved = {name: sys.modules.get(name) for name in stubs}
+    try:
+        sys.modules.update(stubs)  # type: ignore[arg-type]
+        return types.SimpleNamespace(
+            llm=importlib.import_module("semantic_backprop.llm"),
+            solutions=importlib.import_module("semantic_backprop.engine.solutions"),
+            liar_data=importlib.import_module("data_utils.liar"),
+            bbh_data=importlib.import_module("data_utils.bbh"),
+        )
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
 
 
 @contextmanager

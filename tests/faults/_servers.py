@@ -71,8 +71,9 @@ class Misbehaving(FakeProvider):
         return self
 
     def _arrive(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+        scripted = bool(self.faults)  # the script goes first (None in it: a normal answer)
         fault = super()._arrive(path, headers, body)
-        if fault is None and self.chooser is not None:
+        if not scripted and self.chooser is not None:
             fault = self.chooser(body)
         return fault
 

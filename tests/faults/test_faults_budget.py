@@ -122,3 +122,14 @@ def test_a_sweep_run_never_passes_its_max_calls(tmp_path):
     for row in sweep_json(tmp_path / "out")["runs"]:
         assert 0 < len(logged_calls(tmp_path / "out" / row["name"])) <= 30
         assert row["stopped"] == "budget"
+    assert {o.stopped for o in result.outcomes} == {"budget"}
+
+
+def test_a_sweep_says_which_runs_stopped_for_their_budget(tmp_path, capsys):
+    """`semgrad sweep --local` prints 'stopped: budget' on the line of each run that spent its max_calls."""
+    from semgrad.cli import main
+    from tests.sweeps._helpers import grid_spec
+
+    spec = grid_spec(tmp_path / "s.toml", {"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd"]}, max_calls=10)
+    assert main(["sweep", str(spec), "--local", "--out", str(tmp_path / "out")]) == 0
+    assert "stopped: budget" in capsys.readouterr().err
