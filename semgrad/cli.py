@@ -51,13 +51,14 @@ class ProgressBar:
 
 def _config(args: argparse.Namespace) -> Any:
     from .experiments import RunConfig
+    from .tasks import paper_iterations
 
     return RunConfig(
         task=args.task,
         data_dir=args.data_dir,
         backend=args.backend,
         optimizer=args.optimizer,
-        iterations=args.iterations,
+        iterations=paper_iterations(args.task) if args.iterations is None else args.iterations,
         k=args.k,
         seed=args.seed,
         train=args.train,
@@ -132,6 +133,11 @@ def _run(args: argparse.Namespace) -> int:
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
             print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+        if len(summary["tasks"]) > 1:
+            both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
+            for name, values in both:
+                shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
+                print(f"averages over tasks ({name}): {shown}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
@@ -160,10 +166,24 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The largest layered graph `semgrad graph` draws: each side, and nodes in all (a drawing of more is unreadable).
+MAX_LAYERED_SIDE, MAX_LAYERED_NODES = 100, 1000
+
+
+def _check_layered_size(width: int, depth: int) -> None:
+    if not 1 <= width <= MAX_LAYERED_SIDE or not 0 <= depth <= MAX_LAYERED_SIDE or width * depth > MAX_LAYERED_NODES:
+        raise ValueError(
+            f"--width {width} --depth {depth} is not a graph to draw: --width must be 1 to {MAX_LAYERED_SIDE}, "
+            f"--depth 0 to {MAX_LAYERED_SIDE}, and width x depth at most {MAX_LAYERED_NODES} nodes"
+        )
+
+
 def _graph(args: argparse.Namespace) -> int:
     from .graphviz import to_dot, to_mermaid
     from .topologies import layered_graph, liar_graph, paper_graph
 
+    if args.topology == "layered":
+        _check_layered_size(args.width, args.depth)
     builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
     graph, _ = builders[args.topology]()
     print(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
@@ -264,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
     )
     run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
-    run.add_argument("--iterations", type=int, default=4)
+    run.add_argument(
+        "--iterations", type=int, default=None, help="optimisation iterations (default: the paper's, 4; liar 8)"
+    )
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
     run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")

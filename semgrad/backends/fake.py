@@ -259,7 +259,7 @@ class LatencyLLM:
 
     @property
     def identity(self) -> Any:
-        """The wrapped LLM's identity (a delay changes no reply), or None when it has none."""
+        """The wrapped LLM's identity (None when it has none): a delay changes no reply."""
         return getattr(self.inner, "identity", None)
 
     def latency_for(self, request: LLMRequest) -> float:

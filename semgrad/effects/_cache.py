@@ -4,10 +4,12 @@ The key is ``sha256(request_key(request) + identity of the wrapped LLM)``: the
 request key covers messages, options (temperature...), engine, purpose, node,
 sample and draw, and the identity covers provider, endpoint, model and the
 backend's own settings (Anthropic's default ``max_tokens``...), so everything
-that goes into a request body is in the key and a change in any of it misses. Identical requests made concurrently are sent
-once (the others wait for its reply). The SQLite store uses WAL mode, a busy
-timeout and one short transaction per write, so several processes may share
-one file; its blocking calls run in worker threads.
+that goes into a request body is in the key and a change in any of it misses.
+Identical requests made concurrently are sent once (the others wait for its
+reply). The SQLite store uses WAL mode, a busy timeout and one short transaction
+per write, so several processes may share one file; its blocking calls run in
+worker threads. A file that is not a database, or a damaged one, raises a
+`CacheError` naming it and saying what to do.
 """
 
 from __future__ import annotations

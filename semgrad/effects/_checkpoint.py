@@ -90,10 +90,10 @@ def decode(data: Any) -> Any:
     """The value `encode` encoded; `CheckpointError` for anything else (nothing outside `allowed_types` is called).
 
     Examples:
-        >>> decode({"$attrs": "semgrad._files:write_text_atomically", "fields": {}})
+        >>> decode({"$attrs": "semgrad.cli:main", "fields": {}})
         Traceback (most recent call last):
         ...
-        semgrad.effects._checkpoint.CheckpointError: names 'semgrad._files:write_text_atomically', which is not a run-state type
+        semgrad.effects._checkpoint.CheckpointError: names 'semgrad.cli:main', which is not a run-state type
     """
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
@@ -136,11 +136,7 @@ def _pairs(value: Any, what: str) -> list[tuple[Any, Any]]:
 def _field_types(cls: type) -> dict[str, tuple[str, Any, bool]]:
     """Alias -> (field name, type hint, required) for the init fields of an allowed class."""
     hints = typing.get_type_hints(cls)
-    return {
-        f.alias: (f.name, hints.get(f.name, Any), f.default is attrs.NOTHING)
-        for f in attrs.fields(cls)
-        if f.init
-    }
+    return {f.alias: (f.name, hints.get(f.name, Any), f.default is attrs.NOTHING) for f in attrs.fields(cls) if f.init}
 
 
 def _instance(tag: Any, fields: Any) -> Any:
@@ -166,7 +162,9 @@ def _instance(tag: Any, fields: Any) -> Any:
     try:
         return cls(**values)
     except Exception as exc:  # the class's own validators and converters refused the values
-        raise CheckpointError(f"holds a {cls.__qualname__} that cannot be built ({type(exc).__name__}: {exc})") from None
+        raise CheckpointError(
+            f"holds a {cls.__qualname__} that cannot be built ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _conforms(value: Any, hint: Any) -> bool:

@@ -21,8 +21,10 @@ from ..effects import FitProgress, FitResult, Runner, fit
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
+from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._ledger import Ledger
+from ._predictions import predictions_json
 from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 __all__ = [
@@ -69,6 +71,8 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         train=config.train,
         validation=config.validation,
         test=config.test,
+        # the split protocol: RunConfig.protocol (issue 13, item 3) once the config has one
+        protocol=getattr(config, "protocol", "heldout"),
     )
 
 
@@ -101,7 +105,6 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
 
         answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
         llm: Any = SimulatedLLM(answers, seed=config.seed)
-        # --cache: the run's stack caches it, keyed by its identity (seed, skills, answers) like a real backend's
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
     _check_extra(config.backend)
     if config.backend == "openai-compatible":
@@ -300,6 +303,7 @@ async def _run_task(
     runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=config.timeout)
     parts = task.split
     scores: dict[str, float | None] = {}
+    tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
     for split, p, examples in (
         ("train", result.params, parts.train),
         ("validation", result.params, parts.validation),
@@ -310,18 +314,21 @@ async def _run_task(
         if scores[split] is not None or not examples or stopped:
             continue
         refused = stack.budget.refused
-        score = mean_score(await runner.run(evaluate(graph, p, examples, loss)))
+        evaluated = await runner.run(evaluate(graph, p, examples, loss))
         if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
             stopped = "budget" if stack.halted is None else "halted"
         else:
-            scores[split] = score
-            ledger.evaluated(task.name, split, p, score)
+            scores[split] = mean_score(evaluated)
+            tested = evaluated if split == "test" else tested
+            ledger.evaluated(task.name, split, p, scores[split])
         keep()
     counters = ledger.counters(task.name)
     return {
         "task": task.name,
         "category": task.category,
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
+        "protocol": task.protocol,
+        "scored_on": task.scored_on,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": stopped,
@@ -332,6 +339,8 @@ async def _run_task(
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
         "graph": _graph_json(graph),
         "published": _published(task),
+        "predictions": predictions_json(parts.test, tested) if tested else [],
+        "predictions_split": "test",
     }
 
 
@@ -369,10 +378,6 @@ def _published(task: Task) -> dict[str, Any] | None:
     return None
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def estimate_cost(
     config: RunConfig, tokens_by_role: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
 ) -> float | None:
@@ -403,10 +408,7 @@ def _summary(
 ) -> dict[str, Any]:
     from .. import __version__
 
-    tests = {
-        c: [r["accuracy"]["test"] for r in results if r["category"] == c and r["accuracy"]["test"] is not None]
-        for c in ("nlp", "algorithmic")
-    }
+    weighted, unweighted = task_averages(results)
     counters = ledger.total()
     tokens = {engine: (used[0], used[1]) for engine, used in counters["tokens_by_engine"].items()}
     stopped = next((r["stopped"] for r in results if r["stopped"]), None)
@@ -418,11 +420,8 @@ def _summary(
         "seed": config.seed,
         "simulated": config.backend == "simulated",
         "tasks": results,
-        "averages": {
-            "nlp": _mean(tests["nlp"]),
-            "algorithmic": _mean(tests["algorithmic"]),
-            "overall": _mean([r["accuracy"]["test"] for r in results if r["accuracy"]["test"] is not None]),
-        },
+        "averages": weighted,
+        "averages_unweighted": unweighted,
         "published": dict(PUBLISHED),
         "calls": {"by_purpose": dict(counters["calls_by_purpose"]), "by_role": dict(counters["calls_by_engine"])},
         "tokens": {

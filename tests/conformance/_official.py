@@ -2,8 +2,8 @@
 
 The official package lives in ``../shared/reference/semantic_backprop`` (read its README).
 It imports ``openai`` (only to build clients it never uses here) and ``datasets`` (its data
-loaders fetch from the internet): both are stubbed in ``sys.modules`` when absent, and the
-loaders are fed rows read from ``../shared/data`` instead. Its ``llm.chat`` is replaced by
+loaders fetch from the internet): both are stubbed in ``sys.modules`` while it is imported,
+and the loaders are fed rows read from ``../shared/data`` instead. Its ``llm.chat`` is replaced by
 `OfficialStub`, which classifies each prompt by the official templates' structure, records it
 with the phase it belongs to, and answers from a shared `World`.
 
@@ -37,18 +37,6 @@ DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
 HF_LIAR_LABELS = {"false": 0, "half-true": 1, "mostly-true": 2, "true": 3, "barely-true": 4, "pants-fire": 5}
 
 
-def _stub_module(name: str, **attributes: Any) -> None:
-    if name in sys.modules:
-        return
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        module = types.ModuleType(name)
-        for key, value in attributes.items():
-            setattr(module, key, value)
-        sys.modules[name] = module
-
-
 class _NoClient:
     """Stands in for ``openai.AsyncOpenAI``: built at import, never used (chat is stubbed)."""
 
@@ -66,24 +54,39 @@ def official() -> types.SimpleNamespace:
         pytest.skip(f"the official code is absent: {REFERENCE}")
     pytest.importorskip("numpy")
     pytest.importorskip("tqdm")
-    _stub_module("openai", AsyncOpenAI=_NoClient)
-    _stub_module("datasets", load_dataset=_no_hub)
     for path in (REFERENCE, REFERENCE / "experiments"):
         if str(path) not in sys.path:
             sys.path.append(str(path))
-    return types.SimpleNamespace(
-        llm=importlib.import_module("semantic_backprop.llm"),
-        solutions=importlib.import_module("semantic_backprop.engine.solutions"),
-        liar_data=importlib.import_module("data_utils.liar"),
-        bbh_data=importlib.import_module("data_utils.bbh"),
-    )
+    # The official modules bind `openai.AsyncOpenAI` and `datasets.load_dataset` at import: they
+    # import against stubs (a real openai client would refuse to start without a key), and the
+    # real modules, if any, are put back afterwards.
+    stubs = {
+        "openai": types.SimpleNamespace(AsyncOpenAI=_NoClient),
+        "datasets": types.SimpleNamespace(load_dataset=_no_hub),
+    }
+    saved = {name: sys.modules.get(name) for name in stubs}
+    try:
+        sys.modules.update(stubs)  # type: ignore[arg-type]
+        return types.SimpleNamespace(
+            llm=importlib.import_module("semantic_backprop.llm"),
+            solutions=importlib.import_module("semantic_backprop.engine.solutions"),
+            liar_data=importlib.import_module("data_utils.liar"),
+            bbh_data=importlib.import_module("data_utils.bbh"),
+            gsm8k_data=importlib.import_module("data_utils.gsm8k"),
+        )
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
 
 
 @contextmanager
 def official_datasets(rows: Callable[..., Any]) -> Iterator[None]:
     """Make the official loaders' ``load_dataset(...)`` return ``rows(*args)`` for the duration."""
     mods = official()
-    saved = {m: m.load_dataset for m in (mods.liar_data, mods.bbh_data)}
+    saved = {m: m.load_dataset for m in (mods.liar_data, mods.bbh_data, mods.gsm8k_data)}
     try:
         for module in saved:
             module.load_dataset = rows
@@ -142,7 +145,12 @@ class OfficialStub:
     options: list[dict[str, Any]] = attrs.Factory(list)
 
     async def chat(
-        self, messages: Any, temperature: float = 0, n: int = 1, top_p: float = 1, max_tokens: int = 1024,
+        self,
+        messages: Any,
+        temperature: float = 0,
+        n: int = 1,
+        top_p: float = 1,
+        max_tokens: int = 1024,
         is_opt: bool = False,
     ) -> list[str]:
         """Answer one official call (the signature of the official ``LLM.chat``)."""
@@ -264,7 +272,11 @@ def run_official_liar(
         for i in range(iterations):
             stub.phase = f"iteration {i}"
             current.get_gradients(
-                batch=samples, preds=preds, n=1, errors_per_gradient=k, gradients_per_error=None,
+                batch=samples,
+                preds=preds,
+                n=1,
+                errors_per_gradient=k,
+                gradients_per_error=None,
                 include_grad=include_grad,
             )
             current.apply_gradients(opt_keys=list(opt_keys) if opt_keys else None)

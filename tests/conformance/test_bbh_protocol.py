@@ -125,3 +125,15 @@ def test_the_information_check_catches_a_prompt_that_hides_a_hint(both):
     ]
     with pytest.raises(AssertionError, match="no semgrad prompt shows all of it"):
         assert_same_information(theirs.calls, hidden)
+
+
+def test_same_sampling_options(both):
+    """semgrad's requests carry the official sampling settings: temperature 0 and 1024 output tokens."""
+    _, theirs, _, side = both
+    assert {(o["temperature"], o["max_tokens"]) for o in theirs.options} == {(0, 1024)}
+    if all(not r.options for r in side.requests):
+        pytest.xfail("requests carry no sampling options yet (issue 13, item 2)")
+    for request in side.requests:
+        options = dict(request.options)
+        assert options.get("temperature") == 0, request.options
+        assert 1024 in (options.get("max_tokens"), options.get("max_output_tokens")), request.options

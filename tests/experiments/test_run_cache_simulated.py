@@ -24,7 +24,9 @@ def test_a_simulated_run_with_a_cache_stores_its_replies_and_a_rerun_adds_none(t
     """A simulated run with --cache writes its replies to the file; the same run again gets the same results
     from it and stores nothing new; another seed (another simulated LLM) does not reuse them."""
     cache = tmp_path / "cache.sqlite"
-    config = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=4, test=4, cache=str(cache))
+    config = RunConfig(
+        "bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=4, test=4, cache=str(cache)
+    )
     first = run_experiment(config, tmp_path / "a")
     stored = _rows(cache)
     assert stored > 0

@@ -8,7 +8,8 @@ What it tries, and the figure it holds -- *nothing is executed from a file, and 
 * every field of a real checkpoint replaced by a value of another type: refused, one line naming the file;
 * ``"iteration": -5``, a missing ``state``, truncated JSON, deep nesting: refused, one line, what to do;
 * another run's checkpoint (other optimizer, other settings, other data, other loss): refused, naming what differs;
-* a damaged cache file: one line naming the file and what to do, not ``file is not a database``;
+* a damaged cache file, a cache row or cassette line with values of the wrong type: one line naming the file and
+  what to do, not ``file is not a database``;
 * a SIGKILL during an atomic write: its ``.tmp`` file is removed by the next write beside it;
 * the package's file readers: no module of semgrad imports or evaluates anything by a name it read.
 """
@@ -35,7 +36,7 @@ from semgrad._samples import gsm8k_sample
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import Example, normalized_match, numeric_match, optim
 from semgrad.effects import CheckpointError, fit_sync
-from semgrad.effects._checkpoint import _field_types, allowed_types, decode, read_checkpoint
+from semgrad.effects._checkpoint import decode, read_checkpoint
 from semgrad.topologies import paper_graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,9 +84,21 @@ def _one_line_naming(exc: BaseException, path: Path) -> None:
     assert "\n" not in text and str(path) in text, text
 
 
+#: The run-state tags a real checkpoint holds, and tags naming code.
+RUN_STATE = [
+    "semgrad.core._graph:Parameter",
+    "semgrad.core._graph:Params",
+    "semgrad.core.optim._base:EmptyState",
+    "semgrad.core.optim._base:StageReport",
+    "semgrad.core.optim._stages:GateState",
+    "semgrad.core.optim._stages:SelectState",
+    "semgrad.core.optim._combining:EveryKState",
+    "semgrad.effects._fit:IterationRecord",
+    "semgrad.effects._fit:_RunState",
+]
 TAGS = st.sampled_from(
     [
-        *allowed_types(),
+        *RUN_STATE,
         "semgrad._files:write_text_atomically",
         "tests.faults.test_faults_files:sentinel",
         "semgrad.cli:main",
@@ -97,9 +110,13 @@ TAGS = st.sampled_from(
 KEYS = st.sampled_from(["$attrs", "fields", "$tuple", "$map", "$dict", "state", "format", "path", "text", "argv"])
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8) | TAGS,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(KEYS | st.text(max_size=4), inner, max_size=4)
-    | st.builds(lambda tag, fields: {"$attrs": tag, "fields": fields}, TAGS, st.dictionaries(KEYS, inner, max_size=4)),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(KEYS | st.text(max_size=4), inner, max_size=4)
+        | st.builds(
+            lambda tag, fields: {"$attrs": tag, "fields": fields}, TAGS, st.dictionaries(KEYS, inner, max_size=4)
+        )
+    ),
     max_leaves=25,
 )
 
@@ -132,7 +149,9 @@ def test_a_checkpoint_naming_a_function_is_refused_and_the_function_never_runs(t
     CALLED.clear()
     victim = tmp_path / "written-by-the-checkpoint.txt"
     fields = {"path": str(victim), "text": "owned"}
-    path = _write(tmp_path / "checkpoint.json", {"format": "semgrad.checkpoint/1", "state": {"$attrs": tag, "fields": fields}})
+    path = _write(
+        tmp_path / "checkpoint.json", {"format": "semgrad.checkpoint/1", "state": {"$attrs": tag, "fields": fields}}
+    )
     with pytest.raises(CheckpointError) as caught:
         read_checkpoint(path)
     _one_line_naming(caught.value, path)
@@ -160,6 +179,8 @@ def _replace(value, at, new):
 
 def _typed(saved, at):
     """Whether the field at `at` has a type hint other than Any."""
+    from semgrad.effects._checkpoint import _field_types, allowed_types
+
     owner = saved["state"]
     for key in at[:-2]:
         owner = owner[key]
@@ -268,8 +289,18 @@ def test_a_tmp_file_of_a_live_writer_is_left_alone(tmp_path):
 
 
 #: Modules allowed to import by name, and why: none. Only what the user types may name code to load.
-NAME_LOADERS = {"importlib.import_module", "__import__", "eval", "exec", "pickle.load", "pickle.loads",
-                "marshal.loads", "runpy.run_path", "runpy.run_module", "compile"}
+NAME_LOADERS = {
+    "importlib.import_module",
+    "__import__",
+    "eval",
+    "exec",
+    "pickle.load",
+    "pickle.loads",
+    "marshal.loads",
+    "runpy.run_path",
+    "runpy.run_module",
+    "compile",
+}
 
 
 def test_no_module_of_semgrad_loads_or_evaluates_code_by_a_name_it_read():
@@ -284,8 +315,48 @@ def test_no_module_of_semgrad_loads_or_evaluates_code_by_a_name_it_read():
                     found.append(f"{file.name}:{node.lineno}: {name}")
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
-                if "import_module" in names or any(n in ("pickle", "marshal", "runpy", "shelve", "dill") for n in names):
+                if "import_module" in names or any(
+                    n in ("pickle", "marshal", "runpy", "shelve", "dill") for n in names
+                ):
                     found.append(f"{file.name}:{node.lineno}: import {names}")
             if isinstance(node, ast.Import) and any(a.name == "importlib" for a in node.names):
                 found.append(f"{file.name}:{node.lineno}: import importlib")
     assert found == []
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"key": "k", "response": {"text": {"$attrs": "semgrad.cli:main"}, "usage": {}, "model": "m"}},
+        {"key": "k", "response": {"text": "4", "usage": ["os:system"], "model": "m"}},
+        {"key": "k", "response": {"text": "4", "usage": {"input_tokens": "many"}, "model": "m"}},
+        {"key": ["k"], "response": {"text": "4"}},
+    ],
+    ids=["text-object", "usage-list", "usage-text", "key-list"],
+)
+def test_a_cassette_record_with_values_of_the_wrong_type_is_refused_naming_the_file(tmp_path, record):
+    """replayed() refuses a cassette line whose key, text, usage or model has the wrong type, naming file and line."""
+    from semgrad.effects import replayed
+
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError) as caught:
+        replayed(path)
+    _one_line_naming(caught.value, path)
+
+
+def test_a_cache_row_with_a_damaged_usage_is_refused_naming_the_file(tmp_path):
+    """A cache row whose usage is not an object is refused with one line naming the cache and what to do."""
+    import sqlite3
+
+    from semgrad.effects._cache import SqliteStore
+
+    path = tmp_path / "cache.sqlite"
+    store = SqliteStore(path)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO replies VALUES ('k', 'text', '[\"os:system\"]', 'm', NULL, NULL, 0)")
+    with pytest.raises(ValueError) as caught:
+        store.get_sync("k")
+    store.close()
+    _one_line_naming(caught.value, path)
+    assert "delete" in str(caught.value)
