@@ -172,3 +172,21 @@ def test_the_help_and_the_readme_document_the_failure_rules():
     readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
     assert f"first **{FAIL_FAST_CALLS}** calls all fail" in readme
     assert f"more than **{MAX_ERROR_SHARE * 100:.0f} %**" in readme
+
+
+def test_calls_the_runner_times_out_are_counted_as_timeouts(tmp_path):
+    """Calls that hang past the run's timeout are counted in results.json as errors of kind 'timeout'."""
+    import anyio
+
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, validation=4, test=4, iterations=1, timeout=0.2)
+    stuck = load_run_tasks(config)[0].split.test[0].id
+    hashed = HashLLM()
+
+    async def hangs_on_one_item(request):
+        if request.sample == stuck:
+            await anyio.sleep(30)
+        return hashed(request)
+
+    summary = run_experiment(config, tmp_path / "run", llm=FunctionLLM(hangs_on_one_item))
+    assert summary["errors_by_kind"].get("timeout", 0) >= 2  # the item's hints, in the test and initial_test splits
+    assert summary["tasks"][0]["errors_by_kind"] == summary["errors_by_kind"]
