@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,10 @@ from semgrad.core import Example, Graph, LLMRequest, Params
 from semgrad.core.optim import Transform
 from semgrad.effects import FitResult, fit
 
-from ._world import Call, Item, World
+from ._world import REASONING, Call, Item, World
+
+#: Whether forward replies carry reasoning before a tagged result.
+_REASONS = "reasoning" in inspect.signature(fake.reply_forward).parameters
 
 #: Whether `fit` without a validation set gates on the training items and reuses that forward.
 GATES_ON_TRAIN = False
@@ -51,9 +55,10 @@ class SemgradSide:
         self.requests.append(request)
         if request.purpose == "forward":
             assert item is not None, request
-            if node_kind == "final":
-                return fake.reply_forward(request, self.world.answer(item, text))
-            return fake.reply_forward(request, self.world.notes(item, text))
+            value = self.world.answer(item, text) if node_kind == "final" else self.world.notes(item, text)
+            if _REASONS:  # a reasoning-first forward reply (issue 13, item 1): only the result may flow on
+                return fake.reply_forward(request, value, reasoning=REASONING)  # type: ignore[call-arg]
+            return fake.reply_forward(request, value)
         if request.purpose == "backward":
             assert item is not None, request
             alone = len(request.targets) == 1 and self.world.hints > 1
