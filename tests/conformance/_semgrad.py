@@ -20,8 +20,38 @@ from ._world import REASONING, Call, Item, World
 #: Whether forward replies carry reasoning before a tagged result.
 _REASONS = "reasoning" in inspect.signature(fake.reply_forward).parameters
 
+
+def _gates_on_train() -> bool:
+    """Whether `fit` without a validation set gates on the training items (issue 13, item 3): a probe."""
+    from semgrad.core import GraphBuilder, ProtocolError, optim
+
+    b = GraphBuilder()
+    b.llm("answer", inputs=[b.input("question")], instruction="Answer.")
+    graph, params = b.build(output="answer")
+
+    def llm(request: LLMRequest) -> str:
+        if request.purpose == "rewrite":
+            return fake.reply_rewrite(request, "Answer well.")
+        return fake.reply_forward(request, "no")
+
+    try:
+        anyio.run(
+            lambda: fit(
+                graph,
+                params,
+                optim.neighbor_sgd(k=1),
+                train=[Example({"question": "q"}, "yes", id=0)],
+                llm=llm,
+                iterations=1,
+            )
+        )
+    except ProtocolError:
+        return False
+    return True
+
+
 #: Whether `fit` without a validation set gates on the training items and reuses that forward.
-GATES_ON_TRAIN = False
+GATES_ON_TRAIN = _gates_on_train()
 
 _CURRENT = re.compile(r"<current>\s*(.*?)\s*</current>", re.S)
 
