@@ -333,6 +333,11 @@ class _RunState:
             raise CheckpointError(f"{path} was written for another graph (fingerprint {state.graph})")
         if state.initial_params != params:
             raise CheckpointError(f"{path} was written for a run that started from other params")
+        if belongs is not None and not state.belongs_to:
+            raise CheckpointError(
+                f"{path} was written by an older semgrad and does not say which run it belongs to; "
+                "start a new run with another checkpoint path"
+            )
         differ = differing_parts(state.belongs_to, belongs) if belongs is not None else ()
         if differ:
             raise CheckpointError(
