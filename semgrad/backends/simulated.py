@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from ..core import LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
-from .fake import HashLLM, reply_backward
+from .fake import HashLLM, reply_backward, reply_forward
 
 __all__ = ["SKILLS", "SimulatedLLM"]
 
@@ -54,7 +54,7 @@ class SimulatedLLM:
         >>> prompt = "[1] question (q):\\nWhat is 3 + 4?"
         >>> r = LLMRequest((Message("system", skilled), Message("user", prompt)), node="answer")
         >>> llm(r)
-        'Working through it, the result follows.\\nAnswer: 7'
+        'Working through it, the result follows.\\n<result>\\nAnswer: 7\\n</result>'
     """
 
     is_async = False
@@ -79,7 +79,8 @@ class SimulatedLLM:
 
     def __call__(self, request: LLMRequest) -> str:
         if request.purpose == "forward":
-            return self._forward(request)
+            reasoning, _, result = self._forward(request).rpartition("\n")
+            return reply_forward(request, result, reasoning=reasoning)
         if request.purpose == "backward":
             return self._backward(request)
         if request.purpose == "rewrite":

@@ -5,19 +5,21 @@ Examples:
     2
 """
 
-from ._config import BACKENDS, OPTIMIZERS, RunConfig, make_optimizer
-from ._dry_run import DryRunReport, dry_run, estimate_tokens
+from ._config import BACKENDS, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
+from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
 from ._run import PUBLISHED, SetupError, build_llm, estimate_cost, load_run_tasks, loss_for, run_experiment
 
 __all__ = [
     "BACKENDS",
     "OPTIMIZERS",
+    "PROTOCOLS",
     "PUBLISHED",
     "DryRunReport",
     "RunConfig",
     "SetupError",
     "build_llm",
     "dry_run",
+    "dry_run_protocols",
     "estimate_cost",
     "estimate_tokens",
     "load_run_tasks",

@@ -102,12 +102,12 @@ def _all(task: Task) -> tuple[Example, ...]:
     return task.split.train + task.split.validation + task.split.test
 
 
-async def preflight(llm: Any, task: Task) -> None:
+async def preflight(llm: Any, task: Task, options: Any = None) -> None:
     """Make one small call so an unreachable server or a bad key fails before the run starts."""
     graph, params = task.build()
     example = task.split.train[0]
     runner = Runner(llm, timeout=60)
-    trace = await runner.run(forward(graph, params, example.inputs, sample="preflight"))
+    trace = await runner.run(forward(graph, params, example.inputs, sample="preflight", options=options))
     errors = [e for _, e in trace.errors if not isinstance(e, str)]
     if errors and errors[0].kind in ("connection", "auth", "timeout", "not_found", "bad_request"):
         raise SetupError(f"the backend cannot be used: {errors[0].kind}: {errors[0].message}")
@@ -142,9 +142,10 @@ def run_experiment(
     out = Path(run_dir)
     _check_run_dir(config, out, resume)
     tasks = load_run_tasks(config)
+    _check_protocol(config, tasks)
     llm = llm if llm is not None else build_llm(config, tasks)
     if check_backend and config.backend != "simulated":
-        anyio.run(preflight, llm, tasks[0])
+        anyio.run(preflight, llm, tasks[0], config.sampling()["forward"])
     config.save(out)
     runner_stats: list[Any] = []
     results = []
@@ -154,6 +155,15 @@ def run_experiment(
     _write_json(out / "results.json", summary)
     write_report(out)
     return summary
+
+
+def _check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:
+    if config.protocol == "heldout":
+        empty = [t.name for t in tasks if not t.split.validation]
+        if empty:
+            raise SetupError(
+                f"the held-out protocol needs a validation split, and {empty[0]} has none; pass --validation N"
+            )
 
 
 def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
@@ -189,7 +199,7 @@ def _run_task(
             params,
             make_optimizer(config),
             train=task.split.train,
-            validation=task.split.validation,
+            validation=task.split.validation if config.protocol == "heldout" else (),
             llm=llm,
             iterations=config.iterations,
             loss=loss,
@@ -201,15 +211,19 @@ def _run_task(
             on_progress=progress,
             max_concurrency=config.concurrency,
             timeout=config.timeout,
+            options=config.sampling(),
         )
     )
     stats.append(result.statistics)
     if on_progress:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
     runner = Runner(llm, max_concurrency=config.concurrency, timeout=config.timeout)
+    forward_options = config.sampling()["forward"]
 
     def accuracy(p: Any, examples: tuple[Example, ...]) -> float | None:
-        return mean_score(anyio.run(runner.run, evaluate(graph, p, examples, loss))) if examples else None
+        if not examples:
+            return None
+        return mean_score(anyio.run(runner.run, evaluate(graph, p, examples, loss, options=forward_options)))
 
     parts = task.split
     scores = {
