@@ -7,15 +7,30 @@ Examples:
 
 from ._config import BACKENDS, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
-from ._run import PUBLISHED, SetupError, build_llm, estimate_cost, load_run_tasks, loss_for, run_experiment
+from ._run import (
+    PUBLISHED,
+    RunFailed,
+    SetupError,
+    build_llm,
+    estimate_cost,
+    load_run_tasks,
+    loss_for,
+    run_experiment,
+    run_stack,
+)
+from ._stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
 
 __all__ = [
     "BACKENDS",
+    "FAIL_FAST_CALLS",
+    "MAX_ERROR_SHARE",
     "OPTIMIZERS",
     "PROTOCOLS",
     "PUBLISHED",
     "DryRunReport",
     "RunConfig",
+    "RunFailed",
+    "RunStack",
     "SetupError",
     "build_llm",
     "dry_run",
@@ -26,4 +41,5 @@ __all__ = [
     "loss_for",
     "make_optimizer",
     "run_experiment",
+    "run_stack",
 ]

@@ -64,7 +64,8 @@ class RunConfig:
     max_calls: int | None = attrs.field(default=None, validator=_positive)
     max_tokens: int | None = attrs.field(default=None, validator=_positive)
     simulated_latency: float = 0.0
-    protocol: str = attrs.field(default="official", validator=_choice(PROTOCOLS, "protocol"))
+    #: "official" or "heldout"; None picks "heldout" when a validation size is given, else "official".
+    protocol: str = attrs.field(default=None, validator=attrs.validators.optional(_choice(PROTOCOLS, "protocol")))
     param: str | None = attrs.field(default=None)
     temperature: float = 0.0
     max_output_tokens: int = attrs.field(default=1024, validator=_positive)
@@ -90,6 +91,10 @@ class RunConfig:
         """The model per engine, for backends that take one."""
         found = {"forward": self.forward_model, "backward": self.backward_model, "optimizer": self.optimizer_model}
         return {k: v for k, v in found.items() if v}
+
+    def __attrs_post_init__(self) -> None:
+        if self.protocol is None:  # a validation size asks for the held-out protocol; else the paper's
+            object.__setattr__(self, "protocol", "heldout" if self.validation else "official")
 
     @param.validator
     def _check_param(self, attribute: Any, value: str | None) -> None:

@@ -132,11 +132,13 @@ def dry_run_protocols(
 ) -> FrozenMap[str, DryRunReport]:
     """`dry_run` of `config` under each protocol ("official", "heldout"), by protocol name.
 
-    A protocol the config's splits cannot run (held-out without a validation split) is left out.
+    The official variant drops the config's validation size (that protocol has no validation
+    split); a protocol the splits cannot run (held-out without a validation split) is left out.
     """
     found = {}
     for protocol in PROTOCOLS:
-        variant = attrs.evolve(config, protocol=protocol)
+        # The official protocol has no validation split: the config's validation size is the held-out one's.
+        variant = attrs.evolve(config, protocol=protocol, validation=None if protocol == "official" else config.validation)
         if protocol == "heldout" and not all(t.split.validation for t in load_run_tasks(variant)):
             continue
         found[protocol] = dry_run(variant, prices=prices, output_tokens=output_tokens)

@@ -402,9 +402,12 @@ def validation_gate(*, min_gain: float = 0.0, always_accept: bool = False) -> Tr
         on_train = not step.validation
         if step.loss is None or (on_train and not step.train):
             raise ProtocolError("validation_gate needs step.loss and step.validation or step.train; run it under fit")
-        if not updates:
-            new = attrs.evolve(step, accepted=False).noted("validation_gate", "nothing to update; rejected")
+        if not updates and not on_train:
+            verdict = "accepted" if always_accept else "rejected"
+            new = attrs.evolve(step, accepted=always_accept).noted("validation_gate", f"nothing to update; {verdict}")
             return pure((new, state))
+        # On the training items even an unchanged candidate is scored, as the official loop does: its
+        # forward is the next iteration's either way, so the counts per iteration never vary.
         examples = step.train if on_train else step.validation
         forward_options = step.options.get("forward")
         candidate = evaluate(step.graph, apply_updates(params, updates), examples, step.loss, options=forward_options)
@@ -468,3 +471,7 @@ def momentum(*, history: int = 2) -> Transform:
         return pure((new, MomentumState(FrozenMap(past))))
 
     return Transform(lambda params: MomentumState(), update, "momentum")
+
+
+#: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (SelectState, GateState, MomentumState)
