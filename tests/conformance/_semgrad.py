@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -16,42 +15,6 @@ from semgrad.core.optim import Transform
 from semgrad.effects import FitResult, fit
 
 from ._world import REASONING, Call, Item, World
-
-#: Whether forward replies carry reasoning before a tagged result.
-_REASONS = "reasoning" in inspect.signature(fake.reply_forward).parameters
-
-
-def _gates_on_train() -> bool:
-    """Whether `fit` without a validation set gates on the training items (issue 13, item 3): a probe."""
-    from semgrad.core import GraphBuilder, ProtocolError, optim
-
-    b = GraphBuilder()
-    b.llm("answer", inputs=[b.input("question")], instruction="Answer.")
-    graph, params = b.build(output="answer")
-
-    def llm(request: LLMRequest) -> str:
-        if request.purpose == "rewrite":
-            return fake.reply_rewrite(request, "Answer well.")
-        return fake.reply_forward(request, "no")
-
-    try:
-        anyio.run(
-            lambda: fit(
-                graph,
-                params,
-                optim.neighbor_sgd(k=1),
-                train=[Example({"question": "q"}, "yes", id=0)],
-                llm=llm,
-                iterations=1,
-            )
-        )
-    except ProtocolError:
-        return False
-    return True
-
-
-#: Whether `fit` without a validation set gates on the training items and reuses that forward.
-GATES_ON_TRAIN = _gates_on_train()
 
 _CURRENT = re.compile(r"<current>\s*(.*?)\s*</current>", re.S)
 
@@ -86,9 +49,7 @@ class SemgradSide:
         if request.purpose == "forward":
             assert item is not None, request
             value = self.world.answer(item, text) if node_kind == "final" else self.world.notes(item, text)
-            if _REASONS:  # a reasoning-first forward reply (issue 13, item 1): only the result may flow on
-                return fake.reply_forward(request, value, reasoning=REASONING)  # type: ignore[call-arg]
-            return fake.reply_forward(request, value)
+            return fake.reply_forward(request, value, reasoning=REASONING)  # only the result may flow on
         if request.purpose == "backward":
             assert item is not None, request
             alone = len(request.targets) == 1 and self.world.hints > 1
@@ -120,16 +81,12 @@ def run_semgrad(
         if event.phase == "forward" or event.phase == "scoring initial params":
             side.phase = f"iteration {event.iteration}"
 
-    # Until fit gates on the training items without a validation set (issue 13, item 3), the
-    # training items stand in as the validation set: the same decisions, twice the gate's forward.
-    validation = () if GATES_ON_TRAIN else train
     result = anyio.run(
         lambda: fit(
             graph,
             params,
             optimizer,
             train=train,
-            validation=validation,
             llm=side,
             iterations=iterations,
             on_progress=progress,

@@ -13,8 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from semgrad.backends.simulated import SKILLS, VERIFY
 from semgrad.experiments import RunConfig, run_experiment
 
@@ -23,12 +21,12 @@ OPTIMIZERS = {
     "neighbor-sgd": "nothing (the full method)",
     "no-gradients": "the feedback: rewrites see inputs and outputs only",
     "no-neighbors": "the siblings: each hint's feedback is asked for alone",
-    "one-parameter": "all but one parameter",
+    "one-parameter": "all but one parameter (`--param hint_1.instruction`)",
     "no-gate": "the update gate",
 }
 ITERATIONS = 4
-#: The parameter the one-parameter ablation trains.
-ONE_PARAMETER = "hint_1.instruction"
+#: The parameter the one-parameter ablation trains alone.
+ALONE = "hint_1.instruction"
 DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
 
 
@@ -40,9 +38,10 @@ def _skills(text: str) -> str:
 
 def outcome(optimizer: str, data_dir: Path, run_dir: Path) -> dict[str, Any]:
     """One simulated run's figures: decisions, accuracies and the skills each instruction ends with."""
-    named = optimizer == "one-parameter" and "param" in attrs.fields_dict(RunConfig)
-    extra = {"param": ONE_PARAMETER} if named else {}  # `--param NAME` (issue 13, item 6)
-    config = RunConfig(task="bbh:navigate", data_dir=str(data_dir), optimizer=optimizer, iterations=ITERATIONS, **extra)
+    param = ALONE if optimizer == "one-parameter" else None
+    config = RunConfig(
+        task="bbh:navigate", data_dir=str(data_dir), optimizer=optimizer, param=param, iterations=ITERATIONS
+    )
     results = run_experiment(config, run_dir, check_backend=False)
     task = results["tasks"][0]
     return {
@@ -60,11 +59,8 @@ def table(data_dir: Path = DATA) -> str:
         "| `--optimizer` | removes | decisions | train | test (initial) | steps held: hint_1 / hint_2 / answer |",
         "|---|---|---|---|---|---|",
     ]
-    named = "param" in attrs.fields_dict(RunConfig)
     with tempfile.TemporaryDirectory() as tmp:
         for name, removes in OPTIMIZERS.items():
-            if name == "one-parameter":
-                removes += f" ({ONE_PARAMETER} alone)" if named else " (a random one each iteration)"
             o = outcome(name, data_dir, Path(tmp) / name)
             held = " / ".join(o["skills"][n] for n in ("hint_1", "hint_2", "answer"))
             rows.append(
