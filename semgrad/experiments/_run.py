@@ -136,7 +136,14 @@ def run_stack(config: RunConfig, backend: Any) -> RunStack:
         max_tokens=config.max_tokens,
         concurrency=config.concurrency,
         cache=config.cache,
+        timeout=config.timeout,
     )
+
+
+def _runner_timeout(config: RunConfig) -> float | None:
+    # A real backend's stack gives each attempt its own deadline, under the retries; a deadline around
+    # the whole stack would cut the retries short. Other LLMs get the runner's.
+    return None if config.backend != "simulated" else config.timeout
 
 
 def _all(task: Task) -> tuple[Example, ...]:
@@ -303,14 +310,14 @@ async def _run_task(
         resume=ckpt if resume and ckpt.exists() else None,
         on_progress=progress,
         max_concurrency=config.concurrency,
-        timeout=config.timeout,
+        timeout=_runner_timeout(config),
         options=config.sampling(),
     )
     keep()
     stopped = result.stopped
     if on_progress and not stopped:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
-    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=config.timeout)
+    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config))
     parts = task.split
     scores: dict[str, float | None] = {}
     tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
