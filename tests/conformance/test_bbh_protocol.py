@@ -33,6 +33,9 @@ def navigate_items(n: int = 4) -> list[Item]:
 #: Two items need a skill each (learned in iteration 0 from two different hints); item 2 is
 #: right at first but made wrong by the final node's CAREFUL (so iteration 1 is rejected).
 WORLD = World(needs={"navigate/0": 1, "navigate/1": 2}, fragile=frozenset({"navigate/2"}))
+#: Two iterations: a third would backpropagate the same error sample through the same (rejected-over)
+#: solution, which the official code skips (its statements keep their first feedback, and its chat
+#: cache would answer anyway); semgrad asks again, which a `cached` LLM answers without a call.
 ITERATIONS = 2
 
 
