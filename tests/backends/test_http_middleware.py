@@ -47,7 +47,8 @@ async def test_requests_per_minute_spaces_arrivals(provider):
             tg.start_soon(llm, request)
     arrivals = sorted(provider.arrivals)
     assert all(c - a > 0.05 for a, c in zip(arrivals, arrivals[2:]))  # nominally 0.1 s: no three in one interval
-    assert arrivals[-1] - arrivals[0] >= 0.2  # nominally 0.25 s
+    # nominally 0.2 s from the second arrival on (the first call may reach the server late: it opens the connection)
+    assert arrivals[-1] - arrivals[1] >= 0.15
 
 
 async def test_a_cached_forward_makes_no_request_the_second_time(provider, tmp_path):
