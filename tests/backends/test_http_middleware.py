@@ -41,14 +41,15 @@ async def test_the_server_never_sees_more_than_max_concurrency(provider, limit):
 
 async def test_requests_per_minute_spaces_arrivals(provider):
     """With requests_per_minute=1200, requests reach the server about 50 ms apart, never in a burst."""
+    await backend(provider)(requests(1)[0])  # warm up: the first call imports httpx and opens a connection
+    provider.arrivals.clear()
     llm = limited(backend(provider), requests_per_minute=1200)
     async with anyio.create_task_group() as tg:
         for request in requests(6):
             tg.start_soon(llm, request)
     arrivals = sorted(provider.arrivals)
     assert all(c - a > 0.05 for a, c in zip(arrivals, arrivals[2:]))  # nominally 0.1 s: no three in one interval
-    # nominally 0.2 s from the second arrival on (the first call may reach the server late: it opens the connection)
-    assert arrivals[-1] - arrivals[1] >= 0.15
+    assert arrivals[-1] - arrivals[0] >= 0.2  # nominally 0.25 s
 
 
 async def test_a_cached_forward_makes_no_request_the_second_time(provider, tmp_path):
