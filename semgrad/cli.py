@@ -18,39 +18,27 @@ def _demo(args: argparse.Namespace) -> int:
     return _demo.main(quiet=args.quiet, iterations=args.iterations)
 
 
-class ProgressBar:
-    """A one-line progress display on stderr (a bar on a terminal, plain lines otherwise)."""
+RUN_DESCRIPTION = """Run one of the paper's experiments, or your own system on your own data:
 
-    def __init__(self, stream: TextIO, *, quiet: bool, banner: str = "") -> None:
-        self.stream, self.quiet, self.banner = stream, quiet, banner
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+  semgrad run bbh:navigate --data-dir DATA
+  semgrad run my_system.py:build --data items.jsonl --metric exact
 
-    def __call__(self, task: str, event: Any) -> None:
-        if self.quiet:
-            return
-        if self.banner:
-            self.stream.write(self.banner + "\n")
-            self.banner = ""
-        done = min(event.iteration, event.iterations)
-        width = 20
-        filled = int(width * done / event.iterations) if event.iterations else width
-        bar = "#" * filled + "-" * (width - filled)
-        score = "" if event.score is None else f" train {event.score:.2f}"
-        line = f"{task} [{bar}] {done}/{event.iterations} {event.phase}{score} ({event.calls} calls)"
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + line)
-            if event.phase == "evaluating":
-                self.stream.write("\n")
-        elif event.phase in ("done", "evaluating"):
-            self.stream.write(line + "\n")
-        self.stream.flush()
+Your system is a Python file or importable module with a function (build unless named after the colon)
+that returns (graph, params). Each run gets a new folder (printed at the start) holding config.json, the
+checkpoint, results.json and report.html. Continue one with `semgrad run --resume --out DIR`; a run of your
+own system must name the system again (semgrad never imports code because a file names it)."""
 
 
 def _config(args: argparse.Namespace) -> Any:
     from .experiments import RunConfig
 
+    task, data = args.task, args.data
+    if data is not None:
+        from .experiments._custom import canonical_spec
+
+        task, data = canonical_spec(task), str(Path(data).resolve())
     return RunConfig(
-        task=args.task,
+        task=task,
         data_dir=args.data_dir,
         backend=args.backend,
         optimizer=args.optimizer,
@@ -71,31 +59,72 @@ def _config(args: argparse.Namespace) -> Any:
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
         simulated_latency=args.simulated_latency,
+        data=data,
+        metric=args.metric,
+        criteria=args.criteria,
     )
 
 
-def _prices(path: str | None) -> dict[str, tuple[float, float]] | None:
-    if not path:
-        return None
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-        return {str(model): (float(p[0]), float(p[1])) for model, p in data.items()}
-    except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
-        raise ValueError(
-            f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})"
-        ) from None
+def _typed(argv: Sequence[str]) -> dict[str, Any]:
+    """The options of ``semgrad run`` that `argv` gives explicitly (defaults left out)."""
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
+    for action in run._actions:
+        action.default = argparse.SUPPRESS
+    given = vars(parser.parse_args(list(argv)))
+    return {k: v for k, v in given.items() if k not in ("command", "func", "debug")}
+
+
+def _run_config(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The config and run folder: from the typed flags, or on --resume from the folder's config.json."""
+    from .experiments._resume import load_saved_config, resumed_config
+    from .experiments._runs import new_run_dir
+
+    if args.resume:
+        if args.out is None:
+            raise ValueError("--resume needs --out DIR, the run folder to continue")
+        given = _typed(args.argv)
+        fields = {k: v for k, v in given.items() if k not in ("resume", "out")}
+        return resumed_config(load_saved_config(args.out), fields, args.out), Path(args.out)
+    if args.task is None:
+        raise ValueError("semgrad run needs a task (e.g. bbh:navigate) or your system (my_system.py:build --data FILE)")
+    if args.data is None:
+        from .experiments._custom import is_system_spec
+
+        if is_system_spec(args.task):
+            raise ValueError(f"{args.task} looks like your own system: pass --data FILE (JSON Lines or CSV items)")
+    config = _config(args)
+    return config, Path(args.out) if args.out is not None else new_run_dir(config)
+
+
+def _why_stopped(stopped: str, config: Any) -> str:
+    if stopped == "budget":
+        limits = [f"--max-calls {config.max_calls}"] * bool(config.max_calls)
+        limits += [f"--max-tokens {config.max_tokens}"] * bool(config.max_tokens)
+        return f"the budget ({', '.join(limits) or 'a limit'}) is spent; the best result so far is kept"
+    return stopped
 
 
 def _run(args: argparse.Namespace) -> int:
     from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
+    from .experiments._prices import load_prices
+    from .experiments._progress import RunProgress
 
-    config = _config(args)
+    config, out = _run_config(args)
+    prices = load_prices(args.prices)
+    if args.show_prompts is not None:
+        from .experiments._inspect import show_prompts
+
+        print(show_prompts(config, args.show_prompts))
+        return 0
     if config.backend != "simulated" and not args.dry_run:
         build_llm(config, load_run_tasks(config))  # a missing key or bad data fails here, before anything runs
+    plan = None
     if args.dry_run or config.backend != "simulated":
-        report = dry_run(config, prices=_prices(args.prices))
+        plan = report = dry_run(config, prices=prices.models)
         print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
         print(report.table())
+        print(f"(cost from {prices.describe()})")
         if args.dry_run:
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
@@ -106,23 +135,36 @@ def _run(args: argparse.Namespace) -> int:
             if input("Start the run? [y/N] ").strip().lower() not in ("y", "yes"):
                 print("not started")
                 return 1
-    out = Path(args.out)
+    elif not args.quiet:
+        plan = dry_run(config)  # the planned total the progress counts against
     banner = (
         "The LLM is SIMULATED (offline, deterministic): scores say nothing about real models."
         if config.backend == "simulated"
         else ""
+    )
+    if not args.quiet:
+        print(f"{'Continuing' if args.resume else 'Writing'} the run in {out}", flush=True)
+    progress = RunProgress(
+        sys.stderr,
+        planned=plan.total_calls if plan is not None else None,
+        prices=None if config.backend == "simulated" else prices.models,
+        quiet=args.quiet,
+        banner=banner,
     )
     try:
         summary = run_experiment(
             config,
             out,
             resume=args.resume,
-            on_progress=ProgressBar(sys.stderr, quiet=args.quiet, banner=banner),
-            prices=_prices(args.prices),
+            on_progress=progress.on_progress,
+            on_reply=progress,
+            prices=prices.models,
         )
     except KeyboardInterrupt:
+        progress.close()
         print(f"\nsemgrad: interrupted; the checkpoint in {out} is intact -- continue with --resume", file=sys.stderr)
         return 130
+    progress.close(_why_stopped(summary["stopped"], config) if summary.get("stopped") else None)
     if not args.quiet:
         for task in summary["tasks"]:
             acc = task["accuracy"]
@@ -202,13 +244,24 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows each option's default, when it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
+    from . import __version__
     from .experiments import BACKENDS, OPTIMIZERS
 
     parser = argparse.ArgumentParser(
         prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
     )
+    parser.add_argument("--version", action="version", version=f"semgrad {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -217,18 +270,40 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--iterations", type=int, default=3, help="optimisation iterations (default 3)")
     demo.set_defaults(func=_demo)
 
-    run = sub.add_parser("run", help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)")
-    run.add_argument("task", help="the task, e.g. bbh:navigate, bbh:all, gsm8k, liar")
+    run = sub.add_parser(
+        "run",
+        help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar) or your own system on your data",
+        formatter_class=_HelpWithDefaults,
+        description=RUN_DESCRIPTION,
+    )
+    run.add_argument(
+        "task",
+        nargs="?",
+        help="the task (bbh:navigate, bbh:all, gsm8k, liar), or your system FILE.py:FUNCTION or MODULE:FUNCTION "
+        "with --data; optional with --resume (except for your own system, which must be typed again)",
+    )
     run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
+    run.add_argument("--data", help="your items: JSON Lines {'inputs': {...}, 'target': ...} or CSV (a target column)")
+    run.add_argument(
+        "--metric",
+        default="exact",
+        choices=("exact", "numeric", "judge"),
+        help="how your items are scored: normalised exact match, numbers, or an LLM judge",
+    )
+    run.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
     run.add_argument(
         "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
     )
-    run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
-    run.add_argument("--iterations", type=int, default=4)
-    run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
-    run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", help="the run folder (default: a new folder runs/<task>-<date>-<time>)")
+    run.add_argument("--iterations", type=int, default=4, help="optimisation iterations")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out as its config.json says; other flags may only extend it",
+    )
+    run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS, help="the optimizer")
+    run.add_argument("--k", type=int, default=2, help="error samples per iteration")
+    run.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
     run.add_argument("--train", type=int, help="training items (default: the paper's)")
     run.add_argument("--validation", type=int, help="validation items")
     run.add_argument("--test", type=int, help="test items (default: all held out)")
@@ -237,13 +312,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--forward-model", help="the model for forward calls")
     run.add_argument("--backward-model", help="the model for backward calls")
     run.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
-    run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
+    run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
     run.add_argument("--max-calls", type=int, help="stop cleanly after this many calls")
     run.add_argument("--max-tokens", type=int, help="stop cleanly after this many tokens")
-    run.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
+    run.add_argument(
+        "--prices",
+        help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]} (default: the dated table shipped "
+        "in semgrad/data/prices.json)",
+    )
     run.add_argument("--dry-run", action="store_true", help="count the calls, tokens and cost; call nothing")
+    run.add_argument(
+        "--show-prompts",
+        type=int,
+        metavar="N",
+        help="print the exact first N requests of each purpose; call nothing",
+    )
     run.add_argument("--yes", action="store_true", help="start without the confirmation prompt")
     run.add_argument("--confirm-above", type=float, default=1.0, help="ask before runs estimated above this many USD")
     run.add_argument("--confirm-calls", type=int, default=20000, help="ask before runs of more calls than this")
@@ -281,7 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -178,6 +178,7 @@ async def fit(
     on_progress: Callable[[FitProgress], None] | None = None,
     max_concurrency: int | None = None,
     timeout: float | None = None,
+    on_reply: Callable[[LLMRequest, Any], None] | None = None,
 ) -> FitResult:
     """Optimize `params` with `optimizer` for `iterations` iterations.
 
@@ -200,6 +201,8 @@ async def fit(
             tokens of this process would pass it.
         on_progress: Called with a `FitProgress` at each phase.
         max_concurrency, timeout: Passed to the `Runner`.
+        on_reply: Called with each request and its reply as it arrives (see `Runner`);
+            keep it cheap, it runs once per call.
 
     Returns:
         A `FitResult`.
@@ -211,7 +214,7 @@ async def fit(
         raise ValueError(f"iterations must be >= 0, got {iterations}")
     loss = loss or normalized_match()
     guard = _Guard(llm, _as_budget(budget))
-    runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout)
+    runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply)
     checkpoint = checkpoint if checkpoint is not None else resume
     state = _RunState.start(graph, params, optimizer) if resume is None else _RunState.load(resume, graph, params)
 

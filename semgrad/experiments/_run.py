@@ -43,7 +43,14 @@ class SetupError(ValueError):
 
 
 def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
-    """The tasks a config names, split by the paper's protocol (or the sizes it gives)."""
+    """The tasks a config names, split by the paper's protocol (or the sizes it gives).
+
+    A config with `data` names your own system: loading it imports the code its spec names.
+    """
+    if config.data:
+        from ._custom import custom_task
+
+        return (custom_task(config),)
     if not config.data_dir:
         raise SetupError("no data directory; pass --data-dir DIR (the folder that holds bbh/, gsm8k/ and liar/)")
     return load_tasks(
@@ -67,8 +74,13 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         from ..backends.fake import LatencyLLM
         from ..backends.simulated import SimulatedLLM
 
-        answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
-        llm: Any = SimulatedLLM(answers, seed=config.seed)
+        if config.data:
+            from ._custom import custom_simulated_llm
+
+            llm: Any = custom_simulated_llm(config, tuple(tasks))
+        else:
+            answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
+            llm = SimulatedLLM(answers, seed=config.seed)
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
     if config.backend == "openai-compatible":
         from ..backends import openai_compatible
@@ -127,6 +139,7 @@ def run_experiment(
     on_progress: Callable[[str, FitProgress], None] | None = None,
     check_backend: bool = True,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    on_reply: Callable[[Any, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Run a config end to end and write the run directory; return the results dict.
 
@@ -138,18 +151,24 @@ def run_experiment(
         on_progress: Called with the task name and each `FitProgress`.
         check_backend: Make one preflight call before starting (real backends).
         prices: USD per million (input, output) tokens by model, for the cost estimate.
+        on_reply: Called with each request and its reply, once per call (live progress);
+            when it has a ``watch`` method, that is called first with the LLM the run uses.
     """
     out = Path(run_dir)
     _check_run_dir(config, out, resume)
     tasks = load_run_tasks(config)
     llm = llm if llm is not None else build_llm(config, tasks)
+    if hasattr(on_reply, "watch"):
+        on_reply.watch(llm)  # type: ignore[union-attr]
     if check_backend and config.backend != "simulated":
         anyio.run(preflight, llm, tasks[0])
     config.save(out)
     runner_stats: list[Any] = []
     results = []
     for task in tasks:
-        results.append(_run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats))
+        results.append(
+            _run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats, on_reply)
+        )
     summary = _summary(config, results, runner_stats, prices)
     _write_json(out / "results.json", summary)
     write_report(out)
@@ -178,9 +197,10 @@ def _run_task(
     single: bool,
     on_progress: Callable[[str, FitProgress], None] | None,
     stats: list[Any],
+    on_reply: Callable[[Any, Any], None] | None = None,
 ) -> dict[str, Any]:
     graph, params = task.build()
-    loss = loss_for(task)
+    loss = loss_for(task) if not config.data else _custom_loss(config)
     ckpt = checkpoint_path(out, task, single)
     progress = (lambda event: on_progress(task.name, event)) if on_progress else None
     result: FitResult = anyio.run(
@@ -201,12 +221,13 @@ def _run_task(
             on_progress=progress,
             max_concurrency=config.concurrency,
             timeout=config.timeout,
+            on_reply=on_reply,
         )
     )
     stats.append(result.statistics)
     if on_progress:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
-    runner = Runner(llm, max_concurrency=config.concurrency, timeout=config.timeout)
+    runner = Runner(llm, max_concurrency=config.concurrency, timeout=config.timeout, on_reply=on_reply)
 
     def accuracy(p: Any, examples: tuple[Example, ...]) -> float | None:
         return mean_score(anyio.run(runner.run, evaluate(graph, p, examples, loss))) if examples else None
@@ -232,6 +253,12 @@ def _run_task(
         "graph": _graph_json(graph),
         "published": _published(task),
     }
+
+
+def _custom_loss(config: RunConfig) -> Loss:
+    from ._custom import custom_loss
+
+    return custom_loss(config)
 
 
 def _record(r: Any) -> dict[str, Any]:
@@ -283,10 +310,11 @@ def estimate_cost(
     """
     if not prices:
         return None
-    models = config.models()
+    from ._prices import model_for, price_of
+
     total = 0.0
     for role, (used_in, used_out) in tokens_by_role.items():
-        price = prices.get(models.get(role) or config.model or "")
+        price = price_of(prices, model_for(config, role) or config.model or "")
         if price is None:
             return None
         total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]
