@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 __all__ = ["build_parser", "main"]
 
@@ -124,7 +123,8 @@ def _run(args: argparse.Namespace) -> int:
         plan = report = dry_run(config, prices=prices.models)
         print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
         print(report.table())
-        print(f"(cost from {prices.describe()})")
+        if config.backend != "simulated":
+            print(f"(cost from {prices.describe()})")
         if args.dry_run:
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
@@ -244,11 +244,11 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows each option's default, when it has one worth showing."""
+class _HelpWithDefaults(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Help that keeps the description's lines and shows each option's default, when it has one worth showing."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in (action.help or ""):
+        if action.default is None or action.default is False or "default" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action) or ""
 
@@ -265,7 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="an offline optimisation of the paper's graph on the built-in simulated LLM")
+    demo = sub.add_parser(
+        "demo",
+        help="an offline optimisation of the paper's graph on the built-in simulated LLM",
+        formatter_class=_HelpWithDefaults,
+    )
     demo.add_argument("-q", "--quiet", action="store_true", help="print less")
     demo.add_argument("--iterations", type=int, default=3, help="optimisation iterations (default 3)")
     demo.set_defaults(func=_demo)
@@ -340,11 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir")
     report.set_defaults(func=_report)
 
-    graph = sub.add_parser("graph", help="print a topology as Graphviz DOT or Mermaid")
+    graph = sub.add_parser(
+        "graph", help="print a topology as Graphviz DOT or Mermaid", formatter_class=_HelpWithDefaults
+    )
     graph.add_argument("topology", choices=("paper", "liar", "layered"))
-    graph.add_argument("--format", choices=("dot", "mermaid"), default="dot")
-    graph.add_argument("--width", type=int, default=4)
-    graph.add_argument("--depth", type=int, default=4)
+    graph.add_argument("--format", choices=("dot", "mermaid"), default="dot", help="the output format")
+    graph.add_argument("--width", type=int, default=4, help="nodes per layer (layered)")
+    graph.add_argument("--depth", type=int, default=4, help="layers (layered)")
     graph.set_defaults(func=_graph)
 
     sweep = sub.add_parser(

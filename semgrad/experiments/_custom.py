@@ -33,8 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.simulated import SimulatedLLM
-from ..core import Example, Graph, Loss, LLMRequest, Params, extract_answer, llm_judge, normalize
-from ..core import normalized_match, numeric_match, parse_number
+from ..core import (
+    Example,
+    Graph,
+    LLMRequest,
+    Loss,
+    Params,
+    extract_answer,
+    llm_judge,
+    normalize,
+    normalized_match,
+    numeric_match,
+    parse_number,
+)
 from ..core._parse import format_tagged, parse_tagged
 from ..tasks import Task
 from ..tasks._split import split
@@ -66,7 +77,7 @@ class SystemSpecError(ValueError):
 
 
 def parse_system_spec(spec: str) -> tuple[str, str]:
-    """``(file or module, function)`` from ``"path.py:build"``, ``"package.module:build"`` or either without ``:build``."""
+    """``(file or module, function)`` from ``"path.py:build"`` or ``"package.module:build"`` (``build`` if unnamed)."""
     target, sep, name = spec.rpartition(":")
     if sep and _IDENTIFIER.fullmatch(name) and target:
         return target, name

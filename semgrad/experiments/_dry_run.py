@@ -61,7 +61,11 @@ class DryRunReport:
         lines.append(f"estimated tokens: {self.input_tokens:,} in, {self.output_tokens:,} out")
         lines.append(
             "estimated cost: "
-            + (f"${self.cost_usd:,.2f}" if self.cost_usd is not None else "unknown (pass a price table)")
+            + (
+                f"${self.cost_usd:,.2f}"
+                if self.cost_usd is not None
+                else "unknown (a model has no price; --prices FILE)"
+            )
         )
         return "\n".join(lines)
 

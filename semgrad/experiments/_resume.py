@@ -16,10 +16,10 @@ Examples:
     >>> saved = RunConfig("bbh:navigate", data_dir="d", iterations=2)
     >>> resumed_config(saved, {"iterations": 4}, "runs/x").iterations
     4
-    >>> resumed_config(saved, {"seed": 1}, "runs/x")
+    >>> resumed_config(saved, {"seed": 1}, "runs/x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    semgrad.experiments._run.SetupError: cannot resume runs/x: its config.json has seed 0, not 1; --resume may only extend a run (more --iterations, a larger --max-calls or --max-tokens) or change --concurrency, --timeout, --cache
+    semgrad.experiments._run.SetupError: cannot resume runs/x: its config.json has seed 0, not 1; --resume may only ...
 """
 
 from __future__ import annotations
@@ -88,10 +88,11 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
             continue
         flag = "--" + name.replace("_", "-")
         if name in _GROW:
-            raise SetupError(f"cannot resume {run_dir}: {flag} may only grow on resume ({before} saved, {value} given)")
+            raise SetupError(f"cannot resume {run_dir}: {flag} may only grow ({before} saved, {value} given)")
         raise SetupError(
-            f"cannot resume {run_dir}: its config.json has {name} {before}, not {value}; --resume may only extend "
-            "a run (more --iterations, a larger --max-calls or --max-tokens) or change --concurrency, --timeout, --cache"
+            f"cannot resume {run_dir}: its config.json has {name} {before}, not {value}; --resume may only "
+            "extend a run (more --iterations, a larger --max-calls or --max-tokens) or change --concurrency, "
+            "--timeout, --cache"
         )
     return attrs.evolve(saved, **changes)
 

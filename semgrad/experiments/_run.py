@@ -166,9 +166,7 @@ def run_experiment(
     runner_stats: list[Any] = []
     results = []
     for task in tasks:
-        results.append(
-            _run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats, on_reply)
-        )
+        results.append(_run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats, on_reply))
     summary = _summary(config, results, runner_stats, prices)
     _write_json(out / "results.json", summary)
     write_report(out)

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SYSTEM = '''
+SYSTEM = """
 from semgrad.core import GraphBuilder
 
 
@@ -21,7 +21,7 @@ def build():
     q = b.input("question")
     b.llm("answer", inputs=[q], instruction="Answer the question.")
     return b.build(output="answer")
-'''
+"""
 
 
 def items(n: int = 12) -> list[dict]:

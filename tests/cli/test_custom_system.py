@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -95,7 +94,7 @@ def test_own_system_runs_offline_and_writes_the_same_run_folder(tmp_path, system
 
 
 def test_a_module_spec_and_csv_items_and_the_judge_metric_work_offline(tmp_path, system_file):
-    """MODULE:FUNCTION imports from the path, CSV items load, and --metric judge scores with (simulated) evaluate calls."""
+    """MODULE:FUNCTION imports from the path, CSV items load, --metric judge scores with (simulated) evaluate calls."""
     with (tmp_path / "items.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["question", "target"])
@@ -139,7 +138,9 @@ def test_a_config_json_naming_another_module_is_never_imported(tmp_path, system_
     one_line_error(semgrad("run", "--resume", "--out", str(out)), "evil.py")
     one_line_error(semgrad("run", spec, "--resume", "--out", str(out)), "not " + canonical_spec(spec))
     assert not marker.exists()
-    typed = semgrad("run", str(tmp_path / "evil.py"), "--data", str(items_file), "--resume", "--out", str(tmp_path / "x"))
+    typed = semgrad(
+        "run", str(tmp_path / "evil.py"), "--data", str(items_file), "--resume", "--out", str(tmp_path / "x")
+    )
     assert typed.returncode != 0 and not marker.exists()  # a typed spec is loaded only when a run is there to resume
 
 

@@ -47,7 +47,9 @@ def test_counts_equal_the_replies_seen(sequence, fancy):
     priced = [r for r in ok if r.model.startswith("m")]
     expected = sum(r.usage["input_tokens"] * 1.0 + r.usage["output_tokens"] * 2.0 for r in priced) / 1e6
     assert abs(progress.cost - expected) < 1e-9
-    assert progress.unpriced == any(r.model == "other" and r.usage["input_tokens"] + r.usage["output_tokens"] for r in ok)
+    assert progress.unpriced == any(
+        r.model == "other" and r.usage["input_tokens"] + r.usage["output_tokens"] for r in ok
+    )
 
 
 def test_off_a_terminal_each_phase_is_one_plain_line_with_calls_against_the_plan():
