@@ -161,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
             prices=prices.models,
         )
     except KeyboardInterrupt:
-        progress.close()
+        progress.close(finished=False)
         print(f"\nsemgrad: interrupted; the checkpoint in {out} is intact -- continue with --resume", file=sys.stderr)
         return 130
     progress.close(_why_stopped(summary["stopped"], config) if summary.get("stopped") else None)

@@ -89,14 +89,16 @@ def _is_file(target: str) -> bool:
 
 
 def is_system_spec(task: str) -> bool:
-    """Whether `task` looks like a system spec rather than a paper task name (a ``.py`` file, a dotted module).
+    """Whether `task` looks like a system spec rather than a paper task name (a ``.py`` file, a module).
 
     Examples:
-        >>> is_system_spec("my_system.py:build"), is_system_spec("pkg.mod:build"), is_system_spec("bbh:navigate")
-        (True, True, False)
+        >>> is_system_spec("my_system.py:build"), is_system_spec("pkg.mod"), is_system_spec("my_system:build")
+        (True, True, True)
+        >>> is_system_spec("bbh:navigate"), is_system_spec("gsm8k")
+        (False, False)
     """
-    target, _ = parse_system_spec(task)
-    return _is_file(target) or "." in target
+    target, name = parse_system_spec(task)
+    return _is_file(target) or "." in target or (task.endswith(f":{name}") and target != "bbh")
 
 
 def canonical_spec(spec: str) -> str:

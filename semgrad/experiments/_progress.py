@@ -205,8 +205,8 @@ class RunProgress:
         self.stream.write(line + "\n")
         self.stream.flush()
 
-    def close(self, stopped: str | None = None) -> None:
-        """End the display; say why the run stopped early, when it did."""
+    def close(self, stopped: str | None = None, *, finished: bool = True) -> None:
+        """End the display; say why the run stopped early, when it did (or that it finished, when `finished`)."""
         if self._bar is not None:
             self._draw()
             self._bar.close()
@@ -216,5 +216,5 @@ class RunProgress:
             self._line = False
         if stopped:
             self._say(f"semgrad: the run stopped early: {stopped} ({self.counts()})")
-        elif not self.quiet:
+        elif finished and not self.quiet:
             self._say(f"finished: {self.counts()}")
