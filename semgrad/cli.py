@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_BUDGET", "build_parser", "main"]
+
+#: The exit code of a run that stopped because its budget (--max-calls / --max-tokens) was spent.
+EXIT_BUDGET = 3
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -96,14 +99,6 @@ def _run_config(args: argparse.Namespace) -> tuple[Any, Path]:
     return config, Path(args.out) if args.out is not None else new_run_dir(config)
 
 
-def _why_stopped(stopped: str, config: Any) -> str:
-    if stopped == "budget":
-        limits = [f"--max-calls {config.max_calls}"] * bool(config.max_calls)
-        limits += [f"--max-tokens {config.max_tokens}"] * bool(config.max_tokens)
-        return f"the budget ({', '.join(limits) or 'a limit'}) is spent; the best result so far is kept"
-    return stopped
-
-
 def _run(args: argparse.Namespace) -> int:
     from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
     from .experiments._prices import load_prices
@@ -164,17 +159,39 @@ def _run(args: argparse.Namespace) -> int:
         progress.close(finished=False)
         print(f"\nsemgrad: interrupted; the checkpoint in {out} is intact -- continue with --resume", file=sys.stderr)
         return 130
-    progress.close(_why_stopped(summary["stopped"], config) if summary.get("stopped") else None)
+    except BaseException:
+        progress.close(finished=False)  # the error's one line follows (main)
+        raise
+    progress.close(finished=not summary.get("stopped"))  # a stop is said below, with its reason
     if not args.quiet:
         for task in summary["tasks"]:
             acc = task["accuracy"]
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
-            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])})")
+            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+        if len(summary["tasks"]) > 1:
+            both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
+            for name, values in both:
+                shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
+                print(f"averages over tasks ({name}): {shown}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
+    if summary.get("stopped") == "budget":
+        print(
+            f"semgrad: stopped: {summary['stopped_detail']}; what the run has is in {out} "
+            "-- raise --max-calls / --max-tokens and pass --resume to go on",
+            file=sys.stderr,
+        )
+        return EXIT_BUDGET
     return 0
+
+
+def _errors_text(task: dict[str, Any]) -> str:
+    if not task.get("errors"):
+        return ""
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(task["errors_by_kind"].items(), key=lambda kv: -kv[1]))
+    return f"; {task['errors']} calls without a reply ({kinds})"
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -185,10 +202,24 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The largest layered graph `semgrad graph` draws: each side, and nodes in all (a drawing of more is unreadable).
+MAX_LAYERED_SIDE, MAX_LAYERED_NODES = 100, 1000
+
+
+def _check_layered_size(width: int, depth: int) -> None:
+    if not 1 <= width <= MAX_LAYERED_SIDE or not 0 <= depth <= MAX_LAYERED_SIDE or width * depth > MAX_LAYERED_NODES:
+        raise ValueError(
+            f"--width {width} --depth {depth} is not a graph to draw: --width must be 1 to {MAX_LAYERED_SIDE}, "
+            f"--depth 0 to {MAX_LAYERED_SIDE}, and width x depth at most {MAX_LAYERED_NODES} nodes"
+        )
+
+
 def _graph(args: argparse.Namespace) -> int:
     from .graphviz import to_dot, to_mermaid
     from .topologies import layered_graph, liar_graph, paper_graph
 
+    if args.topology == "layered":
+        _check_layered_size(args.width, args.depth)
     builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
     graph, _ = builders[args.topology]()
     print(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
@@ -215,7 +246,9 @@ def _sweep(args: argparse.Namespace) -> int:
         else:
             test = "-" if outcome.test is None else f"{outcome.test:.3f}"
             calls = f", {outcome.calls} calls" if outcome.status != "skipped" else ""
-            detail = f"{outcome.status}, test {test}{calls}"
+            errors = f", {outcome.errors} without a reply" if outcome.errors else ""
+            stopped = f", stopped: {outcome.stopped}" if outcome.stopped else ""
+            detail = f"{outcome.status}, test {test}{calls}{errors}{stopped}"
         print(f"[{done[0]}/{total}] {outcome.name}: {detail}", file=sys.stderr, flush=True)
 
     try:
@@ -253,10 +286,24 @@ class _HelpWithDefaults(argparse.RawDescriptionHelpFormatter, argparse.ArgumentD
         return super()._get_help_string(action) or ""
 
 
+_RUN_EPILOG = """\
+failures and exit codes:
+  Every call is counted; failed calls are counted by kind (server, timeout, rate_limit, auth,
+  exception, ...) in the terminal, results.json ("errors", "errors_by_kind") and the report.
+  0    the run finished
+  1    it could not start (a missing key or extra, a failed preflight call), or its first
+       {fail_fast} calls all failed (it stops at once), or more than {share} of its calls failed
+       after retries (the results are written, but not to be trusted)
+  {exit_budget}    the budget (--max-calls / --max-tokens) is spent: the run stopped and kept what it
+       has; raise the limit and pass --resume to go on
+  130  interrupted; pass --resume to go on
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
     from . import __version__
-    from .experiments import BACKENDS, OPTIMIZERS
+    from .experiments import BACKENDS, FAIL_FAST_CALLS, MAX_ERROR_SHARE, OPTIMIZERS
 
     parser = argparse.ArgumentParser(
         prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
@@ -279,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar) or your own system on your data",
         formatter_class=_HelpWithDefaults,
         description=RUN_DESCRIPTION,
+        epilog=_RUN_EPILOG.format(
+            exit_budget=EXIT_BUDGET, fail_fast=FAIL_FAST_CALLS, share=f"{MAX_ERROR_SHARE:.0%}"
+        ),
     )
     run.add_argument(
         "task",
@@ -319,8 +369,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
-    run.add_argument("--max-calls", type=int, help="stop cleanly after this many calls")
-    run.add_argument("--max-tokens", type=int, help="stop cleanly after this many tokens")
+    run.add_argument(
+        "--max-calls",
+        type=int,
+        help="at most this many requests reach the provider in this invocation, preflight, retries and "
+        "evaluation included (cache hits are free); then stop cleanly, keeping what the run has",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="at most this many tokens (each call reserves its estimate before it starts); then stop cleanly",
+    )
     run.add_argument(
         "--prices",
         help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]} (default: the dated table shipped "
@@ -353,8 +412,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--depth", type=int, default=4, help="layers (layered)")
     graph.set_defaults(func=_graph)
 
+    from .sweeps._spec_format import SPEC_HELP
+
     sweep = sub.add_parser(
-        "sweep", help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably"
+        "sweep",
+        help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably",
+        epilog=SPEC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep.add_argument("spec", help="the sweep spec (TOML): tasks, seeds, optimizers, models and shared settings")
     sweep.add_argument("--out", help="the sweep directory (default sweeps/<spec name>); re-running skips finished runs")

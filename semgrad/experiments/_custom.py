@@ -263,11 +263,8 @@ class _CustomSimulated(SimulatedLLM):
     """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
 
     def __init__(self, answers: dict[str, str], output: str, numeric: bool, seed: int) -> None:
-        super().__init__(answers, seed=seed)
-        self.output, self.numeric = output, numeric
-
-    def _is_final(self, request: LLMRequest) -> bool:  # type: ignore[override]
-        return request.node == self.output
+        super().__init__(answers, seed=seed, final_nodes=(output,))
+        self.numeric = numeric
 
     def __call__(self, request: LLMRequest) -> str:
         if request.purpose == "evaluate":

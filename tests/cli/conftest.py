@@ -19,8 +19,10 @@ from semgrad.core import GraphBuilder
 def build():
     b = GraphBuilder()
     q = b.input("question")
-    b.llm("answer", inputs=[q], instruction="Answer the question.")
-    return b.build(output="answer")
+    plan = b.llm("plan", inputs=[q], instruction="Plan how to solve the problem.")
+    check = b.llm("check", inputs=[q], instruction="Say what to watch out for.")
+    b.llm("respond", inputs=[q, plan, check], instruction="Answer the question.")
+    return b.build(output="respond")
 """
 
 

@@ -90,7 +90,7 @@ def test_own_system_runs_offline_and_writes_the_same_run_folder(tmp_path, system
     assert task["sizes"] == {"train": 4, "validation": 4, "test": 4}
     assert task["iterations"] and task["best_score"] > task["initial_score"]
     assert task["accuracy"]["test"] > task["accuracy"]["initial_test"]
-    assert "answer.instruction" in (out / "report.html").read_text()
+    assert "respond.instruction" in (out / "report.html").read_text()
 
 
 def test_a_module_spec_and_csv_items_and_the_judge_metric_work_offline(tmp_path, system_file):

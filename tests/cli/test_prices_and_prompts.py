@@ -95,7 +95,7 @@ def test_show_prompts_prints_the_exact_first_requests_and_calls_nothing(tmp_path
     result = semgrad("run", f"{system_file}:build", "--data", str(items_file), "--show-prompts", "1",
                      "--out", str(tmp_path / "o"))  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "===== forward #1: engine forward, node answer" in result.stdout and "----- user -----" in result.stdout
+    assert "===== forward #1: engine forward, node plan" in result.stdout and "----- user -----" in result.stdout
     assert sent[0].messages[-1].content in result.stdout
     assert "===== rewrite #1" in result.stdout and "===== forward #2" not in result.stdout
     assert not (tmp_path / "o").exists()

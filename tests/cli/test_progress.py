@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
+from semgrad.cli import EXIT_BUDGET
 from semgrad.core import LLMError, LLMRequest, LLMResponse, Message
 from semgrad.effects import FitProgress, fit_sync, limited, retrying
 from semgrad.experiments._progress import RunProgress, find_retries
@@ -136,5 +137,6 @@ def test_the_cli_shows_progress_per_phase_and_says_why_it_stopped(tmp_path, syst
     stopped = semgrad(
         "run", str(system_file), "--data", str(items_file), "--max-calls", "5", "--out", str(tmp_path / "cut")
     )
-    assert stopped.returncode == 0, stopped.stderr
-    assert "the run stopped early: the budget (--max-calls 5) is spent" in stopped.stderr
+    assert stopped.returncode == EXIT_BUDGET, stopped.stderr
+    assert "semgrad: stopped: the budget is spent (5 of --max-calls 5 calls)" in stopped.stderr
+    assert "finished:" not in stopped.stderr
