@@ -99,6 +99,17 @@ def _run_config(args: argparse.Namespace) -> tuple[Any, Path]:
     return config, Path(args.out) if args.out is not None else new_run_dir(config)
 
 
+def _calls_made(out: Path) -> int:
+    """Calls the earlier processes of a resumed run made (its ledger; the preflight left out, as in the plan)."""
+    from .experiments._ledger import Ledger
+
+    try:
+        ledger = Ledger.load(out)
+    except Exception:  # a damaged ledger: the run itself says so; the progress just counts from zero
+        return 0
+    return int(ledger.total()["calls"]) - int(ledger.preflight["calls"])
+
+
 def _run(args: argparse.Namespace) -> int:
     from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
     from .experiments._prices import load_prices
@@ -145,6 +156,7 @@ def _run(args: argparse.Namespace) -> int:
         prices=None if config.backend == "simulated" else prices.models,
         quiet=args.quiet,
         banner=banner,
+        already=_calls_made(out) if args.resume else 0,
     )
     try:
         summary = run_experiment(

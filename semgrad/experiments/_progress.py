@@ -63,6 +63,8 @@ class RunProgress:
         banner: A line to print before the first progress output.
         fancy: Draw a live bar (default: when `stream` is a terminal).
         clock: Seconds, monotonic (tests pass a fake).
+        already: Calls an earlier process of a resumed run made (counted as done;
+            the ETA is reckoned from this process's pace).
     """
 
     def __init__(
@@ -75,12 +77,14 @@ class RunProgress:
         banner: str = "",
         fancy: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        already: int = 0,
     ) -> None:
         self.stream, self.planned, self.prices, self.quiet, self.banner = stream, planned, prices, quiet, banner
         self.fancy = (hasattr(stream, "isatty") and stream.isatty()) if fancy is None else fancy
         self.clock = clock
         self.started = clock()
-        self.calls = self.errors = self.tokens_in = self.tokens_out = 0
+        self.calls = self.already = already
+        self.errors = self.tokens_in = self.tokens_out = 0
         self.cost = 0.0
         self.unpriced = False
         self.retrying: Any = None
@@ -100,6 +104,7 @@ class RunProgress:
             return None
         return tqdm(
             total=self.planned,
+            initial=self.already,
             file=self.stream,
             unit="call",
             dynamic_ncols=True,
@@ -168,8 +173,9 @@ class RunProgress:
         elapsed = self.clock() - self.started
         planned = f"/{self.planned:,}" if self.planned else ""
         eta = None
-        if self.planned and self.calls:
-            eta = max(0.0, (self.planned - self.calls) * elapsed / self.calls)
+        made = self.calls - self.already
+        if self.planned and made:
+            eta = max(0.0, (self.planned - self.calls) * elapsed / made)
         cost = ""
         if self.prices is not None:
             cost = f", ${self.cost:,.2f}" + ("+ (some models unpriced)" if self.unpriced else "")

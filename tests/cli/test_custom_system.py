@@ -119,6 +119,8 @@ def test_resuming_your_own_system_needs_the_spec_typed_again(tmp_path, system_fi
     one_line_error(semgrad("run", "--resume", "--out", str(out), "--iterations", "2"), "type it")
     resumed = semgrad("run", spec, "--resume", "--out", str(out), "--iterations", "2")
     assert resumed.returncode == 0, resumed.stderr
+    first = next(line for line in resumed.stderr.splitlines() if "iteration 2/2 forward: " in line)
+    assert not first.split("forward: ")[1].startswith("0/")  # the progress counts the first process's calls
     assert len(json.loads((out / "results.json").read_text())["tasks"][0]["iterations"]) == 2
 
 

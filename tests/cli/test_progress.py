@@ -105,6 +105,47 @@ def test_the_retrying_wrapper_is_found_through_middleware():
     assert find_retries(lambda request: "ok") is None
 
 
+def test_retries_and_errors_of_a_run_stack_are_counted():
+    """Watching a run's stack, the progress counts the retries the stack made and the calls that still failed."""
+    import anyio
+
+    from semgrad.core import LLMFailure
+    from semgrad.experiments import RunStack
+
+    seen: list[str] = []
+
+    def flaky(request):
+        seen.append(request.prompt)
+        if request.prompt == "down" or seen.count(request.prompt) == 1:
+            raise LLMFailure(LLMError("server", "HTTP 503", retryable=request.prompt != "down"))
+        return "ok"
+
+    stack = RunStack(flaky, real=True)
+    progress = RunProgress(io.StringIO())
+    progress.watch(stack.llm)
+
+    async def both():
+        from semgrad.core import ask, gather
+        from semgrad.effects import Runner
+
+        runner = Runner(stack.llm, on_reply=progress)
+        up, down = LLMRequest((Message("user", "up"),)), LLMRequest((Message("user", "down"),))
+        await runner.run(gather(ask(up), ask(down)))
+
+    anyio.run(both)
+    assert (progress.calls, progress.errors, progress.retries) == (2, 1, 1)
+
+
+def test_a_resumed_run_counts_from_the_calls_already_made():
+    """With calls already made, done/planned starts there and the ETA follows this process's pace."""
+    out = io.StringIO()
+    progress = RunProgress(out, planned=40, already=30, clock=iter(range(0, 1000, 10)).__next__)
+    for _ in range(5):
+        progress(REQUEST, Success(LLMResponse("ok", {}, "m")))
+    progress.on_progress("gsm8k", FitProgress(3, 4, "forward", 5))
+    assert "35/40 calls, 00:10 elapsed, ETA 00:10" in out.getvalue()  # 5 calls in 10 s, 5 to go
+
+
 def test_fit_calls_on_reply_once_per_call():
     """fit's on_reply hook sees every call the run makes, once."""
     from semgrad.backends import fake
