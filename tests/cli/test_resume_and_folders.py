@@ -101,3 +101,13 @@ def test_resume_without_out_or_without_a_run_is_a_one_line_error(tmp_path):
     """--resume needs --out, and a folder with a config.json."""
     one_line_error(semgrad("run", "--resume"), "--out")
     one_line_error(semgrad("run", "--resume", "--out", str(tmp_path)), "no config.json")
+
+
+@given(st.sets(st.sampled_from(["--seed", "--iterations", "--k", "--concurrency"])), st.integers(1, 9))
+def test_only_the_flags_typed_count_as_given(flags, value):
+    """On --resume, a flag left at its default is not taken as typed; a typed one is, even at its default value."""
+    from semgrad.cli import _typed
+
+    argv = ["run", "--resume", "--out", "d"] + [part for flag in sorted(flags) for part in (flag, str(value))]
+    typed = _typed(argv)
+    assert typed == {"resume": True, "out": "d", **{f.removeprefix("--"): value for f in flags}}
