@@ -33,6 +33,7 @@ own system must name the system again (semgrad never imports code because a file
 
 def _config(args: argparse.Namespace) -> Any:
     from .experiments import RunConfig
+    from .tasks import paper_iterations
 
     task, data = args.task, args.data
     if data is not None:
@@ -44,7 +45,7 @@ def _config(args: argparse.Namespace) -> Any:
         data_dir=args.data_dir,
         backend=args.backend,
         optimizer=args.optimizer,
-        iterations=args.iterations,
+        iterations=args.iterations if args.iterations is not None else 4 if data else paper_iterations(task),
         k=args.k,
         seed=args.seed,
         train=args.train,
@@ -361,7 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
     )
     run.add_argument("--out", help="the run folder (default: a new folder runs/<task>-<date>-<time>)")
-    run.add_argument("--iterations", type=int, default=4, help="optimisation iterations")
+    run.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        help="optimisation iterations (default: the paper's, 4; liar 8; your own system 4)",
+    )
     run.add_argument(
         "--resume",
         action="store_true",

@@ -8,25 +8,26 @@ method works on real models. Its rules, all derived from the text each prompt *s
 * Each question needs one of the `SKILLS` (a reasoning step; which one follows from the
   question's text and the seed), and about one question in three is *strict*: it also
   needs the final node's instruction to contain `VERIFY`.
-* **Forward.** A hint (any non-final node) writes notes that apply each skill its
-  instruction names, one line each. The final node answers right when its prompt shows
-  the needed skill (in its instruction or in a hint's notes) and, for a strict question,
-  its instruction contains `VERIFY`; otherwise it gives a plausible wrong answer.
-* **Backward.** The reply reads the question and feedback it is shown and finds the
+* **Forward.** A hint (any non-final node) writes one line of notes naming itself and
+  applying each skill its instruction names. The final node answers right when its
+  prompt shows the needed skill (in its instruction or in a hint's notes) and, for a
+  strict question, `VERIFY`; otherwise it gives a plausible wrong answer.
+* **Backward.** The reply finds the question among the inputs it is shown and so the
   missing skill. When it sees the other inputs (siblings), it asks only the input whose
-  notes apply the fewest skills to add it, and tells the others to keep what they do;
-  when it sees one input alone (per-edge, the "no neighbours" ablation), it asks that
-  input to add it, so every hint is asked for the same skill.
+  notes apply the fewest skills to add it, and tells the others to keep what they do.
+  When it sees one input alone (per-edge, the "no neighbours" ablation), the question is
+  not shown either: it guesses a skill from the output and feedback, the same guess for
+  every input.
 * **Rewrite.** A hint's instruction keeps at most `CAPACITY` skills. The rewrite adds
   the skills that the feedback it is shown asks for, most-asked first, dropping the
   oldest beyond capacity; told to keep the instruction, it keeps it. Shown no feedback
-  at all (the "no gradients" ablation), it guesses one skill from the examples' text. A final node's rewrite adds `VERIFY` when
-  it is shown an expected answer.
+  at all (the "no gradients" ablation), it can only rephrase: it adds no skill. A final
+  node's rewrite adds `VERIFY` when it is shown an expected answer.
 
-So with neighbours, two hints split the skills between them; without, both learn the
-same ones and the third skill is never covered; without gradients, rewrites guess;
-with one parameter, the other nodes never learn; without the gate, an update that
-drops a skill is kept. Every rule is visible in the replies' text, which the report shows.
+So with neighbours, the hints split the skills between them; without, they all get the
+same guesses; without gradients, nothing is learned; with one parameter, the other nodes
+never learn; without the gate, an update that drops a skill is kept. Every rule is
+visible in the replies' text, which the report shows.
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ class SimulatedLLM:
                 seen = seen.replace(target, "")
             guess = self.skills[_digest(f"guess:{self.seed}:{seen}") % len(self.skills)]
             return reply_backward(
-                request, {t: f"The answer is wrong (the question is not shown; a guess). {_ASK}{guess}" for t in targets}
+                request,
+                {t: f"The answer is wrong (the question is not shown; a guess). {_ASK}{guess}" for t in targets},
             )
         need = self.needed(question)
         visible = [t for t in re.findall(r"Notes from (\S+?):", text)]

@@ -33,6 +33,7 @@ from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from ._limit import estimate_tokens
 from ._protocol import is_async_llm
 from ._runner import Runner, RunStatistics
 
@@ -139,17 +140,20 @@ class _Guard:
     def __init__(self, llm: Any, budget: Budget | None) -> None:
         self.llm, self.budget = llm, budget or Budget()
         self.identity = getattr(llm, "identity", None)
-        self.calls = self.tokens = 0
+        self.calls = self.tokens = self.reserved = 0
         self.exceeded = False
         self.stopped = "budget"
 
     async def __call__(self, request: LLMRequest) -> Any:
+        # Reserve before calling (as `budgeted` does), so the calls in flight cannot pass the budget together.
+        estimate = estimate_tokens(request) if self.budget.max_tokens is not None else 0
         if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
-            self.budget.max_tokens is not None and self.tokens >= self.budget.max_tokens
+            self.budget.max_tokens is not None and self.tokens + self.reserved + estimate > self.budget.max_tokens
         ):
             self.exceeded = True
             raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
         self.calls += 1
+        self.reserved += estimate
         try:
             result = self.llm(request)
             if is_async_llm(self.llm) or hasattr(result, "__await__"):
@@ -159,6 +163,8 @@ class _Guard:
                 self.exceeded = True
                 self.stopped = failure.error.kind
             raise
+        finally:
+            self.reserved -= estimate
         usage = getattr(result, "usage", {}) or {}
         self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         return result
@@ -330,6 +336,11 @@ class _RunState:
             raise CheckpointError(f"{path} was written for another graph (fingerprint {state.graph})")
         if state.initial_params != params:
             raise CheckpointError(f"{path} was written for a run that started from other params")
+        if belongs is not None and not state.belongs_to:
+            raise CheckpointError(
+                f"{path} was written by an older semgrad and does not say which run it belongs to; "
+                "start a new run with another checkpoint path"
+            )
         differ = differing_parts(state.belongs_to, belongs) if belongs is not None else ()
         if differ:
             raise CheckpointError(

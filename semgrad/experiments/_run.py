@@ -78,6 +78,8 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         train=config.train,
         validation=config.validation,
         test=config.test,
+        # the split protocol: RunConfig.protocol (issue 13, item 3) once the config has one
+        protocol=getattr(config, "protocol", "heldout"),
     )
 
 
@@ -115,10 +117,6 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         else:
             answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
             llm = SimulatedLLM(answers, seed=config.seed)
-        if config.cache:  # keyed by the simulated LLM's identity (seed, answers), like a real backend's
-            from ..effects import cached
-
-            llm = cached(llm, path=config.cache)
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
     _check_extra(config.backend)
     if config.backend == "openai-compatible":

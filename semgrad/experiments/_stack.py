@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
 from ..effects import accounted, budgeted, cached, limited, retrying
 from ..effects._routing import call, identity_of
@@ -155,6 +157,11 @@ class _Tally:
             self._count(request, None, error)
             self._judge(error)
             raise LLMFailure(error) from None
+        except anyio.get_cancelled_exc_class():  # the runner's timeout (it reports the call as a timeout)
+            error = LLMError("timeout", "no reply within the runner's timeout", retryable=True)
+            self._count(request, None, error)
+            self._judge(error)
+            raise
         self._count(request, response, None)
         self._judge(None)
         return response

@@ -43,8 +43,8 @@ def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
     (the final params on the test split, as ``semgrad run`` records them).
 
     Examples:
-        >>> task = {"split": "test", "predictions": [{"inputs": {"q": "2+2?"}, "output": "<b>4</b>", "target": "4",
-        ...                                           "correct": True}]}
+        >>> entry = {"inputs": {"q": "2+2?"}, "output": "<b>4</b>", "target": "4", "correct": True}
+        >>> task = {"predictions": [entry]}
         >>> html = predictions_table(task, "task-0")
         >>> 'id="task-0-predictions"' in html, "&lt;b&gt;4&lt;/b&gt;" in html, "1 of 1 correct" in html
         (True, True, True)

@@ -78,6 +78,7 @@ from ._protocols import liar_official_keep as liar_official_keep
 from ._protocols import official_split_bbh as official_split_bbh
 from ._protocols import official_split_gsm8k as official_split_gsm8k
 from ._protocols import official_split_liar as official_split_liar
+from ._protocols import paper_iterations as paper_iterations
 from ._samples import load_samples as load_samples
 from ._samples import sample_names as sample_names
 from ._split import Split as Split
@@ -135,6 +136,7 @@ __all__ = [
     "official_split_bbh",
     "official_split_gsm8k",
     "official_split_liar",
+    "paper_iterations",
     "sample_names",
     "sample_task",
     "split",

@@ -34,6 +34,7 @@ __all__ = [
     "official_split_bbh",
     "official_split_gsm8k",
     "official_split_liar",
+    "paper_iterations",
 ]
 
 Protocol = Literal["official", "heldout"]
@@ -44,6 +45,9 @@ PROTOCOLS: tuple[str, ...] = ("official", "heldout")
 #: Training items per dataset under the official protocol.
 OFFICIAL_SIZES = {"bbh": 20, "gsm8k": 128, "liar": 50}
 
+#: Iterations the paper ran per dataset (its scripts' ``--n_iters``).
+PAPER_ITERATIONS = {"bbh": 4, "gsm8k": 4, "liar": 8}
+
 #: The order the official code writes a LIAR record in (statement, job title, state, party, source).
 _LIAR_RECORD_ORDER = ("statement", "job_title", "state", "party", "source")
 
@@ -53,6 +57,16 @@ def check_protocol(protocol: str) -> Protocol:
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of: {', '.join(PROTOCOLS)}")
     return protocol  # type: ignore[return-value]
+
+
+def paper_iterations(task: str) -> int:
+    """The iterations the paper ran for a task name (``bbh:<task>``, ``bbh:all``, ``gsm8k``, ``liar``).
+
+    Examples:
+        >>> paper_iterations("bbh:navigate"), paper_iterations("gsm8k"), paper_iterations("liar")
+        (4, 4, 8)
+    """
+    return PAPER_ITERATIONS.get(task.split(":", 1)[0], 4)
 
 
 def official_split_bbh(examples: Iterable[Example], *, seed: int = 0, train: int | None = None) -> Split:

@@ -122,8 +122,9 @@ def test_the_full_method_improves_and_no_gradients_does_not():
     scores = {}
     for name in ("full", "no-gradients"):
         result = anyio.run(
-            lambda: fit(graph, params, optim.ablation(name), train=items[:8], validation=items[8:], llm=_llm(),
-                        iterations=3)
+            lambda name=name: fit(
+                graph, params, optim.ablation(name), train=items[:8], validation=items[8:], llm=_llm(), iterations=3
+            )
         )
         scores[name] = (result.initial_score, result.best_score)
     assert scores["full"][1] > scores["full"][0]

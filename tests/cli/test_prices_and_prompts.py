@@ -71,7 +71,7 @@ def test_the_confirmation_threshold_works_without_a_price_file(tmp_path, system_
 def test_help_shows_the_defaults():
     """`semgrad run --help` shows the defaults of the options that have one."""
     text = " ".join(semgrad("run", "--help").stdout.split())
-    for fragment in ("(default: 4)", "(default: neighbor-sgd)", "(default: 8)", "(default: exact)", "prices.json"):
+    for fragment in ("(default: 2)", "(default: neighbor-sgd)", "(default: 8)", "(default: exact)", "prices.json"):
         assert fragment in text
 
 

@@ -35,7 +35,9 @@ def pieces(call: Call, items: Sequence[Item]) -> list[str]:
     shown = [i for i in items if i.marker in call.text]
     for item in shown:
         found += [v for v in item.fields.values()]
-        if call.purpose != "forward" and (f'"{item.target}"' in call.text or f"be {item.target}." in call.text):
+        if call.purpose != "forward" and any(
+            f in call.text for f in (f'"{item.target}"', f"be {item.target}.", f"answer is {item.target}.")
+        ):
             found.append(item.target)
     attempt = _ATTEMPT.search(call.text)
     if attempt:
@@ -63,9 +65,7 @@ def assert_same_information(official: Sequence[Call], ours: Sequence[Call]) -> N
             and (theirs.item is None or (c.item is not None and c.item.key == theirs.item.key))
         ]
         assert candidates, f"no semgrad {theirs.purpose} call in {theirs.phase} for {theirs.node}"
-        matching = [
-            c for c in candidates if tokens(c.text) == tokens(theirs.text) and all(p in c.text for p in wanted)
-        ]
+        matching = [c for c in candidates if tokens(c.text) == tokens(theirs.text) and all(p in c.text for p in wanted)]
         if not matching:
             best = candidates[0]
             missing = [p for p in wanted if p not in best.text]

@@ -72,6 +72,7 @@ def official() -> types.SimpleNamespace:
             solutions=importlib.import_module("semantic_backprop.engine.solutions"),
             liar_data=importlib.import_module("data_utils.liar"),
             bbh_data=importlib.import_module("data_utils.bbh"),
+            gsm8k_data=importlib.import_module("data_utils.gsm8k"),
         )
     finally:
         for name, module in saved.items():
@@ -85,7 +86,7 @@ def official() -> types.SimpleNamespace:
 def official_datasets(rows: Callable[..., Any]) -> Iterator[None]:
     """Make the official loaders' ``load_dataset(...)`` return ``rows(*args)`` for the duration."""
     mods = official()
-    saved = {m: m.load_dataset for m in (mods.liar_data, mods.bbh_data)}
+    saved = {m: m.load_dataset for m in (mods.liar_data, mods.bbh_data, mods.gsm8k_data)}
     try:
         for module in saved:
             module.load_dataset = rows
@@ -144,7 +145,12 @@ class OfficialStub:
     options: list[dict[str, Any]] = attrs.Factory(list)
 
     async def chat(
-        self, messages: Any, temperature: float = 0, n: int = 1, top_p: float = 1, max_tokens: int = 1024,
+        self,
+        messages: Any,
+        temperature: float = 0,
+        n: int = 1,
+        top_p: float = 1,
+        max_tokens: int = 1024,
         is_opt: bool = False,
     ) -> list[str]:
         """Answer one official call (the signature of the official ``LLM.chat``)."""
@@ -266,7 +272,11 @@ def run_official_liar(
         for i in range(iterations):
             stub.phase = f"iteration {i}"
             current.get_gradients(
-                batch=samples, preds=preds, n=1, errors_per_gradient=k, gradients_per_error=None,
+                batch=samples,
+                preds=preds,
+                n=1,
+                errors_per_gradient=k,
+                gradients_per_error=None,
                 include_grad=include_grad,
             )
             current.apply_gradients(opt_keys=list(opt_keys) if opt_keys else None)

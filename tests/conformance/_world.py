@@ -130,7 +130,9 @@ class World:
                 return self.notes(call.item, text)
             assert call.item is not None
             value = self.answer(call.item, text)
-            return f"{value}. Decided from the hints." if liar else f"Reasoning.\n<output statement>{value}</output statement>"
+            if liar:
+                return f"{value}. Decided from the hints."
+            return f"Reasoning.\n<output statement>{value}</output statement>"
         if call.purpose == "backward":
             assert call.item is not None
             alone = "One of the hints is:" in text

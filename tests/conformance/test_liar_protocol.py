@@ -54,7 +54,7 @@ def test_official_protocol_draws_the_official_runs_50_items(liar_rows):
     assert [e.target for e in ours.train] == [s["expected_output"] for s in samples[:50]]
 
 
-_field = st.text(st.sampled_from("ab :none.\"N"), max_size=8)
+_field = st.text(st.sampled_from('ab :none."N'), max_size=8)
 
 
 @given(st.fixed_dictionaries({k: _field for k in ("statement", "job_title", "state", "party", "source")}))
@@ -162,3 +162,22 @@ def test_every_piece_the_official_prompts_show_is_in_ours(variant, items):
     is shown by a semgrad prompt of the same phase, purpose and item."""
     theirs, _, side = both(variant, items)
     assert_same_information(theirs.calls, side.calls)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_official_liar_calls_per_phase_follow_the_formula(variant, items):
+    """The official LIAR loop spends 6N forward once, then per iteration 6N forward, one backward call per
+    error sample (five without neighbours, none without gradients) and one rewrite per trained parameter."""
+    theirs = run_official_liar(world_for(items), items, ITERATIONS, variant)
+    n = len(items)
+    errors, best = [], theirs.initial_score  # error samples: the current solution's wrong items, at most k = 2
+    for score, accepted in zip(theirs.scores, theirs.accepted):
+        errors.append(min(2, round((1 - best) * n)))
+        best = score if accepted else best
+    per_error = {"no-gradients": 0, "no-neighbors": 5}.get(variant, 1)
+    rewrites = 1 if variant.startswith("one-parameter") else 6
+    expected = [Counter({"forward": 6 * n * (2 if i == 0 else 1), "rewrite": rewrites}) for i in range(ITERATIONS)]
+    for i, counter in enumerate(expected):
+        if per_error * errors[i]:
+            counter["backward"] = per_error * errors[i]
+    assert calls_per_iteration(theirs.calls) == expected

@@ -40,9 +40,7 @@ def outcome(optimizer: str, data_dir: Path, run_dir: Path) -> dict[str, Any]:
     results = run_experiment(config, run_dir, check_backend=False)
     task = results["tasks"][0]
     return {
-        "decisions": "".join(
-            {True: "A", False: "r", None: "a"}[r["accepted"]] for r in task["iterations"]
-        ),
+        "decisions": "".join({True: "A", False: "r", None: "a"}[r["accepted"]] for r in task["iterations"]),
         "train": task["accuracy"]["train"],
         "test": task["accuracy"]["test"],
         "initial_test": task["accuracy"]["initial_test"],

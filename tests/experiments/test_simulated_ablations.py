@@ -21,7 +21,8 @@ def rows() -> str:
 
 def test_readme_holds_the_table_the_script_prints(rows):
     """README.md shows exactly what `python -m tests.experiments.simulated_ablations` prints."""
-    assert rows in README.read_text("utf-8"), "regenerate the README table: python -m tests.experiments.simulated_ablations"
+    regenerate = "regenerate the README table: python -m tests.experiments.simulated_ablations"
+    assert rows in README.read_text("utf-8"), regenerate
 
 
 def test_removing_information_changes_the_simulated_outcome(rows):

@@ -81,3 +81,12 @@ def test_unknown_protocol_lists_the_valid_ones():
     assert PROTOCOLS == ("official", "heldout")
     with pytest.raises(ValueError, match="choose one of: official, heldout"):
         sample_task("bbh:navigate", protocol="paper")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("task", "iterations"), [("liar", 8), ("bbh:navigate", 4), ("gsm8k", 4), ("liar", 2)])
+def test_run_defaults_to_the_papers_iterations_per_task(task, iterations):
+    """`semgrad run` without --iterations runs the paper's iterations (LIAR 8, others 4); --iterations wins."""
+    from semgrad.cli import _config, build_parser
+
+    argv = ["run", task] + (["--iterations", "2"] if iterations == 2 else [])
+    assert _config(build_parser().parse_args(argv)).iterations == iterations
