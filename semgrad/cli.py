@@ -62,6 +62,15 @@ def _config(args: argparse.Namespace) -> Any:
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
         simulated_latency=args.simulated_latency,
+        protocol=args.protocol,
+        param=args.param,
+        temperature=args.temperature,
+        max_output_tokens=args.max_output_tokens,
+        **{
+            f"{role}_{option}": getattr(args, f"{role}_{option}")
+            for role in ("forward", "backward", "optimizer")
+            for option in ("temperature", "max_output_tokens")
+        },
         data=data,
         metric=args.metric,
         criteria=args.criteria,
@@ -133,6 +142,10 @@ def _run(args: argparse.Namespace) -> int:
         if config.backend != "simulated":
             print(f"(cost from {prices.describe()})")
         if args.dry_run:
+            from .experiments._dry_run import dry_run_protocols, protocols_table
+
+            print(f"Calls by protocol (this run: {config.protocol}):")
+            print(protocols_table(dry_run_protocols(config, prices=prices.models)))
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
             if not sys.stdin.isatty():
@@ -374,6 +387,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the run in --out as its config.json says; other flags may only extend it",
     )
     run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS, help="the optimizer")
+    run.add_argument(
+        "--protocol",
+        choices=("official", "heldout"),
+        help="official (the default, unless --validation is given): the paper's splits, and the gate scores "
+        "candidates on the training items and reuses that forward; heldout: the gate scores them on a disjoint "
+        "validation split",
+    )
+    run.add_argument(
+        "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"
+    )
     run.add_argument("--k", type=int, default=2, help="error samples per iteration")
     run.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
     run.add_argument("--train", type=int, help="training items (default: the paper's)")
@@ -384,6 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--forward-model", help="the model for forward calls")
     run.add_argument("--backward-model", help="the model for backward calls")
     run.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    run.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call")
+    run.add_argument("--max-output-tokens", type=int, default=1024, help="reply length cap of every call")
+    for role in ("forward", "backward", "optimizer"):
+        run.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
+        run.add_argument(f"--{role}-max-output-tokens", type=int, help=f"the reply length cap of {role} calls")
     run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
