@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 __all__ = ["EXIT_BUDGET", "build_parser", "main"]
 
@@ -21,44 +20,32 @@ def _demo(args: argparse.Namespace) -> int:
     return _demo.main(quiet=args.quiet, iterations=args.iterations)
 
 
-class ProgressBar:
-    """A one-line progress display on stderr (a bar on a terminal, plain lines otherwise)."""
+RUN_DESCRIPTION = """Run one of the paper's experiments, or your own system on your own data:
 
-    def __init__(self, stream: TextIO, *, quiet: bool, banner: str = "") -> None:
-        self.stream, self.quiet, self.banner = stream, quiet, banner
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+  semgrad run bbh:navigate --data-dir DATA
+  semgrad run my_system.py:build --data items.jsonl --metric exact
 
-    def __call__(self, task: str, event: Any) -> None:
-        if self.quiet:
-            return
-        if self.banner:
-            self.stream.write(self.banner + "\n")
-            self.banner = ""
-        done = min(event.iteration, event.iterations)
-        width = 20
-        filled = int(width * done / event.iterations) if event.iterations else width
-        bar = "#" * filled + "-" * (width - filled)
-        score = "" if event.score is None else f" train {event.score:.2f}"
-        line = f"{task} [{bar}] {done}/{event.iterations} {event.phase}{score} ({event.calls} calls)"
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + line)
-            if event.phase == "evaluating":
-                self.stream.write("\n")
-        elif event.phase in ("done", "evaluating"):
-            self.stream.write(line + "\n")
-        self.stream.flush()
+Your system is a Python file or importable module with a function (build unless named after the colon)
+that returns (graph, params). Each run gets a new folder (printed at the start) holding config.json, the
+checkpoint, results.json and report.html. Continue one with `semgrad run --resume --out DIR`; a run of your
+own system must name the system again (semgrad never imports code because a file names it)."""
 
 
 def _config(args: argparse.Namespace) -> Any:
     from .experiments import RunConfig
     from .tasks import paper_iterations
 
+    task, data = args.task, args.data
+    if data is not None:
+        from .experiments._custom import canonical_spec
+
+        task, data = canonical_spec(task), str(Path(data).resolve())
     return RunConfig(
-        task=args.task,
+        task=task,
         data_dir=args.data_dir,
         backend=args.backend,
         optimizer=args.optimizer,
-        iterations=paper_iterations(args.task) if args.iterations is None else args.iterations,
+        iterations=args.iterations if args.iterations is not None else 4 if data else paper_iterations(task),
         k=args.k,
         seed=args.seed,
         train=args.train,
@@ -84,36 +71,81 @@ def _config(args: argparse.Namespace) -> Any:
             for role in ("forward", "backward", "optimizer")
             for option in ("temperature", "max_output_tokens")
         },
+        data=data,
+        metric=args.metric,
+        criteria=args.criteria,
     )
 
 
-def _prices(path: str | None) -> dict[str, tuple[float, float]] | None:
-    if not path:
-        return None
+def _typed(argv: Sequence[str]) -> dict[str, Any]:
+    """The options of ``semgrad run`` that `argv` gives explicitly (defaults left out)."""
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
+    for action in run._actions:
+        action.default = argparse.SUPPRESS
+    given = vars(parser.parse_args(list(argv)))
+    return {k: v for k, v in given.items() if k not in ("command", "func", "debug")}
+
+
+def _run_config(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The config and run folder: from the typed flags, or on --resume from the folder's config.json."""
+    from .experiments._resume import load_saved_config, resumed_config
+    from .experiments._runs import new_run_dir
+
+    if args.resume:
+        if args.out is None:
+            raise ValueError("--resume needs --out DIR, the run folder to continue")
+        given = _typed(args.argv)
+        fields = {k: v for k, v in given.items() if k not in ("resume", "out")}
+        return resumed_config(load_saved_config(args.out), fields, args.out), Path(args.out)
+    if args.task is None:
+        raise ValueError("semgrad run needs a task (e.g. bbh:navigate) or your system (my_system.py:build --data FILE)")
+    if args.data is None:
+        from .experiments._custom import is_system_spec
+
+        if is_system_spec(args.task):
+            raise ValueError(f"{args.task} looks like your own system: pass --data FILE (JSON Lines or CSV items)")
+    config = _config(args)
+    return config, Path(args.out) if args.out is not None else new_run_dir(config)
+
+
+def _calls_made(out: Path) -> int:
+    """Calls the earlier processes of a resumed run made (its ledger; the preflight left out, as in the plan)."""
+    from .experiments._ledger import Ledger
+
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-        return {str(model): (float(p[0]), float(p[1])) for model, p in data.items()}
-    except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
-        raise ValueError(
-            f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})"
-        ) from None
+        ledger = Ledger.load(out)
+    except Exception:  # a damaged ledger: the run itself says so; the progress just counts from zero
+        return 0
+    return int(ledger.total()["calls"]) - int(ledger.preflight["calls"])
 
 
 def _run(args: argparse.Namespace) -> int:
     from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
+    from .experiments._prices import load_prices
+    from .experiments._progress import RunProgress
 
-    config = _config(args)
+    config, out = _run_config(args)
+    prices = load_prices(args.prices)
+    if args.show_prompts is not None:
+        from .experiments._inspect import show_prompts
+
+        print(show_prompts(config, args.show_prompts))
+        return 0
     if config.backend != "simulated" and not args.dry_run:
         build_llm(config, load_run_tasks(config))  # a missing key or bad data fails here, before anything runs
+    plan = None
     if args.dry_run or config.backend != "simulated":
-        report = dry_run(config, prices=_prices(args.prices))
+        plan = report = dry_run(config, prices=prices.models)
         print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
         print(report.table())
+        if config.backend != "simulated":
+            print(f"(cost from {prices.describe()})")
         if args.dry_run:
             from .experiments._dry_run import dry_run_protocols, protocols_table
 
             print(f"Calls by protocol (this run: {config.protocol}):")
-            print(protocols_table(dry_run_protocols(config, prices=_prices(args.prices))))
+            print(protocols_table(dry_run_protocols(config, prices=prices.models)))
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
             if not sys.stdin.isatty():
@@ -123,23 +155,40 @@ def _run(args: argparse.Namespace) -> int:
             if input("Start the run? [y/N] ").strip().lower() not in ("y", "yes"):
                 print("not started")
                 return 1
-    out = Path(args.out)
+    elif not args.quiet:
+        plan = dry_run(config)  # the planned total the progress counts against
     banner = (
         "The LLM is SIMULATED (offline, deterministic): scores say nothing about real models."
         if config.backend == "simulated"
         else ""
+    )
+    if not args.quiet:
+        print(f"{'Continuing' if args.resume else 'Writing'} the run in {out}", flush=True)
+    progress = RunProgress(
+        sys.stderr,
+        planned=plan.total_calls if plan is not None else None,
+        prices=None if config.backend == "simulated" else prices.models,
+        quiet=args.quiet,
+        banner=banner,
+        already=_calls_made(out) if args.resume else 0,
     )
     try:
         summary = run_experiment(
             config,
             out,
             resume=args.resume,
-            on_progress=ProgressBar(sys.stderr, quiet=args.quiet, banner=banner),
-            prices=_prices(args.prices),
+            on_progress=progress.on_progress,
+            on_reply=progress,
+            prices=prices.models,
         )
     except KeyboardInterrupt:
+        progress.close(finished=False)
         print(f"\nsemgrad: interrupted; the checkpoint in {out} is intact -- continue with --resume", file=sys.stderr)
         return 130
+    except BaseException:
+        progress.close(finished=False)  # the error's one line follows (main)
+        raise
+    progress.close(finished=not summary.get("stopped"))  # a stop is said below, with its reason
     if not args.quiet:
         for task in summary["tasks"]:
             acc = task["accuracy"]
@@ -254,6 +303,15 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+class _HelpWithDefaults(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Help that keeps the description's lines and shows each option's default, when it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False or "default" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
 _RUN_EPILOG = """\
 failures and exit codes:
   Every call is counted; failed calls are counted by kind (server, timeout, rate_limit, auth,
@@ -270,38 +328,65 @@ failures and exit codes:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
+    from . import __version__
     from .experiments import BACKENDS, FAIL_FAST_CALLS, MAX_ERROR_SHARE, OPTIMIZERS
 
     parser = argparse.ArgumentParser(
         prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
     )
+    parser.add_argument("--version", action="version", version=f"semgrad {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="an offline optimisation of the paper's graph on the built-in simulated LLM")
+    demo = sub.add_parser(
+        "demo",
+        help="an offline optimisation of the paper's graph on the built-in simulated LLM",
+        formatter_class=_HelpWithDefaults,
+    )
     demo.add_argument("-q", "--quiet", action="store_true", help="print less")
     demo.add_argument("--iterations", type=int, default=3, help="optimisation iterations (default 3)")
     demo.set_defaults(func=_demo)
 
     run = sub.add_parser(
         "run",
-        help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar) or your own system on your data",
+        formatter_class=_HelpWithDefaults,
+        description=RUN_DESCRIPTION,
         epilog=_RUN_EPILOG.format(
             exit_budget=EXIT_BUDGET, fail_fast=FAIL_FAST_CALLS, share=f"{MAX_ERROR_SHARE:.0%}"
         ),
     )
-    run.add_argument("task", help="the task, e.g. bbh:navigate, bbh:all, gsm8k, liar")
+    run.add_argument(
+        "task",
+        nargs="?",
+        help="the task (bbh:navigate, bbh:all, gsm8k, liar), or your system FILE.py:FUNCTION or MODULE:FUNCTION "
+        "with --data; optional with --resume (except for your own system, which must be typed again)",
+    )
     run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
+    run.add_argument("--data", help="your items: JSON Lines {'inputs': {...}, 'target': ...} or CSV (a target column)")
+    run.add_argument(
+        "--metric",
+        default="exact",
+        choices=("exact", "numeric", "judge"),
+        help="how your items are scored: normalised exact match, numbers, or an LLM judge",
+    )
+    run.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
     run.add_argument(
         "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
     )
-    run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
+    run.add_argument("--out", help="the run folder (default: a new folder runs/<task>-<date>-<time>)")
     run.add_argument(
-        "--iterations", type=int, default=None, help="optimisation iterations (default: the paper's, 4; liar 8)"
+        "--iterations",
+        type=int,
+        default=None,
+        help="optimisation iterations (default: the paper's, 4; liar 8; your own system 4)",
     )
-    run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out as its config.json says; other flags may only extend it",
+    )
+    run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS, help="the optimizer")
     run.add_argument(
         "--protocol",
         choices=("official", "heldout"),
@@ -312,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"
     )
-    run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--k", type=int, default=2, help="error samples per iteration")
+    run.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
     run.add_argument("--train", type=int, help="training items (default: the paper's)")
     run.add_argument("--validation", type=int, help="validation items")
     run.add_argument("--test", type=int, help="test items (default: all held out)")
@@ -322,14 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--forward-model", help="the model for forward calls")
     run.add_argument("--backward-model", help="the model for backward calls")
     run.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
-    run.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call (default 0)")
-    run.add_argument(
-        "--max-output-tokens", type=int, default=1024, help="reply length cap of every call (default 1024)"
-    )
+    run.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call")
+    run.add_argument("--max-output-tokens", type=int, default=1024, help="reply length cap of every call")
     for role in ("forward", "backward", "optimizer"):
         run.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
         run.add_argument(f"--{role}-max-output-tokens", type=int, help=f"the reply length cap of {role} calls")
-    run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
+    run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
     run.add_argument(
@@ -343,8 +426,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="at most this many tokens (each call reserves its estimate before it starts); then stop cleanly",
     )
-    run.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
+    run.add_argument(
+        "--prices",
+        help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]} (default: the dated table shipped "
+        "in semgrad/data/prices.json)",
+    )
     run.add_argument("--dry-run", action="store_true", help="count the calls, tokens and cost; call nothing")
+    run.add_argument(
+        "--show-prompts",
+        type=int,
+        metavar="N",
+        help="print the exact first N requests of each purpose; call nothing",
+    )
     run.add_argument("--yes", action="store_true", help="start without the confirmation prompt")
     run.add_argument("--confirm-above", type=float, default=1.0, help="ask before runs estimated above this many USD")
     run.add_argument("--confirm-calls", type=int, default=20000, help="ask before runs of more calls than this")
@@ -356,11 +449,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir")
     report.set_defaults(func=_report)
 
-    graph = sub.add_parser("graph", help="print a topology as Graphviz DOT or Mermaid")
+    graph = sub.add_parser(
+        "graph", help="print a topology as Graphviz DOT or Mermaid", formatter_class=_HelpWithDefaults
+    )
     graph.add_argument("topology", choices=("paper", "liar", "layered"))
-    graph.add_argument("--format", choices=("dot", "mermaid"), default="dot")
-    graph.add_argument("--width", type=int, default=4)
-    graph.add_argument("--depth", type=int, default=4)
+    graph.add_argument("--format", choices=("dot", "mermaid"), default="dot", help="the output format")
+    graph.add_argument("--width", type=int, default=4, help="nodes per layer (layered)")
+    graph.add_argument("--depth", type=int, default=4, help="layers (layered)")
     graph.set_defaults(func=_graph)
 
     from .sweeps._spec_format import SPEC_HELP
@@ -387,7 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

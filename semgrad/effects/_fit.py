@@ -210,6 +210,7 @@ async def fit(
     max_concurrency: int | None = None,
     timeout: float | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    on_reply: Callable[[LLMRequest, Any], None] | None = None,
 ) -> FitResult:
     """Optimize `params` with `optimizer` for `iterations` iterations.
 
@@ -249,6 +250,8 @@ async def fit(
             carries its engine's (a stage's own options win). None: the official
             values, temperature 0 and 1024 max tokens, for every engine; an engine left
             out of the mapping gets those too, and ``{}`` leaves it to the provider.
+        on_reply: Called with each request and its reply as it arrives (see `Runner`);
+            keep it cheap, it runs once per call.
 
     Returns:
         A `FitResult`.
@@ -262,7 +265,7 @@ async def fit(
     per_engine = engine_options(options)
     forward_options = per_engine["forward"]
     guard = _Guard(llm, _as_budget(budget))
-    runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout)
+    runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply)
     checkpoint = checkpoint if checkpoint is not None else resume
     belongs = run_fingerprint(graph, params, train_set, validation_set, optimizer, loss)
     state = (

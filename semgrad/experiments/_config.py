@@ -41,6 +41,10 @@ class RunConfig:
 
     Saved as ``config.json`` in the run directory; `--resume` refuses a run
     directory whose config differs in anything that changes results.
+
+    With `data` set, `task` is a system spec (``my_system.py:build``) run on the
+    items in that file and scored by `metric` (with `criteria` for the judge);
+    see `semgrad.experiments._custom`.
     """
 
     task: str
@@ -75,6 +79,9 @@ class RunConfig:
     forward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     backward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     optimizer_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
+    data: str | None = None
+    metric: str = attrs.field(default="exact", validator=_choice(("exact", "numeric", "judge"), "metric"))
+    criteria: str | None = None
 
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (

@@ -16,6 +16,7 @@ import attrs
 from ..backends.fake import HashLLM, reply_forward
 from ..core import FrozenMap, LLMRequest, LLMResponse
 from ._config import PROTOCOLS, RunConfig
+from ._prices import model_for, price_of
 from ._run import load_run_tasks, run_experiment
 
 __all__ = ["DryRunReport", "dry_run", "dry_run_protocols", "estimate_tokens"]
@@ -60,7 +61,11 @@ class DryRunReport:
         lines.append(f"estimated tokens: {self.input_tokens:,} in, {self.output_tokens:,} out")
         lines.append(
             "estimated cost: "
-            + (f"${self.cost_usd:,.2f}" if self.cost_usd is not None else "unknown (pass a price table)")
+            + (
+                f"${self.cost_usd:,.2f}"
+                if self.cost_usd is not None
+                else "unknown (a model has no price; --prices FILE)"
+            )
         )
         return "\n".join(lines)
 
@@ -70,18 +75,28 @@ class _Counter:
 
     is_async = False
 
-    def __init__(self, output_tokens: Mapping[str, int]) -> None:
+    def __init__(self, output_tokens: Mapping[str, int], keep: int = 0) -> None:
         self.output_tokens = output_tokens
         self.inner = HashLLM("dry-run")
         self.calls: dict[tuple[str, str], int] = {}
         self.tokens_in = self.tokens_out = 0
+        self.by_engine: dict[str, tuple[int, int]] = {}
+        self.keep = keep
+        self.requests: dict[str, list[LLMRequest]] = {}  # the first `keep` requests per purpose
 
     def __call__(self, request: LLMRequest) -> LLMResponse:
         key = (request.engine, request.purpose)
         self.calls[key] = self.calls.get(key, 0) + 1
         size = self.output_tokens.get(request.purpose, 200)
-        self.tokens_in += sum(estimate_tokens(m.content) for m in request.messages)
+        used_in = sum(estimate_tokens(m.content) for m in request.messages)
+        self.tokens_in += used_in
         self.tokens_out += size
+        before = self.by_engine.get(request.engine, (0, 0))
+        self.by_engine[request.engine] = (before[0] + used_in, before[1] + size)
+        if self.keep:
+            kept = self.requests.setdefault(request.purpose, [])
+            if len(kept) < self.keep:
+                kept.append(request)
         text = self.inner(request)
         if request.purpose == "forward":
             text = reply_forward(request, "Answer: none of these", reasoning="lorem " * max(0, size - 4))
@@ -93,18 +108,21 @@ def dry_run(
     *,
     prices: Mapping[str, tuple[float, float]] | None = None,
     output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
+    counter: _Counter | None = None,
 ) -> DryRunReport:
     """The calls `run_experiment(config)` will make at most, without calling any LLM or writing files.
 
     Args:
         config: The run to estimate.
         prices: USD per million (input, output) tokens by model name; the
-            config's model per role (or its `model`) is looked up.
+            model each role runs on (see `model_for`) is looked up, an exact
+            name or else the longest name it starts with.
         output_tokens: Assumed reply length per purpose.
+        counter: The stand-in LLM to drive the run with (`show_prompts` keeps its requests).
     """
     import tempfile
 
-    counter = _Counter(output_tokens)
+    counter = counter if counter is not None else _Counter(output_tokens)
     load_run_tasks(config)  # fail on bad data before anything else
     with tempfile.TemporaryDirectory() as scratch:
         run_experiment(
@@ -117,11 +135,13 @@ def dry_run(
 def _cost(config: RunConfig, counter: _Counter, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
     if not prices:
         return None
-    model = config.model or ""
-    price = prices.get(model)
-    if price is None:
-        return None
-    return counter.tokens_in / 1e6 * price[0] + counter.tokens_out / 1e6 * price[1]
+    total = 0.0
+    for engine, (used_in, used_out) in counter.by_engine.items():
+        price = price_of(prices, model_for(config, engine))
+        if price is None:
+            return None
+        total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]
+    return total
 
 
 def dry_run_protocols(

@@ -61,7 +61,14 @@ class RunFailed(RuntimeError):
 
 
 def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
-    """The tasks a config names, split by the paper's protocol (or the sizes it gives)."""
+    """The tasks a config names, split by the paper's protocol (or the sizes it gives).
+
+    A config with `data` names your own system: loading it imports the code its spec names.
+    """
+    if config.data:
+        from ._custom import custom_task
+
+        return (custom_task(config),)
     if not config.data_dir:
         raise SetupError("no data directory; pass --data-dir DIR (the folder that holds bbh/, gsm8k/ and liar/)")
     return load_tasks(
@@ -102,8 +109,13 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         from ..backends.fake import LatencyLLM
         from ..backends.simulated import SimulatedLLM
 
-        answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
-        llm: Any = SimulatedLLM(answers, seed=config.seed)
+        if config.data:
+            from ._custom import custom_simulated_llm
+
+            llm: Any = custom_simulated_llm(config, tuple(tasks))
+        else:
+            answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
+            llm = SimulatedLLM(answers, seed=config.seed)
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
     _check_extra(config.backend)
     if config.backend == "openai-compatible":
@@ -180,6 +192,7 @@ def run_experiment(
     on_progress: Callable[[str, FitProgress], None] | None = None,
     check_backend: bool = True,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    on_reply: Callable[[Any, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Run a config end to end and write the run directory; return the results dict.
 
@@ -199,6 +212,9 @@ def run_experiment(
         on_progress: Called with the task name and each `FitProgress`.
         check_backend: Make one preflight call before starting (real backends).
         prices: USD per million (input, output) tokens by model, for the cost estimate.
+        on_reply: Called with each request and its reply, once per call of training and
+            evaluation (live progress); when it has a ``watch`` method, that is called
+            first with the run's LLM (`RunStack.llm`).
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
@@ -211,6 +227,8 @@ def run_experiment(
     _check_protocol(config, tasks)
     stack = run_stack(config, llm if llm is not None else build_llm(config, tasks))
     ledger = Ledger.load(out) if resume else Ledger(out)
+    if hasattr(on_reply, "watch"):
+        on_reply.watch(stack.llm)  # type: ignore[union-attr]
 
     async def everything() -> list[dict[str, Any]]:
         config.save(out)  # first, so a run killed in its preflight can be resumed
@@ -223,7 +241,8 @@ def run_experiment(
             stack.tally.watch_afresh()
         results: list[dict[str, Any]] = []
         for task in tasks:
-            results.append(await _run_task(config, out, task, stack, ledger, resume, len(tasks) == 1, on_progress))
+            single = len(tasks) == 1
+            results.append(await _run_task(config, out, task, stack, ledger, resume, single, on_progress, on_reply))
             if results[-1]["stopped"]:
                 break
         return results
@@ -282,9 +301,10 @@ async def _run_task(
     resume: bool,
     single: bool,
     on_progress: Callable[[str, FitProgress], None] | None,
+    on_reply: Callable[[Any, Any], None] | None = None,
 ) -> dict[str, Any]:
     graph, params = task.build()
-    loss = loss_for(task)
+    loss = loss_for(task) if not config.data else _custom_loss(config)
     ckpt = checkpoint_path(out, task, single)
 
     def keep() -> None:  # the counts so far go to the ledger, beside fit's checkpoint
@@ -312,12 +332,13 @@ async def _run_task(
         max_concurrency=config.concurrency,
         timeout=_runner_timeout(config),
         options=config.sampling(),
+        on_reply=on_reply,
     )
     keep()
     stopped = result.stopped
     if on_progress and not stopped:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
-    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config))
+    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=on_reply)
     parts = task.split
     scores: dict[str, float | None] = {}
     tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
@@ -359,6 +380,12 @@ async def _run_task(
         "predictions": predictions_json(parts.test, tested) if tested else [],
         "predictions_split": "test",
     }
+
+
+def _custom_loss(config: RunConfig) -> Loss:
+    from ._custom import custom_loss
+
+    return custom_loss(config)
 
 
 def _record(r: Any) -> dict[str, Any]:
@@ -406,10 +433,11 @@ def estimate_cost(
     """
     if not prices:
         return None
-    models = config.models()
+    from ._prices import model_for, price_of
+
     total = 0.0
     for role, (used_in, used_out) in tokens_by_role.items():
-        price = prices.get(models.get(role) or config.model or "")
+        price = price_of(prices, model_for(config, role) or config.model or "")
         if price is None:
             return None
         total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]

@@ -7,7 +7,8 @@ the LLM was the simulated one), a summary table beside the paper's published
 figures, the score per iteration as a chart, the graph as a picture (with its
 DOT and Mermaid text), each parameter's initial and final text with a diff, and
 the gradients and stage reports behind every update. `render_report` is the
-pure part: results in, HTML text out.
+pure part: results in, HTML text out. `write_html` writes the same page for
+any `semgrad.effects.fit` result, from Python.
 
 Examples:
     >>> from semgrad.report import render_report
@@ -18,9 +19,10 @@ Examples:
 .. versionadded:: 0.1.0
 """
 
+from ._fit import write_html as write_html
 from ._html import render_report as render_report
 from ._io import REPORT_NAME as REPORT_NAME
 from ._io import write_report as write_report
 from ._summary import PUBLISHED as PUBLISHED
 
-__all__ = ["PUBLISHED", "REPORT_NAME", "render_report", "write_report"]
+__all__ = ["PUBLISHED", "REPORT_NAME", "render_report", "write_html", "write_report"]

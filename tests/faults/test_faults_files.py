@@ -303,11 +303,18 @@ NAME_LOADERS = {
 }
 
 
+#: The one module that imports code by name: `semgrad run FILE.py:build --data ...` loads the system the
+#: user TYPED (never one a file names; tests/cli/test_custom_system.py checks a config.json naming other code).
+TYPED_SYSTEM_LOADER = Path(semgrad.__file__).parent / "experiments" / "_custom.py"
+
+
 def test_no_module_of_semgrad_loads_or_evaluates_code_by_a_name_it_read():
     """An audit of every reader (checkpoint, cache, cassette, config, results, sweeps, report): no dynamic import,
-    eval, exec or unpickling anywhere in the package."""
+    eval, exec or unpickling anywhere in the package (but the loader of the system the user types)."""
     found = []
     for file in Path(semgrad.__file__).parent.rglob("*.py"):
+        if file == TYPED_SYSTEM_LOADER:
+            continue
         for node in ast.walk(ast.parse(file.read_text("utf-8"))):
             if isinstance(node, ast.Call):
                 name = ast.unparse(node.func)

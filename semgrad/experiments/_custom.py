@@ -1,0 +1,296 @@
+"""Your own system and data as a run: ``semgrad run my_system.py:build --data items.jsonl``.
+
+The system spec names code to load -- a Python file or an importable module and
+a function in it (``build`` unless named after a colon) that returns
+``(graph, params)``. Only a spec the user typed is ever loaded: a resumed run
+does not import what its ``config.json`` names unless the same spec is typed
+again (see `semgrad.experiments._resume`).
+
+The items are JSON Lines (one ``{"inputs": {...}, "target": ..., "id": ...}``
+object a line; ``id`` optional) or CSV (a ``target`` column, an optional ``id``
+column, every other column an input). They are split, seeded, into train,
+validation and test: by default a third each, at most 20 train and 20
+validation items, the rest test; ``--train``, ``--validation`` and ``--test``
+set the sizes.
+
+Examples:
+    >>> parse_system_spec("my_system.py:make")
+    ('my_system.py', 'make')
+    >>> parse_system_spec("pkg.systems")
+    ('pkg.systems', 'build')
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..backends.simulated import SimulatedLLM
+from ..core import (
+    Example,
+    Graph,
+    LLMRequest,
+    Loss,
+    Params,
+    extract_answer,
+    llm_judge,
+    normalize,
+    normalized_match,
+    numeric_match,
+    parse_number,
+)
+from ..core._parse import format_tagged, parse_tagged
+from ..tasks import Task
+from ..tasks._split import split
+
+__all__ = [
+    "METRICS",
+    "SystemSpecError",
+    "canonical_spec",
+    "custom_loss",
+    "custom_simulated_llm",
+    "custom_task",
+    "is_system_spec",
+    "load_system",
+    "parse_system_spec",
+    "read_items",
+]
+
+#: The scoring choices for your own data.
+METRICS = ("exact", "numeric", "judge")
+
+#: The judge's criteria when ``--criteria`` is not given.
+DEFAULT_CRITERIA = "The output answers the input correctly; its final answer matches the reference answer."
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class SystemSpecError(ValueError):
+    """The system spec or the items cannot be used (a one-line message)."""
+
+
+def parse_system_spec(spec: str) -> tuple[str, str]:
+    """``(file or module, function)`` from ``"path.py:build"`` or ``"package.module:build"`` (``build`` if unnamed)."""
+    target, sep, name = spec.rpartition(":")
+    if sep and _IDENTIFIER.fullmatch(name) and target:
+        return target, name
+    return spec, "build"
+
+
+def _is_file(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or "\\" in target
+
+
+def is_system_spec(task: str) -> bool:
+    """Whether `task` looks like a system spec rather than a paper task name (a ``.py`` file, a module).
+
+    Examples:
+        >>> is_system_spec("my_system.py:build"), is_system_spec("pkg.mod"), is_system_spec("my_system:build")
+        (True, True, True)
+        >>> is_system_spec("bbh:navigate"), is_system_spec("gsm8k")
+        (False, False)
+    """
+    target, name = parse_system_spec(task)
+    return _is_file(target) or "." in target or (task.endswith(f":{name}") and target != "bbh")
+
+
+def canonical_spec(spec: str) -> str:
+    """The spec with a file made absolute, so the same system typed two ways compares equal."""
+    target, name = parse_system_spec(spec)
+    if _is_file(target):
+        target = str(Path(target).expanduser().resolve())
+    return f"{target}:{name}"
+
+
+def load_system(spec: str) -> tuple[Graph, Params]:
+    """Import the file or module `spec` names and call its function; return ``(graph, params)``.
+
+    Call this only with a spec the user typed: it runs their code. A spec is
+    loaded once per process; later calls return the same ``(graph, params)``.
+
+    Raises:
+        SystemSpecError: The file or module, or the function in it, cannot be found, or
+            the function does not return ``(graph, params)``.
+    """
+    key = canonical_spec(spec)
+    if key not in _LOADED:
+        _LOADED[key] = _load(spec)
+    return _LOADED[key]
+
+
+#: Systems loaded in this process, by canonical spec (the CLI asks for one several times: plan, check, run).
+_LOADED: dict[str, tuple[Graph, Params]] = {}
+
+
+def _load(spec: str) -> tuple[Graph, Params]:
+    target, name = parse_system_spec(spec)
+    if _is_file(target):
+        path = Path(target).expanduser().resolve()
+        if not path.is_file():
+            raise SystemSpecError(f"no such file {target} (the system spec is FILE.py:FUNCTION or MODULE:FUNCTION)")
+        module_name = f"semgrad_user_system_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise SystemSpecError(f"cannot load {target} as Python")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.path.insert(0, str(path.parent))  # so the file can import its neighbours
+        try:
+            loader_spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(path.parent))
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            raise SystemSpecError(f"cannot import {target}: {exc}") from None
+    build = getattr(module, name, None)
+    if not callable(build):
+        raise SystemSpecError(f"{target} has no function {name!r} (the system spec is FILE.py:FUNCTION)")
+    built = build()
+    if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph)):
+        raise SystemSpecError(f"{target}:{name}() must return (graph, params) as GraphBuilder.build does")
+    if not isinstance(built[1], Params):
+        raise SystemSpecError(f"{target}:{name}() must return (graph, params); the second item is not Params")
+    return built
+
+
+def read_items(path: str | Path) -> tuple[Example, ...]:
+    """The items in a JSON Lines (``.jsonl``, ``.ndjson``) or CSV (``.csv``) file.
+
+    Raises:
+        SystemSpecError: The file is missing, of another kind, or malformed (the message names the line).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise SystemSpecError(f"no such data file {file}")
+    suffix = file.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        items = _read_jsonl(file)
+    elif suffix == ".csv":
+        items = _read_csv(file)
+    else:
+        raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
+    if not items:
+        raise SystemSpecError(f"{file}: no items")
+    ids = [e.id for e in items]
+    if len(set(ids)) != len(ids):
+        raise SystemSpecError(f"{file}: two items share an id")
+    return tuple(items)
+
+
+def _read_jsonl(file: Path) -> list[Example]:
+    items = []
+    with file.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{file}:{number}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
+                raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
+            items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+    return items
+
+
+def _read_csv(file: Path) -> list[Example]:
+    with file.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        if "target" not in columns:
+            raise SystemSpecError(f"{file}: no 'target' column (every other column but 'id' is an input)")
+        inputs = [c for c in columns if c not in ("target", "id")]
+        items = []
+        for row in reader:
+            if None in row or any(row[c] is None for c in columns):
+                raise SystemSpecError(f"{file}:{reader.line_num}: expected {len(columns)} fields")
+            items.append(Example({c: row[c] for c in inputs}, row["target"], row.get("id", len(items))))
+    return items
+
+
+def _sizes(n: int, train: int | None, validation: int | None) -> tuple[int, int]:
+    third = max(1, n // 3)
+    return (train if train is not None else min(20, third)), (
+        validation if validation is not None else min(20, n // 3 if n >= 3 else 0)
+    )
+
+
+def custom_task(config: Any) -> Task:
+    """The `Task` of a config with ``data``: the typed system, the items split by the config's seed and sizes."""
+    graph, params = load_system(config.task)
+    items = read_items(config.data)
+    missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
+    if missing:
+        raise SystemSpecError(f"{config.data}: some items lack the graph's input(s) {', '.join(missing)}")
+    train, validation = _sizes(len(items), config.train, config.validation)
+    if train + validation + (config.test or 0) > len(items):
+        raise SystemSpecError(f"{config.data} holds {len(items)} items, fewer than the split asks for")
+    parts = split(items, train=train, validation=validation, test=config.test, seed=config.seed)
+    built = (graph, params)
+    scoring = "numeric" if config.metric == "numeric" else "exact"
+    return Task(config.task, "custom", parts, _Built(built, config.task), scoring, seed=config.seed)  # type: ignore[arg-type]
+
+
+class _Built:
+    """The loaded ``(graph, params)``, as a task topology (loaded once)."""
+
+    def __init__(self, built: tuple[Graph, Params], name: str) -> None:
+        self.built, self.__name__ = built, name
+
+    def __call__(self) -> tuple[Graph, Params]:
+        return self.built
+
+
+def custom_loss(config: Any) -> Loss:
+    """The loss ``--metric`` names: normalised exact match, numeric match, or an LLM judge."""
+    if config.metric == "numeric":
+        return numeric_match()
+    if config.metric == "judge":
+        return llm_judge(config.criteria or DEFAULT_CRITERIA)
+    return normalized_match()
+
+
+class _CustomSimulated(SimulatedLLM):
+    """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
+
+    def __init__(self, answers: dict[str, str], output: str, numeric: bool, seed: int) -> None:
+        super().__init__(answers, seed=seed, final_nodes=(output,))
+        self.numeric = numeric
+
+    def __call__(self, request: LLMRequest) -> str:
+        if request.purpose == "evaluate":
+            return self._judge(request.prompt)
+        return super().__call__(request)
+
+    def _judge(self, prompt: str) -> str:
+        output = parse_tagged(prompt, ["output"]).value_or("")
+        found = re.search(r"^Reference answer: (.*)$", prompt, re.MULTILINE)
+        answer, reference = extract_answer(output), found.group(1) if found else ""
+        if self.numeric:
+            same = parse_number(answer) is not None and parse_number(answer) == parse_number(reference)
+        else:
+            same = normalize(answer) == normalize(reference)
+        critique = "The answer is right." if same else f"The answer should be {reference}; it says {answer}."
+        return format_tagged("score", "1" if same else "0") + "\n" + format_tagged("critique", critique)
+
+
+def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMRequest], str]:
+    """The simulated LLM for a custom run: it knows each item's target (keyed by its first input's text)."""
+    (task,) = tasks
+    graph, _ = task.build()
+    parts = task.split
+    answers = {
+        str(next(iter(e.inputs.values()))): str(e.target)
+        for e in parts.train + parts.validation + parts.test
+        if e.inputs
+    }
+    return _CustomSimulated(answers, graph.output, config.metric == "numeric", config.seed)

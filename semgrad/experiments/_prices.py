@@ -1,0 +1,116 @@
+"""Model prices for cost estimates: a dated table shipped with the package, or the user's file.
+
+The bundled table (``semgrad/data/prices.json``) names the date and the source of
+its list prices; ``--prices FILE`` replaces it. A file is either that shape
+(``{"date": ..., "source": ..., "models": {model: [in, out]}}``) or the bare
+mapping ``{model: [usd_per_1M_in, usd_per_1M_out]}``.
+
+Examples:
+    >>> table = bundled_prices()
+    >>> table.date[:2], price_of(table.models, "gpt-4o-mini-2024-07-18") == table.models["gpt-4o-mini"]
+    ('20', True)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["DEFAULT_MODELS", "PriceTable", "bundled_prices", "load_prices", "model_for", "price_of"]
+
+#: The model a backend uses when the config names none.
+DEFAULT_MODELS = {"openai-compatible": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+
+Prices = Mapping[str, tuple[float, float]]
+
+
+@attrs.frozen
+class PriceTable:
+    """USD per million (input, output) tokens by model, with where and when the prices were read.
+
+    Attributes:
+        models: ``{model: (usd_per_1M_input, usd_per_1M_output)}``.
+        date: The day the prices were read (ISO), or "" when the file says none.
+        source: Where they were read, or the file they came from.
+    """
+
+    models: Mapping[str, tuple[float, float]]
+    date: str = ""
+    source: str = ""
+
+    def describe(self) -> str:
+        """One line naming the table's date and source."""
+        when = f" of {self.date}" if self.date else ""
+        return f"prices{when} from {self.source or 'an unnamed source'}"
+
+
+def _parse(data: Any, where: str) -> PriceTable:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"cannot read the price table {where}: expected a JSON object")
+    nested = isinstance(data.get("models"), Mapping)
+    models = data["models"] if nested else data
+    table: dict[str, tuple[float, float]] = {}
+    for model, price in models.items():
+        try:
+            low, high = (float(p) for p in price)
+            if low < 0 or high < 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"cannot read the price table {where}: the price of {model!r} must be "
+                f"[usd_per_1M_in, usd_per_1M_out], non-negative; got {price!r}"
+            ) from None
+        table[str(model)] = (low, high)
+    date = str(data.get("date", "")) if nested else ""
+    source = str(data.get("source", "")) if nested else ""
+    return PriceTable(table, date, source or where)
+
+
+def bundled_prices() -> PriceTable:
+    """The dated price table shipped with semgrad."""
+    text = resources.files("semgrad.data").joinpath("prices.json").read_text("utf-8")
+    return _parse(json.loads(text), "semgrad/data/prices.json")
+
+
+def load_prices(path: str | None) -> PriceTable:
+    """The table in `path`, or the bundled one when `path` is None or empty.
+
+    Raises:
+        ValueError: The file cannot be read or is not shaped like a price table (one line).
+    """
+    if not path:
+        return bundled_prices()
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})"
+        ) from None
+    return _parse(data, path)
+
+
+def price_of(prices: Prices, model: str) -> tuple[float, float] | None:
+    """The price of `model`: an exact entry, else the longest entry it starts with, else None.
+
+    Examples:
+        >>> price_of({"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}, "gpt-4o-mini-2024-07-18")
+        (0.15, 0.6)
+        >>> price_of({"gpt-4o": (2.5, 10.0)}, "llama3") is None
+        True
+    """
+    if model in prices:
+        return prices[model]
+    prefixes = [name for name in prices if model.startswith(name)]
+    return prices[max(prefixes, key=len)] if prefixes else None
+
+
+def model_for(config: Any, role: str) -> str:
+    """The model a config's `role` (forward, backward, optimizer) runs on ("" on the simulated backend)."""
+    if config.backend == "simulated":
+        return ""
+    return config.models().get(role) or config.model or DEFAULT_MODELS.get(config.backend, "")

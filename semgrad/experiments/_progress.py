@@ -1,0 +1,226 @@
+"""Live progress of a run: every call counted against the planned total.
+
+`RunProgress` gets two kinds of event: each reply (`on_reply`, once per call --
+it only adds to counters and, on a terminal, nudges the bar) and each phase of
+an iteration (`on_progress`). On a terminal it draws a `tqdm` bar (the
+``progress`` extra) with the phase, the iteration, calls done / planned,
+elapsed time and ETA, tokens, cost so far, errors and retries -- or, without
+tqdm, one line it rewrites in place. Elsewhere (a log file, CI) it writes one
+plain line per phase.
+
+Examples:
+    >>> import io
+    >>> from returns.result import Success
+    >>> from semgrad.core import LLMRequest, LLMResponse, Message
+    >>> out = io.StringIO()
+    >>> progress = RunProgress(out, planned=4, clock=iter(range(100)).__next__)
+    >>> request = LLMRequest((Message("user", "hi"),))
+    >>> progress.on_reply(request, Success(LLMResponse("ok", {"input_tokens": 7, "output_tokens": 3}, "m")))
+    >>> progress.calls, progress.tokens_in, progress.errors
+    (1, 7, 0)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+from returns.result import Success
+
+from ._prices import price_of
+
+__all__ = ["RunProgress", "find_retries"]
+
+
+def find_retries(llm: Any) -> Any:
+    """The `retrying` wrapper inside `llm`'s middleware stack (its ``.retries`` counts retries), or None."""
+    seen = 0
+    while llm is not None and seen < 20:
+        if isinstance(getattr(llm, "retries", None), int):
+            return llm
+        llm = getattr(llm, "inner", None) or getattr(llm, "llm", None)
+        seen += 1
+    return None
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+class RunProgress:
+    """Shows a run's progress on `stream` (see the module doc).
+
+    Args:
+        stream: Where to write (stderr).
+        planned: The calls the dry-run plan counts for the whole run (None: unknown).
+        prices: USD per million (input, output) tokens by model, for the cost so far.
+        quiet: Show nothing (still count).
+        banner: A line to print before the first progress output.
+        fancy: Draw a live bar (default: when `stream` is a terminal).
+        clock: Seconds, monotonic (tests pass a fake).
+        already: Calls an earlier process of a resumed run made (counted as done;
+            the ETA is reckoned from this process's pace).
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        planned: int | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        quiet: bool = False,
+        banner: str = "",
+        fancy: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        already: int = 0,
+    ) -> None:
+        self.stream, self.planned, self.prices, self.quiet, self.banner = stream, planned, prices, quiet, banner
+        self.fancy = (hasattr(stream, "isatty") and stream.isatty()) if fancy is None else fancy
+        self.clock = clock
+        self.started = clock()
+        self.calls = self.already = already
+        self.errors = self.tokens_in = self.tokens_out = 0
+        self.cost = 0.0
+        self.unpriced = False
+        self.retrying: Any = None
+        self.label = ""
+        self._prices: dict[str, tuple[float, float] | None] = {}
+        self._shown = self.started
+        self._bar: Any = None
+        self._line = False
+        if self.fancy and not quiet:
+            self._flush_banner()
+            self._bar = self._tqdm()
+
+    def _tqdm(self) -> Any:
+        try:
+            from tqdm import tqdm
+        except ImportError:  # the progress extra is not installed: a plain line rewritten in place
+            return None
+        return tqdm(
+            total=self.planned,
+            initial=self.already,
+            file=self.stream,
+            unit="call",
+            dynamic_ncols=True,
+            mininterval=0.2,
+            bar_format="{desc} {bar} {n_fmt}/{total_fmt} calls [{elapsed}<{remaining}] {postfix}",
+        )
+
+    def watch(self, llm: Any) -> None:
+        """Count the retries of the `retrying` wrapper inside `llm`, if there is one."""
+        self.retrying = find_retries(llm)
+
+    @property
+    def retries(self) -> int:
+        """Retries made so far (0 when the LLM has no `retrying` wrapper)."""
+        return self.retrying.retries if self.retrying is not None else 0
+
+    def on_reply(self, request: Any, reply: Any) -> None:
+        """Count one call (a `Runner` ``on_reply`` hook: cheap, once per call)."""
+        self.calls += 1
+        if type(reply) is Success:
+            response = reply.unwrap()
+            usage = response.usage
+            if usage:
+                used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+                self.tokens_in += used_in
+                self.tokens_out += used_out
+                if self.prices is not None and (used_in or used_out):
+                    self._add_cost(response.model, used_in, used_out)
+        else:
+            self.errors += 1
+        if self.quiet or not self.fancy:
+            return
+        if self._bar is not None:
+            self._bar.update(1)
+        now = self.clock()
+        if now - self._shown >= 0.2:
+            self._shown = now
+            self._draw()
+
+    __call__ = on_reply  # the object itself is a `Runner` ``on_reply`` hook
+
+    def _add_cost(self, model: str, used_in: int, used_out: int) -> None:
+        if model not in self._prices:
+            self._prices[model] = price_of(self.prices or {}, model)
+        price = self._prices[model]
+        if price is None:
+            self.unpriced = True
+        else:
+            self.cost += (used_in * price[0] + used_out * price[1]) / 1e6
+
+    def on_progress(self, task: str, event: Any) -> None:
+        """A phase of an iteration began (a `FitProgress` of `task`)."""
+        shown = min(event.iteration + (event.phase not in ("done", "evaluating")), event.iterations)
+        score = "" if event.score is None else f" (train {event.score:.2f})"
+        task = task.rsplit("/", 1)[-1]  # your own system: its file name, not the whole path
+        self.label = f"{task} iteration {shown}/{event.iterations} {event.phase}{score}"
+        if self.quiet:
+            return
+        if self.fancy:
+            self._draw()
+        else:
+            self._say(f"{self.label}: {self.counts()}")
+
+    def counts(self) -> str:
+        """Calls done / planned, elapsed, ETA, tokens, cost, errors and retries, as text."""
+        elapsed = self.clock() - self.started
+        planned = f"/{self.planned:,}" if self.planned else ""
+        eta = None
+        made = self.calls - self.already
+        if self.planned and made:
+            eta = max(0.0, (self.planned - self.calls) * elapsed / made)
+        cost = ""
+        if self.prices is not None:
+            cost = f", ${self.cost:,.2f}" + ("+ (some models unpriced)" if self.unpriced else "")
+        return (
+            f"{self.calls:,}{planned} calls, {_duration(elapsed)} elapsed, ETA {_duration(eta)}, "
+            f"{self.tokens_in:,}+{self.tokens_out:,} tokens{cost}, {self.errors} errors, {self.retries} retries"
+        )
+
+    def _extras(self) -> str:
+        cost = f" ${self.cost:,.2f}" if self.prices is not None else ""
+        return f"{self.tokens_in + self.tokens_out:,} tok{cost} {self.errors} err {self.retries} retries"
+
+    def _draw(self) -> None:
+        if self._bar is not None:
+            self._bar.set_description_str(self.label, refresh=False)
+            self._bar.set_postfix_str(self._extras(), refresh=True)
+            return
+        self._flush_banner()
+        self.stream.write("\r\x1b[2K" + f"{self.label}: {self.counts()}")
+        self.stream.flush()
+        self._line = True
+
+    def _flush_banner(self) -> None:
+        if self.banner and not self.quiet:
+            self.stream.write(self.banner + "\n")
+            self.banner = ""
+
+    def _say(self, line: str) -> None:
+        self._flush_banner()
+        if self._line:
+            self.stream.write("\n")
+            self._line = False
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self, stopped: str | None = None, *, finished: bool = True) -> None:
+        """End the display; say why the run stopped early, when it did (or that it finished, when `finished`)."""
+        if self._bar is not None:
+            self._draw()
+            self._bar.close()
+            self._bar = None
+        elif self._line:
+            self.stream.write("\n")
+            self._line = False
+        if stopped:
+            self._say(f"semgrad: the run stopped early: {stopped} ({self.counts()})")
+        elif finished and not self.quiet:
+            self._say(f"finished: {self.counts()}")

@@ -1,0 +1,109 @@
+"""Resuming from a run folder: the saved ``config.json`` plus the flags typed now, which may only extend it.
+
+``semgrad run --resume --out DIR`` continues the run exactly as ``DIR/config.json``
+describes it. Flags typed with it may only extend the run (more iterations, a
+larger call or token budget) or change how it runs (concurrency, timeout, cache);
+any other difference is refused in one line.
+
+A run of your own system loads code, and nothing read from a file may decide
+what gets imported: so ``config.json``'s system spec is never loaded by itself.
+The user types the spec again (``semgrad run my_system.py:build --resume --out
+DIR``); it is compared, as text, with the saved one -- a file spec made absolute
+first -- and only an equal spec is loaded.
+
+Examples:
+    >>> from semgrad.experiments import RunConfig
+    >>> saved = RunConfig("bbh:navigate", data_dir="d", iterations=2)
+    >>> resumed_config(saved, {"iterations": 4}, "runs/x").iterations
+    4
+    >>> resumed_config(saved, {"seed": 1}, "runs/x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    semgrad.experiments._run.SetupError: cannot resume runs/x: its config.json has seed 0, not 1; --resume may only ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ._config import RunConfig
+from ._run import SetupError
+
+__all__ = ["load_saved_config", "resumed_config"]
+
+#: May change freely on resume: how the run runs, not what it computes.
+_FREE = ("concurrency", "timeout", "cache", "simulated_latency")
+#: May only grow on resume (None means no limit, the largest).
+_GROW = ("iterations", "max_calls", "max_tokens")
+
+
+def load_saved_config(run_dir: str | os.PathLike[str]) -> RunConfig:
+    """The `RunConfig` in ``run_dir/config.json``.
+
+    Raises:
+        SetupError: No such file, or not a run config (one line).
+    """
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise SetupError(f"nothing to resume in {run_dir}: no config.json")
+    try:
+        return RunConfig.from_json(json.loads(path.read_text("utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise SetupError(f"cannot resume {run_dir}: {path} is not a run config ({exc})") from None
+
+
+def _grows(before: Any, after: Any) -> bool:
+    if after is None:
+        return True
+    return before is not None and after >= before
+
+
+def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> RunConfig:
+    """`saved` with the typed flags `given` (RunConfig field names; ``task`` when typed) applied.
+
+    Raises:
+        SetupError: A typed flag would change what the run computes, a smaller
+            value was given for one that may only grow, or the run is of your
+            own system and its spec was not typed again (or differs).
+    """
+    if saved.data:
+        _check_system(saved, given.get("task"), run_dir)
+    elif given.get("task") not in (None, saved.task):
+        raise SetupError(f"cannot resume {run_dir}: it is a run of {saved.task}, not {given['task']}")
+    changes: dict[str, Any] = {}
+    for name, value in given.items():
+        if name == "task" or name not in attrs.fields_dict(RunConfig):
+            continue
+        before = getattr(saved, name)
+        if name == "data" and value is not None:
+            value = str(Path(value).resolve())
+        if value == before or name in _FREE or (name in _GROW and _grows(before, value)):
+            changes[name] = value
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name in _GROW:
+            raise SetupError(f"cannot resume {run_dir}: {flag} may only grow ({before} saved, {value} given)")
+        raise SetupError(
+            f"cannot resume {run_dir}: its config.json has {name} {before}, not {value}; --resume may only "
+            "extend a run (more --iterations, a larger --max-calls or --max-tokens) or change --concurrency, "
+            "--timeout, --cache"
+        )
+    return attrs.evolve(saved, **changes)
+
+
+def _check_system(saved: RunConfig, typed: str | None, run_dir: str | os.PathLike[str]) -> None:
+    from ._custom import canonical_spec
+
+    if typed is None:
+        raise SetupError(
+            f"{run_dir} is a run of your own system {saved.task}; semgrad loads code only when you type it: "
+            f"semgrad run {saved.task} --resume --out {run_dir}"
+        )
+    if canonical_spec(typed) != saved.task:
+        raise SetupError(f"cannot resume {run_dir}: it is a run of {saved.task}, not {canonical_spec(typed)}")

@@ -1,0 +1,71 @@
+"""`write_html`: the report of any `fit`, written from Python (no run folder needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .._files import write_text_atomically
+from ._html import render_report
+
+__all__ = ["fit_results", "write_html"]
+
+
+def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dict[str, Any]:
+    """The ``results.json``-shaped dict of a `FitResult` that `render_report` turns into HTML.
+
+    Args:
+        fit_result: What `semgrad.effects.fit` returned.
+        graph: The graph that was optimised (its picture, DOT and Mermaid are then shown).
+        name: The title of the run.
+    """
+    from ..experiments._run import _graph_json, _record
+
+    stats = fit_result.statistics
+    task = {
+        "task": name,
+        "category": None,
+        "initial_score": fit_result.initial_score,
+        "best_score": fit_result.best_score,
+        "stopped": fit_result.stopped,
+        "iterations": [_record(r) for r in fit_result.history],
+        "accuracy": {"train": None, "validation": fit_result.best_score, "test": None, "initial_test": None},
+        "params": {"initial": dict(fit_result.initial_params.texts()), "final": dict(fit_result.params.texts())},
+        "graph": _graph_json(graph) if graph is not None else None,
+        "published": None,
+    }
+    return {
+        "task": name,
+        "tasks": [task],
+        "calls": {"by_purpose": dict(stats.calls_by_purpose), "by_role": dict(stats.calls_by_engine)},
+        "tokens": {"input": stats.input_tokens, "output": stats.output_tokens},
+        "stopped": fit_result.stopped,
+    }
+
+
+def write_html(fit_result: Any, path: str | os.PathLike[str], *, graph: Any = None, name: str = "fit") -> Path:
+    """Write the HTML report of a `fit` to `path` (atomically) and return the path.
+
+    The same self-contained page ``semgrad run`` writes: the score per iteration,
+    each parameter's initial and final text with a diff, the gradients and stage
+    reports behind every update, and -- given `graph` -- the graph.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> from semgrad.backends import fake
+        >>> from semgrad.core import GraphBuilder, optim
+        >>> from semgrad.effects import fit_sync
+        >>> b = GraphBuilder(); q = b.input("question")
+        >>> _ = b.llm("answer", inputs=[q], instruction="Answer.")
+        >>> graph, params = b.build(output="answer")
+        >>> items = [{"inputs": {"question": "2+2?"}, "target": "4"}]
+        >>> result = fit_sync(graph, params, optim.neighbor_sgd(k=1), train=items, validation=items,
+        ...                   llm=fake.FunctionLLM(lambda r: "4"), iterations=1)
+        >>> page = write_html(result, pathlib.Path(tempfile.mkdtemp()) / "report.html", graph=graph)
+        >>> "answer.instruction" in page.read_text()
+        True
+    """
+    target = Path(path)
+    write_text_atomically(target, render_report(fit_results(fit_result, graph=graph, name=name)))
+    return target
