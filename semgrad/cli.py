@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -210,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "--no-uvloop",
+        action="store_true",
+        help="use asyncio's own event loop even where uvloop is installed (also: SEMGRAD_UVLOOP=0)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="an offline optimisation of the paper's graph on the built-in simulated LLM")
@@ -278,12 +285,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _event_loop_choice(*, no_uvloop: bool) -> Iterator[None]:
+    """With `no_uvloop`, set ``SEMGRAD_UVLOOP=0`` while the command runs (its event loops, and
+    the sweep workers it starts, then keep asyncio's own loop), and restore it afterwards."""
+    if not no_uvloop:
+        yield
+        return
+    from .effects._loop import UVLOOP_ENV
+
+    before = os.environ.get(UVLOOP_ENV)
+    os.environ[UVLOOP_ENV] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(UVLOOP_ENV, None)
+        else:
+            os.environ[UVLOOP_ENV] = before
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        with _event_loop_choice(no_uvloop=args.no_uvloop):
+            return int(args.func(args))
     except KeyboardInterrupt:
         print("semgrad: interrupted", file=sys.stderr)
         return 130

@@ -12,12 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
 
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
-from ..effects import FitProgress, FitResult, Runner, fit, limited, retrying
+from ..effects import FitProgress, FitResult, Runner, fit, limited, retrying, run_loop
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
@@ -144,7 +143,7 @@ def run_experiment(
     tasks = load_run_tasks(config)
     llm = llm if llm is not None else build_llm(config, tasks)
     if check_backend and config.backend != "simulated":
-        anyio.run(preflight, llm, tasks[0])
+        run_loop(preflight, llm, tasks[0])
     config.save(out)
     runner_stats: list[Any] = []
     results = []
@@ -183,7 +182,7 @@ def _run_task(
     loss = loss_for(task)
     ckpt = checkpoint_path(out, task, single)
     progress = (lambda event: on_progress(task.name, event)) if on_progress else None
-    result: FitResult = anyio.run(
+    result: FitResult = run_loop(
         lambda: fit(
             graph,
             params,
@@ -209,7 +208,7 @@ def _run_task(
     runner = Runner(llm, max_concurrency=config.concurrency, timeout=config.timeout)
 
     def accuracy(p: Any, examples: tuple[Example, ...]) -> float | None:
-        return mean_score(anyio.run(runner.run, evaluate(graph, p, examples, loss))) if examples else None
+        return mean_score(run_loop(runner.run, evaluate(graph, p, examples, loss))) if examples else None
 
     parts = task.split
     scores = {
