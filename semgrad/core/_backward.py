@@ -30,13 +30,13 @@ receive nothing and cost nothing. The machine ends with `Gradients`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from ._errors import ProtocolError
 from ._frozen import FrozenMap
-from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial
+from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, _node_feedback
 from ._graph import Graph, Params
 from ._persistent import Chain, PVec
 from ._program import Done, Emitted, Program, Token, bind
@@ -328,7 +328,7 @@ class BackwardMachine(Program[Gradients]):
                 if changed:
                     inbox = inbox.set_many(changed)
                 if node != self.graph.output:
-                    feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
+                    feedback = feedback.append(_node_feedback(node, gradient, self.trace.sample))
                 partials = partials.extend(result.partials)
                 failures = failures.extend(result.failures)
                 continue
@@ -420,8 +420,9 @@ class _WithGradient(Program[tuple[Any, NodeResult]]):
         return _WithGradient(inner, self.gradient, inner.emitted)
 
 
-@attrs.frozen
-class _Launch:
+class _Launch(NamedTuple):
+    """A node's step about to start: the seed feedback, or the partials it received."""
+
     gradient: Any = None
     partials: tuple[Partial, ...] = ()
     seeded: bool = False

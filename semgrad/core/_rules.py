@@ -160,6 +160,17 @@ class NodeResult:
         return NodeResult(tuple(p for r in results for p in r.partials), tuple(f for r in results for f in r.failures))
 
 
+_R_PARTIALS, _R_FAILURES = slot_setters(NodeResult, "partials", "failures")
+
+
+def _node_result(partials: tuple[Partial, ...], failures: tuple[BackwardFailure, ...]) -> NodeResult:
+    """`NodeResult(partials, failures)` for the backward hot path."""
+    result = object.__new__(NodeResult)
+    _R_PARTIALS(result, partials)
+    _R_FAILURES(result, failures)
+    return result
+
+
 class Rule(Protocol):
     """The interface the backward machine uses."""
 
@@ -236,7 +247,7 @@ def _result(
     text = found._data if type(found) is FrozenMap else found  # C-speed lookups
     partials = tuple(_partial(t, node, text[t], siblings(t), sample) for t in context.targets if t in text)
     failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
-    return NodeResult(partials, failures)
+    return _node_result(partials, failures)
 
 
 @attrs.frozen
