@@ -460,14 +460,24 @@ class ScaleLLM:
     20 µs here, as much as the library's own work, so subtracting it (W3) is noisy,
     it is a fifth of W6's run, and under `LatencyLLM` it is client CPU on the critical
     path that a real LLM spends on its server. This fake costs about a microsecond
-    for a forward call; backward replies always parse. W1, W3, W4, W5, W6 and W7 use it.
+    for a forward call; backward replies always parse, and depend only on (node, targets), so
+    each is written once and kept (writing one costs ten times a forward reply).
+    W1, W3, W4, W5, W6 and W7 use it.
     """
 
     is_async = False
 
+    def __init__(self) -> None:
+        self._backward: dict[tuple[Any, tuple[str, ...]], str] = {}
+
     def __call__(self, request: Any) -> str:
         if request.purpose == "backward":
-            return reply_backward(request, {t: f"{request.node} says improve {t}" for t in request.targets})
+            key = (request.node, request.targets)
+            reply = self._backward.get(key)
+            if reply is None:
+                feedback = {t: f"{request.node} says improve {t}" for t in request.targets}
+                reply = self._backward[key] = reply_backward(request, feedback)
+            return reply
         return f"{request.node}#{request.sample}"
 
 
