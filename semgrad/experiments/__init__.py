@@ -7,14 +7,29 @@ Examples:
 
 from ._config import BACKENDS, OPTIMIZERS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, estimate_tokens
-from ._run import PUBLISHED, SetupError, build_llm, estimate_cost, load_run_tasks, loss_for, run_experiment
+from ._run import (
+    PUBLISHED,
+    RunFailed,
+    SetupError,
+    build_llm,
+    estimate_cost,
+    load_run_tasks,
+    loss_for,
+    run_experiment,
+    run_stack,
+)
+from ._stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
 
 __all__ = [
     "BACKENDS",
+    "FAIL_FAST_CALLS",
+    "MAX_ERROR_SHARE",
     "OPTIMIZERS",
     "PUBLISHED",
     "DryRunReport",
     "RunConfig",
+    "RunFailed",
+    "RunStack",
     "SetupError",
     "build_llm",
     "dry_run",
@@ -24,4 +39,5 @@ __all__ = [
     "loss_for",
     "make_optimizer",
     "run_experiment",
+    "run_stack",
 ]
