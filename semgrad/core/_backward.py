@@ -154,6 +154,10 @@ class _Static:
     where: dict[str, int]
     #: Per stepping node: ``(target, position)`` for each target that is a graph node.
     delivers: dict[str, tuple[tuple[str, int], ...]]
+    #: Every sample's first inbox array (no partials yet, all awaited) and running array
+    #: (no step): persistent values, so all samples start from the same two.
+    inbox: PVec[tuple[tuple[Partial, ...], int]]
+    idle: PVec[Program[Any] | None]
 
     @classmethod
     def of(cls, graph: Graph, params: Params, plan: BackwardPlan) -> _Static:
@@ -166,7 +170,9 @@ class _Static:
         index = graph._index
         delivers = {n: tuple((t, index[t]) for t in plan.targets[n] if t in index) for n in plan.steps}
         stepping = tuple(n in steps for n in order)
-        return cls(plan, stepping, tuple(plan.awaits[n] for n in order), dict(index), where, delivers)
+        awaits = tuple(plan.awaits[n] for n in order)
+        inbox = PVec([((), count) for count in awaits])
+        return cls(plan, stepping, awaits, dict(index), where, delivers, inbox, PVec([None] * len(order)))
 
 
 class BackwardMachine(Program[Gradients]):
@@ -235,15 +241,14 @@ class BackwardMachine(Program[Gradients]):
     ) -> Program[Gradients]:
         """The machine's first state (`backward` checks its arguments and shares `static` across samples)."""
         static = static if static is not None and static.plan is plan else _Static.of(graph, params, plan)
-        size = len(graph.nodes)
         state = cls(
             graph,
             params,
             trace,
             rule,
             static,
-            PVec([((), count) for count in static.awaits]),
-            PVec([None] * size),
+            static.inbox,
+            static.idle,
             0,
             Chain(),
             Chain(),
