@@ -587,11 +587,13 @@ def _w6_fake_us(graph: Any, params: Any, samples: int) -> float:
 
 
 class _GCTimer:
-    """Seconds spent in CPython's cyclic garbage collector, and passes per generation."""
+    """Seconds spent in CPython's cyclic garbage collector, passes per generation, and the
+    objects those passes found unreachable (0: the run made no reference cycles)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.passes = [0, 0, 0]
+        self.collected = 0
         self._t0 = 0.0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -600,6 +602,7 @@ class _GCTimer:
         else:
             self.seconds += time.perf_counter() - self._t0
             self.passes[info["generation"]] += 1
+            self.collected += info["collected"]
 
 
 def _w6_once(graph: Any, params: Any, samples: int, *, memory: bool) -> tuple[float, float, dict[str, int], _GCTimer]:
@@ -660,6 +663,7 @@ def w6_scale(settings: Settings) -> dict[str, Any]:
             "fake_us_per_call": round(_w6_fake_us(graph, params, max(1, min(samples, 2))), 2),
             "gc_seconds": round(gc_seconds, 4),
             "gc_passes": collector.passes,
+            "gc_collected": collector.collected,
             "seconds_excluding_gc": round(seconds - gc_seconds, 4),
             "seconds_all_rounds": [round(run[0], 4) for run in timed[n]],
         }

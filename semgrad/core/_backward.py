@@ -337,7 +337,7 @@ class BackwardMachine(Program[Gradients]):
                 partials = partials.extend(result.partials)
                 failures = failures.extend(result.failures)
                 continue
-            node = min(ready, key=position)
+            node = next(iter(ready)) if len(ready) == 1 else min(ready, key=position)
             step = self._step(node, ready.pop(node))
             if step.done:
                 finished.append((node, step.value))
@@ -359,8 +359,10 @@ class BackwardMachine(Program[Gradients]):
         if launch.seeded:
             gradient_program: Program[Any] = Done(launch.gradient)
         else:
-            positions = self._static.positions
-            partials = tuple(sorted(launch.partials, key=lambda p: positions[p.source]))
+            partials = launch.partials
+            if len(partials) > 1:
+                positions = self._static.positions
+                partials = tuple(sorted(partials, key=lambda p: positions[p.source]))
             if not partials:
                 reason = f"no feedback reached node {node!r}"
                 return Done((None, NodeResult((), (BackwardFailure(node, targets, reason, sample),))))
