@@ -44,7 +44,7 @@ BATCHES = {"forward": (100, 200), "forward_async": (100, 200), "backward": (40, 
 
 def _program(kind: str, batch: int) -> tuple[Any, Any, Any]:
     """(build, llm, requests) for one kind and batch; `requests()` records the program's requests."""
-    from semgrad.backends.fake import RecordingLLM
+    from semgrad.backends.fake import RecordingLLM, reply_forward
     from semgrad.core import backward, gather, rules
     from semgrad.effects import Runner
 
@@ -52,7 +52,15 @@ def _program(kind: str, batch: int) -> tuple[Any, Any, Any]:
 
     if kind in ("forward", "forward_async"):
         graph, params = paper_graph()
-        return (lambda: forward_program(graph, params, batch)), (lambda request: "the answer"), list
+        replies: dict[str, str] = {}
+
+        def constant(request: Any) -> str:  # one reply, written once, in the form the parser reads
+            reply = replies.get("reply")
+            if reply is None:
+                reply = replies["reply"] = reply_forward(request, "the answer")
+            return reply
+
+        return (lambda: forward_program(graph, params, batch)), constant, list
     if kind == "backward":
         graph, params = deep_graph(4, 4)
         trace = Runner(ScaleLLM()).run_sync(forward_program(graph, params, 1)).__getitem__(0)
