@@ -39,7 +39,7 @@ from typing import Any
 
 import anyio
 
-from semgrad.backends.fake import HashLLM, LatencyLLM, RecordingLLM, reply_backward, reply_forward
+from semgrad.backends.fake import HashLLM, LatencyLLM, RecordingLLM, reply_backward
 from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather, rules
 from semgrad.effects import Runner, run_loop, uvloop_available
 
@@ -478,7 +478,7 @@ class ScaleLLM:
                 feedback = {t: f"{request.node} says improve {t}" for t in request.targets}
                 reply = self._backward[key] = reply_backward(request, feedback)
             return reply
-        return reply_forward(request, f"{request.node}#{request.sample}")  # in whatever form the parser reads
+        return f"<result>{request.node}#{request.sample}</result>"  # a forward reply: the result in its tags
 
 
 class _AsyncZero:

@@ -39,7 +39,7 @@ from ._frozen import FrozenMap
 from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, _node_feedback
 from ._graph import Graph, Params
 from ._persistent import Chain, PVec
-from ._program import Done, Emitted, Program, Token, bind
+from ._program import Done, Emitted, Program, Token, bind, map_
 from ._requests import Reply
 from ._rules import NeighborAware, NodeResult, Rule, _context
 from ._trace import Trace
@@ -154,6 +154,9 @@ class _Static:
     where: dict[str, int]
     #: Per stepping node: ``(target, position)`` for each target that is a graph node.
     delivers: dict[str, tuple[tuple[str, int], ...]]
+    #: Per node: receives partials but makes no step of its own (a free parameter, an LLM node
+    #: whose inputs need nothing); its partials are still aggregated by the rule's aggregator.
+    collecting: tuple[bool, ...]
     #: Every sample's first inbox array (no partials yet, all awaited) and running array
     #: (no step): persistent values, so all samples start from the same two.
     inbox: PVec[tuple[tuple[Partial, ...], int]]
@@ -170,9 +173,11 @@ class _Static:
         index = graph._index
         delivers = {n: tuple((t, index[t]) for t in plan.targets[n] if t in index) for n in plan.steps}
         stepping = tuple(n in steps for n in order)
+        collecting = tuple(n not in steps and plan.awaits[n] > 0 for n in order)
         awaits = tuple(plan.awaits[n] for n in order)
         inbox = PVec([((), count) for count in awaits])
-        return cls(plan, stepping, awaits, dict(index), where, delivers, inbox, PVec([None] * len(order)))
+        idle: PVec[Program[Any] | None] = PVec([None] * len(order))
+        return cls(plan, stepping, awaits, dict(index), where, delivers, collecting, inbox, idle)
 
 
 class BackwardMachine(Program[Gradients]):
@@ -325,14 +330,14 @@ class BackwardMachine(Program[Gradients]):
                     if pos is not None:  # instruction targets are not graph nodes, and never step
                         got, count = changed.get(pos) or inbox.get(pos)
                         changed[pos] = (got + (partial,), count)
-                for target, pos in static.delivers[node]:
+                for target, pos in static.delivers.get(node, ()):
                     got, count = changed.get(pos) or inbox.get(pos)
                     changed[pos] = (got, count - 1)
-                    if count == 1 and static.stepping[pos]:
+                    if count == 1 and (static.stepping[pos] or static.collecting[pos]):
                         ready[target] = _Launch(None, got)
                 if changed:
                     inbox = inbox.set_many(changed)
-                if node != self.graph.output:
+                if node != self.graph.output and (gradient is not None or not static.collecting[position(node)]):
                     feedback = feedback.append(_node_feedback(node, gradient, self.trace.sample))
                 partials = partials.extend(result.partials)
                 failures = failures.extend(result.failures)
@@ -349,6 +354,14 @@ class BackwardMachine(Program[Gradients]):
         return Done(state._result()) if n_running == 0 else state
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
+        if self._static.collecting[self._static.positions[node]]:
+            # A node that only collects partials: its gradient is aggregated by the same rule as
+            # every other node's (a summary, say), and it makes no step of its own.
+            positions = self._static.positions
+            received = tuple(sorted(launch.partials, key=lambda p: positions[p.source]))
+            if not received:
+                return Done((None, NodeResult()))
+            return map_(self.rule.aggregate(node, self.graph.nodes._data[node].role, received), _collected)
         targets = self._static.plan.targets[node]
         sample = self.trace.sample
         run = self.trace.runs._data[node]  # the FrozenMaps' dicts: C-speed lookups on the hot path
@@ -391,6 +404,10 @@ class BackwardMachine(Program[Gradients]):
         failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
         feedback = tuple(sorted(self._feedback.items(), key=lambda f: -where[f.node]))
         return Gradients(partials, feedback, failures)
+
+
+def _collected(gradient: Any) -> tuple[Any, NodeResult]:
+    return gradient, NodeResult()
 
 
 def _node_step(

@@ -5,8 +5,8 @@ Examples:
     2
 """
 
-from ._config import BACKENDS, OPTIMIZERS, RunConfig, make_optimizer
-from ._dry_run import DryRunReport, dry_run, estimate_tokens
+from ._config import BACKENDS, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
+from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
 from ._run import (
     PUBLISHED,
     RunFailed,
@@ -25,6 +25,7 @@ __all__ = [
     "FAIL_FAST_CALLS",
     "MAX_ERROR_SHARE",
     "OPTIMIZERS",
+    "PROTOCOLS",
     "PUBLISHED",
     "DryRunReport",
     "RunConfig",
@@ -33,6 +34,7 @@ __all__ = [
     "SetupError",
     "build_llm",
     "dry_run",
+    "dry_run_protocols",
     "estimate_cost",
     "estimate_tokens",
     "load_run_tasks",

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import semgrad.cli as cli
-from semgrad.backends.fake import FunctionLLM
+from semgrad.backends.fake import FunctionLLM, reply_forward
 from semgrad.core import as_examples, forward, gather, optim
 from semgrad.effects import Runner, fit_sync, run_loop, run_sync, uvloop_available, uvloop_enabled
 from semgrad.effects._loop import UVLOOP_ENV
@@ -36,7 +36,7 @@ class LoopSpy:
 
     async def __call__(self, request):
         self.kinds.add(_loop_kind())
-        return "4"
+        return reply_forward(request, "4") if request.purpose == "forward" else "4"
 
 
 @pytest.fixture
