@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 import anyio
 
 from semgrad.core import Graph, LLMRequest, Params
+from semgrad.effects import run_loop
 
 from ._critical import Call, request_calls
 
@@ -56,8 +57,9 @@ def _dependencies(calls: Sequence[Call]) -> tuple[list[list[int]], list[int], li
     return dependents, waiting, [i for i, n in enumerate(waiting) if n == 0]
 
 
-def measure_floor(calls: Sequence[Call], delays: Sequence[float]) -> tuple[float, float]:
-    """One run of `calls` (from `request_calls`) under `anyio.run`, call i sleeping ``delays[i]``.
+def measure_floor(calls: Sequence[Call], delays: Sequence[float], *, uvloop: bool = False) -> tuple[float, float]:
+    """One run of `calls` (from `request_calls`) under `anyio.run`, call i sleeping ``delays[i]``
+    (on uvloop's event loop with `uvloop`, else asyncio's own).
 
     Returns ``(wall, cpu)`` seconds: `time.perf_counter` and `time.process_time`
     inside the event loop, from just before the first ``start_soon`` to the task
@@ -84,10 +86,12 @@ def measure_floor(calls: Sequence[Call], delays: Sequence[float]) -> tuple[float
                 start_soon(call, i)
         return time.perf_counter() - t0, time.process_time() - c0
 
-    return anyio.run(body)
+    return run_loop(body, use_uvloop=uvloop)
 
 
-def measure_parked_floor(calls: Sequence[Call], delays: Sequence[float]) -> tuple[float, float]:
+def measure_parked_floor(
+    calls: Sequence[Call], delays: Sequence[float], *, uvloop: bool = False
+) -> tuple[float, float]:
     """Like `measure_floor`, with every call's task started and parked before the clock starts.
 
     Each task waits on its own `anyio.Event`, set when the last call it depends on
@@ -124,7 +128,7 @@ def measure_parked_floor(calls: Sequence[Call], delays: Sequence[float]) -> tupl
                 events[i].set()
         return time.perf_counter() - t0, time.process_time() - c0
 
-    return anyio.run(body)
+    return run_loop(body, use_uvloop=uvloop)
 
 
 def anyio_floor(
@@ -135,6 +139,7 @@ def anyio_floor(
     *,
     with_backward: bool = False,
     parked: bool = False,
+    uvloop: bool = False,
 ) -> float:
     """Wall seconds of one minimal anyio run of a recorded run's calls (see the module docstring).
 
@@ -144,7 +149,8 @@ def anyio_floor(
         latency: Each request's latency in seconds (``LatencyLLM.latency_for``).
         with_backward: The program is ``bind(forward, backward)`` per sample.
         parked: Time `measure_parked_floor` instead of `measure_floor`.
+        uvloop: On uvloop's event loop instead of asyncio's own.
     """
     calls = request_calls(graph, params, requests, with_backward=with_backward)
     measure = measure_parked_floor if parked else measure_floor
-    return measure(calls, [latency(call.request) for call in calls])[0]
+    return measure(calls, [latency(call.request) for call in calls], uvloop=uvloop)[0]

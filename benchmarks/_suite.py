@@ -59,6 +59,7 @@ def machine_info() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "semgrad": _version("semgrad"),
         "anyio": _version("anyio"),
+        "uvloop": _version("uvloop"),
         "textgrad": _version("textgrad") if textgrad_available() else None,
         "load_average_at_start": load,
     }
@@ -96,7 +97,8 @@ def run_suite(
     `textgrad=None` compares with TextGrad when it is importable. Each workload's
     rows are ``report["workloads"][key][system]``: ``"semgrad"``; for W1, W4 and W5
     also ``"anyio_floor"`` and ``"anyio_floor_parked"`` (`benchmarks._floor`: ``wall_s``, ``limit_s``,
-    ``wall_over_limit``, ``walls_s``, ...); ``"textgrad"``, ``"textgrad_threads"``.
+    ``wall_over_limit``, ``walls_s``, ...), and on uvloop (`Settings.loops`) ``"semgrad_uvloop"``,
+    ``"anyio_floor_uvloop"``, ``"anyio_floor_parked_uvloop"``; ``"textgrad"``, ``"textgrad_threads"``.
     """
     unknown = [f for f in only if f not in FAMILIES]
     if unknown:
@@ -188,9 +190,15 @@ def _calls(calls: dict[str, int] | None) -> str:
 
 
 #: how a system's key in the report is printed (others as they are).
-SYSTEM_LABELS = {"anyio_floor": "anyio floor", "anyio_floor_parked": "anyio parked"}
-#: the floor rows a latency workload returns inside its semgrad row.
-FLOORS = ("anyio_floor", "anyio_floor_parked")
+SYSTEM_LABELS = {
+    "anyio_floor": "anyio floor",
+    "anyio_floor_parked": "anyio parked",
+    "semgrad_uvloop": "semgrad uvloop",
+    "anyio_floor_uvloop": "anyio floor uvloop",
+    "anyio_floor_parked_uvloop": "anyio parked uvloop",
+}
+#: the rows a latency workload returns inside its semgrad row: the floors, and every system on uvloop.
+FLOORS = ("anyio_floor", "anyio_floor_parked", "semgrad_uvloop", "anyio_floor_uvloop", "anyio_floor_parked_uvloop")
 
 
 def format_table(report: dict[str, Any]) -> str:
@@ -340,6 +348,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--w6-budget", type=float, default=None, help="seconds W6's timing runs may take")
     parser.add_argument(
+        "--loops",
+        default=None,
+        help="event loops for W1, W4 and W5, comma-separated (default: asyncio, and uvloop where installed)",
+    )
+    parser.add_argument(
         "--no-textgrad", action="store_true", help="skip the TextGrad comparison even if it is importable"
     )
     parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="where to write the JSON report ('-': nowhere)")
@@ -363,6 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         changes["w6_samples"] = max(1, args.w6_samples)
     if args.w6_budget is not None:
         changes["w6_budget_s"] = args.w6_budget
+    if args.loops is not None:
+        loops = tuple(loop.strip().lower() for loop in args.loops.split(",") if loop.strip())
+        if not loops or set(loops) - {"asyncio", "uvloop"}:
+            parser.error(f"--loops takes asyncio and/or uvloop, not {args.loops!r}")
+        changes["loops"] = loops
     if changes:
         import dataclasses
 

@@ -41,7 +41,7 @@ import anyio
 
 from semgrad.backends.fake import HashLLM, LatencyLLM, RecordingLLM, reply_backward
 from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather, rules
-from semgrad.effects import Runner
+from semgrad.effects import Runner, run_loop, uvloop_available
 
 from ._critical import critical_path, index_requests, request_calls
 from ._floor import measure_floor, measure_parked_floor
@@ -76,11 +76,18 @@ SCALE_TARGET_S = 10.0
 FEEDBACK = "The expected output is {answer}."
 
 
+def default_loops() -> tuple[str, ...]:
+    """The event loops the latency workloads run on: asyncio's own, and uvloop's where it is installed."""
+    return ("asyncio", "uvloop") if uvloop_available() else ("asyncio",)
+
+
 @dataclass(frozen=True)
 class Settings:
     """How big and how often; `default`, `quick` and `tiny` are the presets."""
 
     latencies: tuple[float, ...] = (0.02, 1.0)
+    #: W1, W4 and W5 run semgrad and both floors on each of these event loops ("asyncio", "uvloop").
+    loops: tuple[str, ...] = field(default_factory=default_loops)
     repeats: int = 5
     #: repeats at latencies >= `long_latency` (each run takes seconds).
     long_repeats: int = 1
@@ -266,8 +273,10 @@ class Measured:
     peak_in_flight: int
 
 
-def run_timed(build: Callable[[], Program[Any]], llm: Any, *, max_concurrency: int | None = None) -> Measured:
-    """One run of ``build()`` under `Runner.run` inside `anyio.run`."""
+def run_timed(
+    build: Callable[[], Program[Any]], llm: Any, *, max_concurrency: int | None = None, loop: str = "asyncio"
+) -> Measured:
+    """One run of ``build()`` under `Runner.run` inside `anyio.run` on `loop` ("asyncio" or "uvloop")."""
     runner = Runner(llm, max_concurrency=max_concurrency)
 
     async def body() -> tuple[float, float]:
@@ -276,7 +285,7 @@ def run_timed(build: Callable[[], Program[Any]], llm: Any, *, max_concurrency: i
         await runner.run(build())
         return time.perf_counter() - t0, time.process_time() - c0
 
-    wall, cpu = anyio.run(body)
+    wall, cpu = run_loop(body, use_uvloop=loop == "uvloop")
     stats = runner.statistics()
     return Measured(wall, cpu, dict(stats.calls_by_purpose), stats.peak_in_flight)
 
@@ -321,6 +330,7 @@ def _latency_workload(
     jitter: float = 0.0,
     seed: int = 0,
     samples: int,
+    loops: tuple[str, ...] = ("asyncio",),
 ) -> dict[str, Any]:
     rec = record(build)
     llm = LatencyLLM(ScaleLLM(), latency)
@@ -334,27 +344,38 @@ def _latency_workload(
     path = critical_path(graph, params, rec.requests, llm.latency_for, with_backward=with_backward)
     calls = request_calls(graph, params, rec.requests, with_backward=with_backward)
     delays = [llm.latency_for(call.request) for call in calls]
-    runs: list[Measured] = []
-    floors: list[tuple[float, float]] = []
-    parked: list[tuple[float, float]] = []
-    for _ in range(repeats):
-        runs.append(run_timed(build, llm))
-        floors.append(measure_floor(calls, delays))
-        parked.append(measure_parked_floor(calls, delays))
+    runs: dict[str, list[Measured]] = {loop: [] for loop in loops}
+    floors: dict[str, list[tuple[float, float]]] = {loop: [] for loop in loops}
+    parked: dict[str, list[tuple[float, float]]] = {loop: [] for loop in loops}
+    for _ in range(repeats):  # the loops and systems alternate, so all see the same machine
+        for loop in loops:
+            uvloop = loop == "uvloop"
+            runs[loop].append(run_timed(build, llm, loop=loop))
+            floors[loop].append(measure_floor(calls, delays, uvloop=uvloop))
+            parked[loop].append(measure_parked_floor(calls, delays, uvloop=uvloop))
     expected = dict(rec.counts())
-    for run in runs:
+    for run in (run for timed in runs.values() for run in timed):
         if run.calls != expected:
             raise AssertionError(f"the timed run made {run.calls} calls; the recorded run made {expected}")
     extra: dict[str, Any] = {"latency_s": latency, "samples": samples, "chain_calls": path.chain_calls}
     if jitter:
         extra.update(jitter=jitter, seed=seed, slowest_sample=path.sample)
-    row = summarize(runs, path.seconds, **extra)
-    row["anyio_floor"] = summarize_floor(floors, path.seconds, expected)
-    row["anyio_floor_parked"] = summarize_floor(parked, path.seconds, expected)
+    row: dict[str, Any] = {}
+    for loop in loops:
+        suffix = "" if loop == "asyncio" else f"_{loop}"
+        mine = summarize(runs[loop], path.seconds, **extra, loop=loop)
+        if suffix:
+            row[f"semgrad{suffix}"] = mine
+        else:
+            row.update(mine)
+        row[f"anyio_floor{suffix}"] = summarize_floor(floors[loop], path.seconds, expected, loop=loop)
+        row[f"anyio_floor_parked{suffix}"] = summarize_floor(parked[loop], path.seconds, expected, loop=loop)
     return row
 
 
-def summarize_floor(floors: list[tuple[float, float]], limit_s: float, calls: dict[str, int]) -> dict[str, Any]:
+def summarize_floor(
+    floors: list[tuple[float, float]], limit_s: float, calls: dict[str, int], *, loop: str = "asyncio"
+) -> dict[str, Any]:
     """The ``anyio_floor`` row from ``(wall, cpu)`` runs of `benchmarks._floor.measure_floor`."""
     walls = [wall for wall, _ in floors]
     wall = statistics.median(walls)
@@ -368,6 +389,7 @@ def summarize_floor(floors: list[tuple[float, float]], limit_s: float, calls: di
         "us_per_call": round(cpu / n_calls * 1e6, 2) if n_calls else None,
         "walls_s": [round(w, 6) for w in walls],
         "repeats": len(floors),
+        "loop": loop,
     }
 
 
@@ -390,7 +412,14 @@ def _base(settings: Settings, base: str) -> tuple[Any, Any, Callable[[], Program
 def _fixed(settings: Settings, latency: float, base: str) -> dict[str, Any]:
     graph, params, build, with_backward, batch = _base(settings, base)
     return _latency_workload(
-        graph, params, build, latency, settings.repeats_at(latency), with_backward=with_backward, samples=batch
+        graph,
+        params,
+        build,
+        latency,
+        settings.repeats_at(latency),
+        with_backward=with_backward,
+        samples=batch,
+        loops=settings.loops,
     )
 
 
@@ -417,6 +446,7 @@ def w5_jitter(settings: Settings, latency: float, base: str) -> dict[str, Any]:
         jitter=settings.w5_jitter,
         seed=settings.w5_seed,
         samples=batch,
+        loops=settings.loops,
     )
 
 
@@ -430,14 +460,24 @@ class ScaleLLM:
     20 µs here, as much as the library's own work, so subtracting it (W3) is noisy,
     it is a fifth of W6's run, and under `LatencyLLM` it is client CPU on the critical
     path that a real LLM spends on its server. This fake costs about a microsecond
-    for a forward call; backward replies always parse. W1, W3, W4, W5, W6 and W7 use it.
+    for a forward call; backward replies always parse, and depend only on (node, targets), so
+    each is written once and kept (writing one costs ten times a forward reply).
+    W1, W3, W4, W5, W6 and W7 use it.
     """
 
     is_async = False
 
+    def __init__(self) -> None:
+        self._backward: dict[tuple[Any, tuple[str, ...]], str] = {}
+
     def __call__(self, request: Any) -> str:
         if request.purpose == "backward":
-            return reply_backward(request, {t: f"{request.node} says improve {t}" for t in request.targets})
+            key = (request.node, request.targets)
+            reply = self._backward.get(key)
+            if reply is None:
+                feedback = {t: f"{request.node} says improve {t}" for t in request.targets}
+                reply = self._backward[key] = reply_backward(request, feedback)
+            return reply
         return f"<result>{request.node}#{request.sample}</result>"  # a forward reply: the result in its tags
 
 
@@ -547,11 +587,13 @@ def _w6_fake_us(graph: Any, params: Any, samples: int) -> float:
 
 
 class _GCTimer:
-    """Seconds spent in CPython's cyclic garbage collector, and passes per generation."""
+    """Seconds spent in CPython's cyclic garbage collector, passes per generation, and the
+    objects those passes found unreachable (0: the run made no reference cycles)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.passes = [0, 0, 0]
+        self.collected = 0
         self._t0 = 0.0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -560,6 +602,7 @@ class _GCTimer:
         else:
             self.seconds += time.perf_counter() - self._t0
             self.passes[info["generation"]] += 1
+            self.collected += info["collected"]
 
 
 def _w6_once(graph: Any, params: Any, samples: int, *, memory: bool) -> tuple[float, float, dict[str, int], _GCTimer]:
@@ -620,6 +663,7 @@ def w6_scale(settings: Settings) -> dict[str, Any]:
             "fake_us_per_call": round(_w6_fake_us(graph, params, max(1, min(samples, 2))), 2),
             "gc_seconds": round(gc_seconds, 4),
             "gc_passes": collector.passes,
+            "gc_collected": collector.collected,
             "seconds_excluding_gc": round(seconds - gc_seconds, 4),
             "seconds_all_rounds": [round(run[0], 4) for run in timed[n]],
         }

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import textwrap
 
-import anyio
 
 from ._samples import gsm8k_sample
 from .backends.simulated import SimulatedLLM
 from .core import Example, forward, gather, numeric_match, optim
-from .effects import FitProgress, Runner, fit
+from .effects import FitProgress, Runner, fit, run_loop
 from .topologies import paper_graph
 
 BANNER = "semgrad demo -- the LLM is SIMULATED (offline, deterministic); no real model is called."
@@ -40,7 +39,7 @@ def main(*, quiet: bool = False, iterations: int = 3) -> int:
         f"\nOptimising with neighbor_sgd(k=2) for {iterations} iterations"
         f" (train {len(train)}, validation {len(validation)}):"
     )
-    result = anyio.run(
+    result = run_loop(
         lambda: fit(
             graph,
             params,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -336,6 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"semgrad {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "--no-uvloop",
+        action="store_true",
+        help="use asyncio's own event loop even where uvloop is installed (also: SEMGRAD_UVLOOP=0)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser(
@@ -479,6 +486,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _event_loop_choice(*, no_uvloop: bool) -> Iterator[None]:
+    """With `no_uvloop`, set ``SEMGRAD_UVLOOP=0`` while the command runs (its event loops, and
+    the sweep workers it starts, then keep asyncio's own loop), and restore it afterwards."""
+    if not no_uvloop:
+        yield
+        return
+    from .effects._loop import UVLOOP_ENV
+
+    before = os.environ.get(UVLOOP_ENV)
+    os.environ[UVLOOP_ENV] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(UVLOOP_ENV, None)
+        else:
+            os.environ[UVLOOP_ENV] = before
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     parser = build_parser()
@@ -486,7 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv
     try:
-        return int(args.func(args))
+        with _event_loop_choice(no_uvloop=args.no_uvloop):
+            return int(args.func(args))
     except KeyboardInterrupt:
         print("semgrad: interrupted", file=sys.stderr)
         return 130

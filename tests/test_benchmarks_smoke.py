@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks import Settings, format_table, run_suite
 from benchmarks._suite import DEFAULT_OUTPUT, main
+from semgrad.effects import uvloop_available
 
 LATENCY_KEYS = {"wall_s", "limit_s", "wall_over_limit", "calls", "peak_in_flight", "us_per_call"}
 
@@ -61,6 +62,17 @@ def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched:
         assert {"wall_s", "limit_s", "wall_over_limit", "walls_s"} <= floor.keys() and floor["wall_over_limit"] > 0
     table = format_table(saved)
     assert "W1@0.001" in table and "anyio floor" in table and "anyio parked" in table
+    # Every latency workload's systems run on each event loop of the settings (uvloop where installed).
+    loops = Settings.tiny().loops
+    assert loops == (("asyncio", "uvloop") if uvloop_available() else ("asyncio",))
+    for key in ("W1@0.001", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001"):
+        for loop in loops:
+            suffix = "" if loop == "asyncio" else f"_{loop}"
+            for name in ("semgrad", "anyio_floor", "anyio_floor_parked"):
+                row = saved["workloads"][key][name + suffix]
+                assert row["loop"] == loop and row["wall_over_limit"] > 0, (key, name, loop)
+    if "uvloop" in loops:
+        assert "semgrad uvloop" in table and "anyio parked uvloop" in table
 
 
 def test_cli_selects_workloads_and_writes_where_told(

@@ -30,18 +30,18 @@ receive nothing and cost nothing. The machine ends with `Gradients`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from ._errors import ProtocolError
 from ._frozen import FrozenMap
-from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial
+from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, _node_feedback
 from ._graph import Graph, Params
 from ._persistent import Chain, PVec
 from ._program import Done, Emitted, Program, Token, bind, map_
 from ._requests import Reply
-from ._rules import BackwardContext, NeighborAware, NodeResult, Rule
+from ._rules import NeighborAware, NodeResult, Rule, _context
 from ._trace import Trace
 
 __all__ = ["BackwardMachine", "BackwardPlan", "backward", "plan_backward"]
@@ -156,7 +156,11 @@ class _Static:
     delivers: dict[str, tuple[tuple[str, int], ...]]
     #: Per node: receives partials but makes no step of its own (a free parameter, an LLM node
     #: whose inputs need nothing); its partials are still aggregated by the rule's aggregator.
-    collecting: tuple[bool, ...] = ()
+    collecting: tuple[bool, ...]
+    #: Every sample's first inbox array (no partials yet, all awaited) and running array
+    #: (no step): persistent values, so all samples start from the same two.
+    inbox: PVec[tuple[tuple[Partial, ...], int]]
+    idle: PVec[Program[Any] | None]
 
     @classmethod
     def of(cls, graph: Graph, params: Params, plan: BackwardPlan) -> _Static:
@@ -170,14 +174,17 @@ class _Static:
         delivers = {n: tuple((t, index[t]) for t in plan.targets[n] if t in index) for n in plan.steps}
         stepping = tuple(n in steps for n in order)
         collecting = tuple(n not in steps and plan.awaits[n] > 0 for n in order)
-        return cls(plan, stepping, tuple(plan.awaits[n] for n in order), dict(index), where, delivers, collecting)
+        awaits = tuple(plan.awaits[n] for n in order)
+        inbox = PVec([((), count) for count in awaits])
+        idle: PVec[Program[Any] | None] = PVec([None] * len(order))
+        return cls(plan, stepping, awaits, dict(index), where, delivers, collecting, inbox, idle)
 
 
 class BackwardMachine(Program[Gradients]):
     """The backward state machine for one sample; build it with `backward`.
 
-    Per node (by topological position) it keeps the partials received so far, how
-    many it still awaits, and its running step, in persistent arrays (`PVec`); the
+    Per node (by topological position) it keeps its inbox (the partials received so far
+    and how many it still awaits) and its running step, in persistent arrays (`PVec`); the
     partials, failures and feedback found so far are append-only `Chain`s. A reply
     therefore costs O(the node's targets), never O(the graph).
     """
@@ -188,8 +195,7 @@ class BackwardMachine(Program[Gradients]):
         "trace",
         "rule",
         "_static",
-        "_received",
-        "_waiting",
+        "_inbox",
         "_running",
         "_n_running",
         "_partials",
@@ -205,8 +211,7 @@ class BackwardMachine(Program[Gradients]):
         trace: Trace,
         rule: Rule,
         static: _Static,
-        received: PVec[tuple[Partial, ...]],
-        waiting: PVec[int],
+        inbox: PVec[tuple[tuple[Partial, ...], int]],
         running: PVec[Program[Any] | None],
         n_running: int,
         partials: Chain[Partial],
@@ -219,8 +224,7 @@ class BackwardMachine(Program[Gradients]):
         self.trace = trace
         self.rule = rule
         self._static = static
-        self._received = received
-        self._waiting = waiting
+        self._inbox = inbox
         self._running = running
         self._n_running = n_running
         self._partials = partials
@@ -242,16 +246,14 @@ class BackwardMachine(Program[Gradients]):
     ) -> Program[Gradients]:
         """The machine's first state (`backward` checks its arguments and shares `static` across samples)."""
         static = static if static is not None and static.plan is plan else _Static.of(graph, params, plan)
-        size = len(graph.nodes)
         state = cls(
             graph,
             params,
             trace,
             rule,
             static,
-            PVec([()] * size),
-            PVec(static.awaits),
-            PVec([None] * size),
+            static.inbox,
+            static.idle,
             0,
             Chain(),
             Chain(),
@@ -265,8 +267,7 @@ class BackwardMachine(Program[Gradients]):
 
     def _with(
         self,
-        received: PVec[tuple[Partial, ...]],
-        waiting: PVec[int],
+        inbox: PVec[tuple[tuple[Partial, ...], int]],
         running: PVec[Program[Any] | None],
         n_running: int,
         partials: Chain[Partial],
@@ -276,7 +277,7 @@ class BackwardMachine(Program[Gradients]):
     ) -> BackwardMachine:
         return BackwardMachine(
             self.graph, self.params, self.trace, self.rule, self._static,
-            received, waiting, running, n_running, partials, failures, feedback, emitted,
+            inbox, running, n_running, partials, failures, feedback, emitted,
         )  # fmt: skip
 
     @property
@@ -294,7 +295,7 @@ class BackwardMachine(Program[Gradients]):
         step = current.feed(token[1:], reply)
         if not step.done:
             return self._with(
-                self._received, self._waiting, self._running.set(pos, step), self._n_running,
+                self._inbox, self._running.set(pos, step), self._n_running,
                 self._partials, self._failures, self._feedback,
                 tuple(((node, *t), r) for t, r in step.emitted),
             )  # fmt: skip
@@ -313,34 +314,35 @@ class BackwardMachine(Program[Gradients]):
         `running` and `n_running` replace this state's; the other fields change in
         local variables, and one new state is built at the end.
         """
-        received, waiting = self._received, self._waiting
+        inbox = self._inbox
         partials, failures, feedback = self._partials, self._failures, self._feedback
         static = self._static
         position = static.positions.__getitem__
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
-                # Deliver: the partials to their targets, and one fewer awaited step to each.
-                arrived: dict[int, tuple[Partial, ...]] = {}
+                # Deliver: the partials to their targets, and one fewer awaited step to each
+                # (a node's inbox is ``(partials received, steps still awaited)``: one copy of
+                # the array's path per reply, for both).
+                changed: dict[int, tuple[tuple[Partial, ...], int]] = {}
                 for partial in result.partials:
                     pos = static.positions.get(partial.target)
                     if pos is not None:  # instruction targets are not graph nodes, and never step
-                        arrived[pos] = arrived.get(pos, received.get(pos)) + (partial,)
-                if arrived:
-                    received = received.set_many(arrived)
-                left: dict[int, int] = {}
+                        got, count = changed.get(pos) or inbox.get(pos)
+                        changed[pos] = (got + (partial,), count)
                 for target, pos in static.delivers.get(node, ()):
-                    left[pos] = count = waiting.get(pos) - 1
-                    if count == 0 and (static.stepping[pos] or static.collecting[pos]):
-                        ready[target] = _Launch(None, received.get(pos))
-                if left:
-                    waiting = waiting.set_many(left)
+                    got, count = changed.get(pos) or inbox.get(pos)
+                    changed[pos] = (got, count - 1)
+                    if count == 1 and (static.stepping[pos] or static.collecting[pos]):
+                        ready[target] = _Launch(None, got)
+                if changed:
+                    inbox = inbox.set_many(changed)
                 if node != self.graph.output and (gradient is not None or not static.collecting[position(node)]):
-                    feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
+                    feedback = feedback.append(_node_feedback(node, gradient, self.trace.sample))
                 partials = partials.extend(result.partials)
                 failures = failures.extend(result.failures)
                 continue
-            node = min(ready, key=position)
+            node = next(iter(ready)) if len(ready) == 1 else min(ready, key=position)
             step = self._step(node, ready.pop(node))
             if step.done:
                 finished.append((node, step.value))
@@ -348,7 +350,7 @@ class BackwardMachine(Program[Gradients]):
                 running = running.set(position(node), step)
                 n_running += 1
                 emitted.extend(((node, *t), r) for t, r in step.emitted)
-        state = self._with(received, waiting, running, n_running, partials, failures, feedback, tuple(emitted))
+        state = self._with(inbox, running, n_running, partials, failures, feedback, tuple(emitted))
         return Done(state._result()) if n_running == 0 else state
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
@@ -370,21 +372,24 @@ class BackwardMachine(Program[Gradients]):
         if launch.seeded:
             gradient_program: Program[Any] = Done(launch.gradient)
         else:
-            positions = self._static.positions
-            partials = tuple(sorted(launch.partials, key=lambda p: positions[p.source]))
+            partials = launch.partials
+            if len(partials) > 1:
+                positions = self._static.positions
+                partials = tuple(sorted(partials, key=lambda p: positions[p.source]))
             if not partials:
                 reason = f"no feedback reached node {node!r}"
                 return Done((None, NodeResult((), (BackwardFailure(node, targets, reason, sample),))))
             gradient_program = self.rule.aggregate(node, spec.role, partials)
         rule = self.rule.resolve(spec)
+        if gradient_program.done:  # concatenation and sums: the usual case, with no closure
+            return _node_step(self.graph, self.params, self.trace, node, spec, gradient_program.value, targets, rule)
 
         # The closure holds only the values it needs, not `self`, so a running step keeps no
         # old machine state (and the arrays only it still uses) alive.
         graph, params, trace = self.graph, self.params, self.trace
 
         def step(gradient: Any) -> Program[tuple[Any, NodeResult]]:
-            context = BackwardContext(graph, params, trace, node, gradient, targets)
-            return map_(rule.backward(context), lambda result: (gradient, result))
+            return _node_step(graph, params, trace, node, spec, gradient, targets, rule)
 
         return bind(gradient_program, step)
 
@@ -405,8 +410,43 @@ def _collected(gradient: Any) -> tuple[Any, NodeResult]:
     return gradient, NodeResult()
 
 
-@attrs.frozen
-class _Launch:
+def _node_step(
+    graph: Graph,
+    params: Params,
+    trace: Trace,
+    node: str,
+    spec: Any,
+    gradient: Any,
+    targets: tuple[str, ...],
+    rule: Rule,
+) -> Program[tuple[Any, NodeResult]]:
+    """The rule's step for `node`, yielding ``(gradient, result)``."""
+    program = rule.backward(_context(graph, params, trace, node, gradient, targets, spec))
+    if program.done:
+        return Done((gradient, program.value))
+    return _WithGradient(program, gradient, program.emitted)
+
+
+class _WithGradient(Program[tuple[Any, NodeResult]]):
+    """``map_(program, lambda result: (gradient, result))``, without the two closures."""
+
+    __slots__ = ("inner", "gradient", "emitted")
+
+    def __init__(self, inner: Program[NodeResult], gradient: Any, emitted: Emitted) -> None:
+        self.inner = inner
+        self.gradient = gradient
+        self.emitted: Emitted = emitted  # type: ignore[misc]
+
+    def feed(self, token: Token, reply: Reply) -> Program[tuple[Any, NodeResult]]:
+        inner = self.inner.feed(token, reply)
+        if inner.done:
+            return Done((self.gradient, inner.value))
+        return _WithGradient(inner, self.gradient, inner.emitted)
+
+
+class _Launch(NamedTuple):
+    """A node's step about to start: the seed feedback, or the partials it received."""
+
     gradient: Any = None
     partials: tuple[Partial, ...] = ()
     seeded: bool = False

@@ -63,6 +63,18 @@ class NodeFeedback:
     sample: SampleId = None
 
 
+_F_NODE, _F_VALUE, _F_SAMPLE = slot_setters(NodeFeedback, "node", "value", "sample")
+
+
+def _node_feedback(node: str, value: Any, sample: SampleId) -> NodeFeedback:
+    """`NodeFeedback(...)` with every field given, for the backward hot path."""
+    feedback = object.__new__(NodeFeedback)
+    _F_NODE(feedback, node)
+    _F_VALUE(feedback, value)
+    _F_SAMPLE(feedback, sample)
+    return feedback
+
+
 @attrs.frozen
 class BackwardFailure:
     """Partials that could not be computed, with the reason.

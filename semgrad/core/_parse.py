@@ -163,11 +163,25 @@ def parse_backward(
         >>> parse_backward("a: ok", ["a", "b"]).failure().missing
         ('b',)
     """
+    return _parse_backward(text, targets, _backward_lookup(targets, numbering))
+
+
+def _backward_lookup(targets: Sequence[str], numbering: Mapping[int, str] | None = None) -> dict[str, str]:
+    """The labels `parse_backward` accepts for each target: its name in any case, and the
+    numbers `numbering` gives it. Callers that parse many replies for the same targets
+    build it once and call `_parse_backward`."""
     lookup = {t.casefold(): t for t in targets}
     if numbering:
         for number, name in numbering.items():
             if name in targets:
                 lookup.setdefault(str(number), name)
+    return lookup
+
+
+def _parse_backward(
+    text: str, targets: Sequence[str], lookup: Mapping[str, str]
+) -> Result[FrozenMap[str, str], ParseError]:
+    """`parse_backward` with the labels (`_backward_lookup`) already built; `lookup` is only read."""
     found: dict[str, str] = {}
     for label, body in _TAG_RE.findall(text):
         name = lookup.get(label.strip().strip("[]").casefold())

@@ -12,8 +12,10 @@ independent, immutable value.
   items per level, two levels up to 1,024 items, three up to 32,768. Nothing is
   ever mutated, so any number of versions can be kept and used in any order (or
   from several threads), and an old version never keeps a newer one alive.
-* `Chain` -- an append-only log as nested pairs ``(rest, item)``: O(1) append,
-  shared tails, `items()` in O(length) at the end.
+* `Chain` -- an append-only log as nested pairs ``(rest, item)`` (and triples
+  ``(rest, items, True)`` for several items appended at once, so `extend` allocates
+  two objects, not two per item): O(1) append, shared tails, `items()` in
+  O(length) at the end.
 
 Examples:
     >>> a = PVec([0, 0, 0])
@@ -176,18 +178,25 @@ class Chain(Generic[T]):
 
     def extend(self, items: Iterable[T]) -> Chain[T]:
         """A new log with `items` at the end."""
-        log = self
-        for item in items:
-            log = log.append(item)
-        return log
+        chunk = items if type(items) is tuple else tuple(items)
+        if len(chunk) < 2:
+            return self.append(chunk[0]) if chunk else self
+        new: Chain[T] = Chain.__new__(Chain)
+        new._cell = (self._cell, chunk, True)
+        new._size = self._size + len(chunk)
+        return new
 
     def items(self) -> tuple[T, ...]:
         """The items, oldest first."""
-        out = []
+        out: list[T] = []
         cell = self._cell
         while cell is not None:
-            cell, item = cell
-            out.append(item)
+            if len(cell) == 3:  # several items appended at once
+                cell, chunk, _ = cell
+                out.extend(reversed(chunk))
+            else:
+                cell, item = cell
+                out.append(item)
         out.reverse()
         return tuple(out)
 

@@ -19,6 +19,7 @@ How a node's incoming partials become its gradient is the rule's `aggregate`.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -26,12 +27,21 @@ import attrs
 from returns.result import Success
 
 from ._aggregate import Concat, Total
-from ._frozen import FrozenMap, freeze
+from ._errors import ProtocolError
+from ._frozen import FrozenMap, freeze, slot_setters
 from ._gradients import BackwardFailure, Partial, _partial
 from ._graph import Graph, Node, Params
-from ._parse import parse_backward
-from ._program import Program, ask, bind, gather, map_, pure
-from ._prompts import Shown, neighbor_aware_parts, neighbor_aware_request, render_per_edge, render_repair
+from ._parse import _backward_lookup, _parse_backward
+from ._program import Emitted, Program, Token, ask, bind, gather, map_, pure
+from ._prompts import (
+    NEIGHBOR_AWARE_USER,
+    NO_INPUTS,
+    Shown,
+    _backward_request,
+    neighbor_aware_parts,
+    render_per_edge,
+    render_repair,
+)
 from ._requests import LLMRequest, Reply, SampleId
 from ._trace import Trace
 
@@ -117,6 +127,26 @@ class BackwardContext:
         return tuple(name for name in self._spec.inputs if name != target)
 
 
+_C_GRAPH, _C_PARAMS, _C_TRACE, _C_NODE, _C_GRADIENT, _C_TARGETS, _C_SPEC = slot_setters(
+    BackwardContext, "graph", "params", "trace", "node", "gradient", "targets", "_spec"
+)
+
+
+def _context(
+    graph: Graph, params: Params, trace: Trace, node: str, gradient: Any, targets: tuple[str, ...], spec: Node
+) -> BackwardContext:
+    """`BackwardContext(...)` for the backward machine's hot path, given the node's `spec` (``graph[node]``)."""
+    context = object.__new__(BackwardContext)
+    _C_GRAPH(context, graph)
+    _C_PARAMS(context, params)
+    _C_TRACE(context, trace)
+    _C_NODE(context, node)
+    _C_GRADIENT(context, gradient)
+    _C_TARGETS(context, targets)
+    _C_SPEC(context, spec)
+    return context
+
+
 @attrs.frozen
 class NodeResult:
     """What one backward step produced: partials, and the targets it failed for."""
@@ -128,6 +158,17 @@ class NodeResult:
     def combine(results: tuple[NodeResult, ...]) -> NodeResult:
         """All partials and failures of several results, in order."""
         return NodeResult(tuple(p for r in results for p in r.partials), tuple(f for r in results for f in r.failures))
+
+
+_R_PARTIALS, _R_FAILURES = slot_setters(NodeResult, "partials", "failures")
+
+
+def _node_result(partials: tuple[Partial, ...], failures: tuple[BackwardFailure, ...]) -> NodeResult:
+    """`NodeResult(partials, failures)` for the backward hot path."""
+    result = object.__new__(NodeResult)
+    _R_PARTIALS(result, partials)
+    _R_FAILURES(result, failures)
+    return result
 
 
 class Rule(Protocol):
@@ -166,6 +207,7 @@ class _Base:
         siblings: Callable[[str], tuple[str, ...]],
         found: FrozenMap[str, str],
         repaired: bool,
+        lookup: Mapping[str, str] | None = None,
     ) -> Program[NodeResult]:
         if type(reply) is not Success:  # `Success` is final: an exact check is enough, and cheaper
             error = reply.failure()
@@ -179,8 +221,9 @@ class _Base:
                 )
             )
         text = reply.unwrap().text
-        numbering = dict(enumerate(context.spec.inputs, 1))
-        parsed = parse_backward(text, request.targets, numbering)
+        if lookup is None:  # the labels of `request.targets` (NeighborAware passes them, built once per node)
+            lookup = _backward_lookup(request.targets, dict(enumerate(context.spec.inputs, 1)))
+        parsed = _parse_backward(text, request.targets, lookup)
         if type(parsed) is Success:
             read = parsed.unwrap()
             return pure(_result(context, found.update(read) if found else read, (), "", siblings))
@@ -204,7 +247,7 @@ def _result(
     text = found._data if type(found) is FrozenMap else found  # C-speed lookups
     partials = tuple(_partial(t, node, text[t], siblings(t), sample) for t in context.targets if t in text)
     failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
-    return NodeResult(partials, failures)
+    return _node_result(partials, failures)
 
 
 @attrs.frozen
@@ -212,30 +255,107 @@ class NeighborAware(_Base):
     """The paper's rule; build it with `neighbor_aware`."""
 
     def backward(self, context: BackwardContext) -> Program[NodeResult]:
-        # The task, targets line and reply form depend only on the node: render them once per
-        # params (the same text `render_neighbor_aware` would produce each time).
+        # What depends only on the node -- the prompt with its task, numbered targets and reply
+        # form filled in, split around the per-sample fields; each input's heading; the siblings;
+        # the reply's labels -- is worked out once per params. The request is the same one
+        # `render_neighbor_aware` builds (a property test compares them).
         fixed = context.params._memo.setdefault("neighbor_aware", {})
         key = (context.node, context.targets)
         parts = fixed.get(key)
         if parts is None:
-            inputs = context.spec.inputs
-            siblings = {t: tuple(n for n in inputs if n != t) for t in context.targets}
-            parts = fixed[key] = (context.task, *neighbor_aware_parts(context.targets, inputs), siblings.__getitem__)
-        task, targets_line, form, siblings_of = parts
-        request = neighbor_aware_request(
-            context.node,
-            task,
-            context.inputs_shown(),
-            context.output,
-            context.gradient,
-            context.targets,
-            targets_line,
-            form,
-            context.sample,
-            self.engine,
-            self.options,
+            parts = fixed[key] = _NeighborParts.of(context)
+        runs = context.trace.runs._data  # the FrozenMap's dict: lookups at C speed on the hot path
+        if parts.headings:
+            inputs = "\n\n".join([f"{heading}{runs[name].value}" for name, heading in parts.headings])
+        else:
+            inputs = NO_INPUTS
+        before_inputs, before_output, before_feedback, rest = parts.pieces
+        user = f"{before_inputs}{inputs}{before_output}{runs[context.node].value}{before_feedback}{context.gradient}{rest}"
+        request = _backward_request(user, context.node, context.targets, context.sample, self.engine, self.options)
+        return _NeighborStep(self, context, request, parts)
+
+
+@attrs.frozen(eq=False)
+class _NeighborParts:
+    """The node-only parts of a neighbour-aware step (kept in the params' memo, compared by identity).
+
+    `pieces` is the prompt's text before ``{inputs}``, before ``{output}``, before
+    ``{feedback}``, and after it, with the task, targets line and reply form filled in.
+    """
+
+    pieces: tuple[str, str, str, str]
+    headings: tuple[tuple[str, str], ...]
+    siblings_of: Callable[[str], tuple[str, ...]]
+    lookup: dict[str, str]
+
+    @classmethod
+    def of(cls, context: BackwardContext) -> _NeighborParts:
+        inputs = context.spec.inputs
+        targets_line, form = neighbor_aware_parts(context.targets, inputs)
+        pieces = _split_template(
+            NEIGHBOR_AWARE_USER, {"task": context.task, "targets": targets_line, "form": form}, _PER_SAMPLE
         )
-        return bind(ask(request), lambda reply: self._read(context, request, reply, siblings_of, FrozenMap(), False))
+        nodes = context.graph.nodes._data
+        headings = tuple((name, f"[{i}] {name} ({nodes[name].role}):\n") for i, name in enumerate(inputs, 1))
+        siblings = {t: tuple(n for n in inputs if n != t) for t in context.targets}
+        lookup = _backward_lookup(context.targets, dict(enumerate(inputs, 1)))
+        return cls(pieces, headings, siblings.__getitem__, lookup)  # type: ignore[arg-type]
+
+
+_PER_SAMPLE = ("inputs", "output", "feedback")
+
+
+def _split_template(template: str, fixed: Mapping[str, str], holes: tuple[str, ...]) -> tuple[str, ...]:
+    """`template` with the `fixed` fields filled in, split around the `holes` (in that order):
+    ``"".join(interleave(pieces, values)) == template.format(**fixed, **dict(zip(holes, values)))``
+    for values that are text.
+
+    Examples:
+        >>> _split_template("{a}:{x}-{{b}}{y}.", {"a": "A{"}, ("x", "y"))
+        ('A{:', '-{b}', '.')
+    """
+    pieces, current, seen = [], [], []
+    for literal, field, spec, conversion in string.Formatter().parse(template):
+        current.append(literal)
+        if field is None:
+            continue
+        if spec or conversion:
+            raise ValueError(f"field {field!r} of the template has a format spec or conversion")
+        if field in holes:
+            pieces.append("".join(current))
+            current = []
+            seen.append(field)
+        else:
+            current.append(fixed[field])
+    if tuple(seen) != holes:
+        raise ValueError(f"the template's fields {seen} are not {list(holes)} in that order")
+    pieces.append("".join(current))
+    return tuple(pieces)
+
+
+class _NeighborStep(Program[NodeResult]):
+    """A neighbour-aware step waiting for its one reply (`bind(ask(request), read)`, without the closure)."""
+
+    __slots__ = ("rule", "context", "request", "parts", "emitted")
+
+    def __init__(self, rule: NeighborAware, context: BackwardContext, request: LLMRequest, parts: _NeighborParts):
+        self.rule = rule
+        self.context = context
+        self.request = request
+        self.parts = parts
+        self.emitted: Emitted = (((), request),)  # type: ignore[misc]
+
+    def feed(self, token: Token, reply: Reply) -> Program[NodeResult]:
+        if token != ():
+            raise ProtocolError(f"unknown token {token!r} for a single request")
+        parts = self.parts
+        return self.rule._read(self.context, self.request, reply, parts.siblings_of, _NO_FEEDBACK, False, parts.lookup)
+
+    def __repr__(self) -> str:
+        return f"ask(node={self.request.node!r}, purpose={self.request.purpose!r})"
+
+
+_NO_FEEDBACK: FrozenMap[str, str] = FrozenMap()
 
 
 @attrs.frozen

@@ -12,6 +12,7 @@ from ._cassette import recorded, replayed
 from ._checkpoint import CheckpointError
 from ._fit import Budget, FitProgress, FitResult, IterationRecord, fit, fit_sync
 from ._limit import limited
+from ._loop import run_loop, uvloop_available, uvloop_enabled
 from ._protocol import LLM, AsyncLLM, SyncLLM, is_async_llm
 from ._retry import RetryPolicy, retrying
 from ._routing import by_engine
@@ -43,5 +44,8 @@ __all__ = [
     "replayed",
     "retrying",
     "run",
+    "run_loop",
     "run_sync",
+    "uvloop_available",
+    "uvloop_enabled",
 ]

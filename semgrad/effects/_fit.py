@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
-import anyio
 import attrs
 
 from .._files import remove_stale_temporaries
@@ -35,6 +34,7 @@ from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, 
 from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from ._limit import estimate_tokens
+from ._loop import run_loop
 from ._protocol import is_async_llm
 from ._runner import Runner, RunStatistics
 
@@ -448,9 +448,10 @@ class _RunState:
         )
 
 
-def fit_sync(*args: Any, **kwargs: Any) -> FitResult:
-    """`fit` for scripts: runs it in a new event loop (``anyio.run``)."""
-    return anyio.run(partial(fit, *args, **kwargs))
+def fit_sync(*args: Any, use_uvloop: bool | None = None, **kwargs: Any) -> FitResult:
+    """`fit` for scripts: runs it in a new event loop (`run_loop`: uvloop's when it is
+    installed, unless `use_uvloop` is False)."""
+    return run_loop(partial(fit, *args, **kwargs), use_uvloop=use_uvloop)
 
 
 def _inconsistency(state: _RunState, fresh_opt_state: Any) -> str | None:

@@ -61,6 +61,7 @@ from returns.result import Failure, Success
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
 from ..core._program import Program, Token
 from ..core._requests import _response, _success
+from ._loop import run_loop
 from ._protocol import is_async_llm
 
 __all__ = ["RunStatistics", "Runner", "run", "run_sync"]
@@ -174,15 +175,16 @@ class Runner:
             raise pool.error
         return pool.program.value
 
-    def run_sync(self, program: Program[T]) -> T:
+    def run_sync(self, program: Program[T], *, use_uvloop: bool | None = None) -> T:
         """Run `program` without an event loop of your own.
 
         A sync LLM is called in a plain loop, depth first (what a reply makes
         ready is answered before older requests; see `_drive_sync`); an async LLM is
-        run by starting an event loop with `anyio.run`.
+        run by starting an event loop with `run_loop`: uvloop's when it is
+        installed, unless `use_uvloop` is False (see `semgrad.effects.run_loop`).
         """
         if self._async:
-            return anyio.run(self.run, program)
+            return run_loop(self.run, program, use_uvloop=use_uvloop)
         return self._drive_sync(program)
 
     def _drive_sync(self, program: Program[T]) -> T:
@@ -388,12 +390,22 @@ async def run(
     return await Runner(llm, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply).run(program)
 
 
-def run_sync(program: Program[T], llm: Any, *, max_concurrency: int | None = None, timeout: float | None = None) -> T:
+def run_sync(
+    program: Program[T],
+    llm: Any,
+    *,
+    max_concurrency: int | None = None,
+    timeout: float | None = None,
+    use_uvloop: bool | None = None,
+) -> T:
     """Run `program` against a sync or async `llm` and return its value.
+
+    An async `llm` runs in a new event loop, uvloop's when it is installed unless
+    `use_uvloop` is False (see `semgrad.effects.run_loop`).
 
     Examples:
         >>> from semgrad.core import pure
         >>> run_sync(pure(42), lambda request: "unused")
         42
     """
-    return Runner(llm, max_concurrency=max_concurrency, timeout=timeout).run_sync(program)
+    return Runner(llm, max_concurrency=max_concurrency, timeout=timeout).run_sync(program, use_uvloop=use_uvloop)

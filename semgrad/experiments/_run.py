@@ -12,12 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
 
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
-from ..effects import FitProgress, FitResult, Runner, fit
+from ..effects import FitProgress, FitResult, Runner, fit, run_loop
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
@@ -247,7 +246,7 @@ def run_experiment(
                 break
         return results
 
-    results = anyio.run(everything)
+    results = run_loop(everything)
     summary = _summary(config, results, ledger, stack, prices)
     _write_json(out / "results.json", summary)
     write_report(out)

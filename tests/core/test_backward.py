@@ -21,6 +21,7 @@ from semgrad.core import (
     plan_backward,
     rules,
 )
+from semgrad.core._prompts import render_neighbor_aware
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 from semgrad.topologies import paper_graph
@@ -343,3 +344,28 @@ def test_backward_failure_reply_from_runner_is_data():
     ((token, _),) = state.emitted
     done = state.feed(token, Failure(LLMError("timeout", "slow", True)))
     assert done.done and done.value.failures[0].targets == ("a", "b")
+
+
+@given(graphs(), st.data(), pure_llms(), st.text(max_size=30))
+def test_neighbor_aware_requests_equal_the_public_renderer(gp, data, llm, feedback):
+    """Each neighbour-aware request (rendered from the params' pre-split template) equals
+    `render_neighbor_aware` of the node's task, inputs, output and aggregated gradient."""
+    graph, params = gp
+    trace = run_sync(forward(graph, params, data.draw(inputs_for(graph)), sample=3), llm)
+    rec = RecordingLLM(llm)
+    for _ in range(2):  # the second pass renders from the params' memo
+        grads = run_sync(backward(graph, params, trace, feedback, rules.neighbor_aware()), rec)
+    gradient = {f.node: f.value for f in grads.feedback}
+    for request in rec.requests:
+        node = graph[request.node]
+        shown = [(name, graph[name].role, trace.value(name)) for name in node.inputs]
+        expected = render_neighbor_aware(
+            node.name,
+            str(params.value(node.instruction)),
+            shown,
+            trace.value(node.name),
+            gradient[node.name],
+            request.targets,
+            sample=3,
+        )
+        assert request == expected

@@ -70,9 +70,14 @@ def test_chain_versions_share_tails_and_keep_their_own_items(batches):
     """Each appended version lists exactly the items appended up to it, in order, and older versions never change."""
     versions = [Chain()]
     expected: list[tuple[int, ...]] = [()]
-    for batch in batches:
+    for i, batch in enumerate(batches):
         base = versions[len(versions) // 2]
-        versions.append(base.extend(batch))
+        if i % 2:  # item by item
+            for item in batch:
+                base = base.append(item)
+            versions.append(base)
+        else:  # all at once (from a list or a tuple)
+            versions.append(base.extend(batch if i % 4 else tuple(batch)))
         expected.append(expected[len(expected) // 2] + tuple(batch))
     assert [v.items() for v in versions] == expected
     assert [len(v) for v in versions] == [len(e) for e in expected]

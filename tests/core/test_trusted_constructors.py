@@ -6,10 +6,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Success
 
-from semgrad.core import FrozenMap, LLMRequest, LLMResponse, Message, NodeRun, Partial
-from semgrad.core._gradients import _partial
+from semgrad.backends.fake import HashLLM
+from semgrad.core import (
+    BackwardFailure,
+    FrozenMap,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    NodeFeedback,
+    NodeRun,
+    Partial,
+    forward,
+)
+from semgrad.core._gradients import _node_feedback, _partial
 from semgrad.core._requests import _message, _request, _response, _success
+from semgrad.core._rules import BackwardContext, NodeResult, _context, _node_result
 from semgrad.core._trace import _node_run
+from semgrad.effects import run_sync
+from semgrad.testing import graphs, inputs_for
 
 texts = st.text(max_size=20)
 samples = st.one_of(st.none(), st.integers(), texts)
@@ -71,3 +85,32 @@ def test_trusted_success_equals_public_success(value):
     fast, public = _success(value), Success(value)
     assert type(fast) is Success and fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
     assert fast.unwrap() == value and fast.map(repr) == public.map(repr)
+
+
+@given(graphs(), st.data(), texts)
+def test_trusted_context_equals_public_context(gp, data, gradient):
+    """`_context` gives a `BackwardContext` equal to the public one, with the same node spec and views."""
+    graph, params = gp
+    trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), HashLLM())
+    node = data.draw(st.sampled_from(graph.topological_order))
+    targets = tuple(graph[node].inputs)
+    fast = _context(graph, params, trace, node, gradient, targets, graph[node])
+    public = BackwardContext(graph, params, trace, node, gradient, targets)
+    assert fast == public and repr(fast) == repr(public)
+    assert fast.spec == public.spec and fast.inputs_shown() == public.inputs_shown() and fast.task == public.task
+
+
+@given(texts, st.one_of(texts, st.integers()), samples)
+def test_trusted_node_feedback_equals_public_node_feedback(node, value, sample):
+    """`_node_feedback` gives a value equal to `NodeFeedback` with the same fields."""
+    fast, public = _node_feedback(node, value, sample), NodeFeedback(node, value, sample)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+@given(st.lists(st.tuples(texts, texts, texts), max_size=3), st.lists(texts, max_size=2))
+def test_trusted_node_result_equals_public_node_result(partials, reasons):
+    """`_node_result` gives a value equal to `NodeResult` with the same partials and failures."""
+    ps = tuple(Partial(t, s, v) for t, s, v in partials)
+    fs = tuple(BackwardFailure("n", ("a",), reason) for reason in reasons)
+    fast, public = _node_result(ps, fs), NodeResult(ps, fs)
+    assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
