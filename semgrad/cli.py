@@ -86,7 +86,7 @@ def _typed(argv: Sequence[str]) -> dict[str, Any]:
     for action in run._actions:
         action.default = argparse.SUPPRESS
     given = vars(parser.parse_args(list(argv)))
-    return {k: v for k, v in given.items() if k not in ("command", "func", "debug")}
+    return {k: v for k, v in given.items() if k not in ("command", "func", "debug", "no_uvloop")}
 
 
 def _run_config(args: argparse.Namespace) -> tuple[Any, Path]:
