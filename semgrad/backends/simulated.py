@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from ..core import LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
+from ..core.optim._named import format_named
 from .fake import HashLLM, reply_backward
 
 __all__ = ["SKILLS", "SimulatedLLM"]
@@ -130,7 +131,27 @@ class SimulatedLLM:
         )
 
     def _rewrite(self, request: LLMRequest) -> str:
+        if request.targets:
+            return self._rewrite_each(request)
         current = parse_tagged(request.prompt, ["current"]).value_or("")
         missing = [s for s in self.skills if not self._has(current, s)]
         improved = f"{current} {missing[0]}".strip() if missing else current
         return format_tagged("improved", improved)
+
+    def _rewrite_each(self, request: LLMRequest) -> str:
+        """A reply with one value per target: OptoPrime's variables (each shown in a named
+        block) get their next missing skill; COPRO's candidates, improving the text shown
+        (the current one, or the best attempt), get different missing skills."""
+        prompt = request.prompt
+        fallback = parse_tagged(prompt, ["current"]).value_or("")
+        if not fallback:
+            tried = re.findall(r"(?m)^Instruction: (.*)$", prompt)
+            fallback = tried[-1] if tried else ""
+        values = {}
+        for index, target in enumerate(request.targets):
+            shown = re.search(rf'<variable name="{re.escape(target)}">\n?(.*?)\n?</variable>', prompt, re.DOTALL)
+            base = shown.group(1).strip() if shown else fallback
+            missing = [s for s in self.skills if not self._has(base, s)]
+            pick = index if target.startswith("candidate ") else 0
+            values[target] = f"{base} {missing[pick % len(missing)]}".strip() if missing else base
+        return format_named("improved", values)

@@ -13,10 +13,12 @@ from .._files import write_text_atomically
 from ..core import optim
 from ..core.optim import Transform
 
-__all__ = ["BACKENDS", "OPTIMIZERS", "RunConfig", "make_optimizer"]
+__all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "RunConfig", "make_optimizer"]
 
 BACKENDS = ("simulated", "openai-compatible", "anthropic")
-OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"])
+#: The paper's baselines as their packages run them (see `semgrad.core.optim`).
+BASELINES = ("textgrad", "optoprime", "copro")
+OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"], *BASELINES)
 
 
 def _choice(allowed: tuple[str, ...], what: str) -> Any:
@@ -61,6 +63,7 @@ class RunConfig:
     max_calls: int | None = attrs.field(default=None, validator=_positive)
     max_tokens: int | None = attrs.field(default=None, validator=_positive)
     simulated_latency: float = 0.0
+    breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
 
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (
@@ -109,4 +112,10 @@ def make_optimizer(config: RunConfig) -> Transform:
         return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True)
     if config.optimizer == "tgd":
         return optim.tgd(config.k, seed=config.seed)
+    if config.optimizer == "textgrad":
+        return optim.textgrad(config.k, seed=config.seed)
+    if config.optimizer == "optoprime":
+        return optim.optoprime(config.k, seed=config.seed)
+    if config.optimizer == "copro":
+        return optim.copro(breadth=config.breadth, depth=max(1, config.iterations))
     return optim.ablation(config.optimizer, config.k, seed=config.seed)

@@ -45,12 +45,13 @@ SETTINGS = (
     "max_calls",
     "max_tokens",
     "simulated_latency",
+    "breadth",
 )
 _TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")
 _MODEL_KEYS = ("name", "model", "forward", "backward", "optimizer")
 _RESOURCE_KEYS = ("num_cpus", "cpus_per_run", "max_retries", "max_parallel", "lease_seconds")
 _RESOURCE_NUMBERS = ("cpus_per_run", "lease_seconds")
-_INTS = ("iterations", "k", "train", "validation", "test", "concurrency", "max_calls", "max_tokens")
+_INTS = ("iterations", "k", "train", "validation", "test", "concurrency", "max_calls", "max_tokens", "breadth")
 _FLOATS = ("timeout", "simulated_latency")
 _TEXTS = ("data_dir", "backend", "base_url", "cache")
 
