@@ -6,18 +6,67 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_text_atomically"]
+__all__ = ["remove_stale_temporaries", "temporary_path", "write_text_atomically"]
+
+
+def _prefix(target: Path, pid: int) -> str:
+    return f".{target.name}.{pid}."
+
+
+def temporary_path(target: Path) -> Path:
+    """A fresh name beside `target` for this process's temporary copy (the file is not created).
+
+    Examples:
+        >>> temporary_path(Path("run/results.json")).name.startswith(f".results.json.{os.getpid()}.")
+        True
+    """
+    return target.parent / f"{_prefix(target, os.getpid())}{os.urandom(4).hex()}.tmp"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # another user's process, or one we cannot ask about: keep its file
+    return True
+
+
+def remove_stale_temporaries(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files beside `target` left by writers that died (a SIGKILL between write and rename).
+
+    A temporary file names its writer's process id; it is stale when that
+    process is gone. Files of live writers, this process included, are kept.
+
+    Returns:
+        The files removed.
+    """
+    path = Path(target)
+    removed = []
+    try:
+        candidates = list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        return removed
+    for candidate in candidates:
+        pid_text = candidate.name[len(path.name) + 2 :].split(".", 1)[0]
+        if not pid_text.isdigit() or not _alive(int(pid_text)):
+            candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    return removed
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
     """Write `text` (UTF-8) to a temporary file beside `path`, then rename it into place.
 
-    A reader sees the old file or the new one, never a partial one; a crash
-    leaves no temporary file behind. Parent directories are created.
+    A reader sees the old file or the new one, never a partial one; an error
+    leaves no temporary file behind, and the temporary file a killed writer
+    left is removed by the next write beside it. Parent directories are created.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    remove_stale_temporaries(target)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=_prefix(target, os.getpid()), suffix=".tmp")
     try:
         os.chmod(temporary, 0o644)  # mkstemp makes it private; these files are for reading
         with os.fdopen(handle, "wb") as file:

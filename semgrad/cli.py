@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_BUDGET", "build_parser", "main"]
+
+#: The exit code of a run that stopped because its budget (--max-calls / --max-tokens) was spent.
+EXIT_BUDGET = 3
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -48,13 +51,14 @@ class ProgressBar:
 
 def _config(args: argparse.Namespace) -> Any:
     from .experiments import RunConfig
+    from .tasks import paper_iterations
 
     return RunConfig(
         task=args.task,
         data_dir=args.data_dir,
         backend=args.backend,
         optimizer=args.optimizer,
-        iterations=args.iterations,
+        iterations=paper_iterations(args.task) if args.iterations is None else args.iterations,
         k=args.k,
         seed=args.seed,
         train=args.train,
@@ -129,10 +133,22 @@ def _run(args: argparse.Namespace) -> int:
             acc = task["accuracy"]
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
-            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])})")
+            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+        if len(summary["tasks"]) > 1:
+            both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
+            for name, values in both:
+                shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
+                print(f"averages over tasks ({name}): {shown}")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )
+    if summary.get("stopped") == "budget":
+        print(
+            f"semgrad: stopped: {summary['stopped_detail']}; what the run has is in {out} "
+            "-- raise --max-calls / --max-tokens and pass --resume to go on",
+            file=sys.stderr,
+        )
+        return EXIT_BUDGET
     return 0
 
 
@@ -184,6 +200,13 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _errors_text(task: dict[str, Any]) -> str:
+    if not task.get("errors"):
+        return ""
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(task["errors_by_kind"].items(), key=lambda kv: -kv[1]))
+    return f"; {task['errors']} calls without a reply ({kinds})"
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report import write_report
 
@@ -192,10 +215,24 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The largest layered graph `semgrad graph` draws: each side, and nodes in all (a drawing of more is unreadable).
+MAX_LAYERED_SIDE, MAX_LAYERED_NODES = 100, 1000
+
+
+def _check_layered_size(width: int, depth: int) -> None:
+    if not 1 <= width <= MAX_LAYERED_SIDE or not 0 <= depth <= MAX_LAYERED_SIDE or width * depth > MAX_LAYERED_NODES:
+        raise ValueError(
+            f"--width {width} --depth {depth} is not a graph to draw: --width must be 1 to {MAX_LAYERED_SIDE}, "
+            f"--depth 0 to {MAX_LAYERED_SIDE}, and width x depth at most {MAX_LAYERED_NODES} nodes"
+        )
+
+
 def _graph(args: argparse.Namespace) -> int:
     from .graphviz import to_dot, to_mermaid
     from .topologies import layered_graph, liar_graph, paper_graph
 
+    if args.topology == "layered":
+        _check_layered_size(args.width, args.depth)
     builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
     graph, _ = builders[args.topology]()
     print(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
@@ -222,7 +259,9 @@ def _sweep(args: argparse.Namespace) -> int:
         else:
             test = "-" if outcome.test is None else f"{outcome.test:.3f}"
             calls = f", {outcome.calls} calls" if outcome.status != "skipped" else ""
-            detail = f"{outcome.status}, test {test}{calls}"
+            errors = f", {outcome.errors} without a reply" if outcome.errors else ""
+            stopped = f", stopped: {outcome.stopped}" if outcome.stopped else ""
+            detail = f"{outcome.status}, test {test}{calls}{errors}{stopped}"
         print(f"[{done[0]}/{total}] {outcome.name}: {detail}", file=sys.stderr, flush=True)
 
     try:
@@ -251,9 +290,23 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+_RUN_EPILOG = """\
+failures and exit codes:
+  Every call is counted; failed calls are counted by kind (server, timeout, rate_limit, auth,
+  exception, ...) in the terminal, results.json ("errors", "errors_by_kind") and the report.
+  0    the run finished
+  1    it could not start (a missing key or extra, a failed preflight call), or its first
+       {fail_fast} calls all failed (it stops at once), or more than {share} of its calls failed
+       after retries (the results are written, but not to be trusted)
+  {exit_budget}    the budget (--max-calls / --max-tokens) is spent: the run stopped and kept what it
+       has; raise the limit and pass --resume to go on
+  130  interrupted; pass --resume to go on
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
-    from .experiments import BACKENDS, OPTIMIZERS
+    from .experiments import BACKENDS, FAIL_FAST_CALLS, MAX_ERROR_SHARE, OPTIMIZERS
 
     parser = argparse.ArgumentParser(
         prog="semgrad", description="Semantic backpropagation for LLM-based agentic systems."
@@ -266,14 +319,23 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--iterations", type=int, default=3, help="optimisation iterations (default 3)")
     demo.set_defaults(func=_demo)
 
-    run = sub.add_parser("run", help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)")
+    run = sub.add_parser(
+        "run",
+        help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_RUN_EPILOG.format(
+            exit_budget=EXIT_BUDGET, fail_fast=FAIL_FAST_CALLS, share=f"{MAX_ERROR_SHARE:.0%}"
+        ),
+    )
     run.add_argument("task", help="the task, e.g. bbh:navigate, bbh:all, gsm8k, liar")
     run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
     run.add_argument(
         "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
     )
     run.add_argument("--out", default="runs/latest", help="the run directory (default runs/latest)")
-    run.add_argument("--iterations", type=int, default=4)
+    run.add_argument(
+        "--iterations", type=int, default=None, help="optimisation iterations (default: the paper's, 4; liar 8)"
+    )
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
     run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
@@ -289,8 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
-    run.add_argument("--max-calls", type=int, help="stop cleanly after this many calls")
-    run.add_argument("--max-tokens", type=int, help="stop cleanly after this many tokens")
+    run.add_argument(
+        "--max-calls",
+        type=int,
+        help="at most this many requests reach the provider in this invocation, preflight, retries and "
+        "evaluation included (cache hits are free); then stop cleanly, keeping what the run has",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="at most this many tokens (each call reserves its estimate before it starts); then stop cleanly",
+    )
     run.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
     run.add_argument("--dry-run", action="store_true", help="count the calls, tokens and cost; call nothing")
     run.add_argument("--yes", action="store_true", help="start without the confirmation prompt")
@@ -345,8 +416,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--depth", type=int, default=4)
     graph.set_defaults(func=_graph)
 
+    from .sweeps._spec_format import SPEC_HELP
+
     sweep = sub.add_parser(
-        "sweep", help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably"
+        "sweep",
+        help="run a grid of experiments from a TOML spec as Ray tasks (or --local), resumably",
+        epilog=SPEC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep.add_argument("spec", help="the sweep spec (TOML): tasks, seeds, optimizers, models and shared settings")
     sweep.add_argument("--out", help="the sweep directory (default sweeps/<spec name>); re-running skips finished runs")

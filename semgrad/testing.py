@@ -13,7 +13,15 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subprocess that hides hypothesis
+    if not (error.name or "").startswith("hypothesis"):
+        raise
+    raise ImportError(
+        'semgrad.testing needs hypothesis, which is not installed; install the extra: pip install "semgrad[testing]"',
+        name=__name__,
+    ) from error
 
 from .backends.fake import HashLLM
 from .core import Graph, GraphBuilder, LLMError, LLMFailure, LLMRequest, Params, request_key

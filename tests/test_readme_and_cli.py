@@ -49,11 +49,9 @@ def test_unknown_command_exits_non_zero_with_usage():
 
 
 def test_the_readme_tour_runs_as_written():
-    """The README's Python tour runs offline exactly as written."""
-    text = (ROOT / "README.md").read_text("utf-8")
-    code = re.search(r"```python\n(.*?)```", text, re.DOTALL)
-    assert code, "README.md has no python block"
-    namespace: dict = {}
-    exec(compile(code.group(1), "README.md", "exec"), namespace)  # noqa: S102
+    """The README's Python tour runs offline exactly as written and prints what the README shows after it."""
+    from ._markdown import run_page
+
+    namespace = run_page(ROOT / "README.md")
     assert namespace["trace"].ok and namespace["grads"].for_node("hint_1")[0].source == "answer"
     assert len(namespace["result"].history) == 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import LLMRequest, LLMResponse, Message
+from ..core import FrozenMap, LLMRequest, LLMResponse, Message
 from ._http import HTTPBackend, jsonable, setting
 
 __all__ = ["AnthropicMessages", "anthropic"]
@@ -58,6 +58,15 @@ class AnthropicMessages(HTTPBackend):
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
         self.max_tokens = max_tokens
+
+    def settings(self) -> FrozenMap[str, Any]:
+        """The default ``max_tokens`` and the API version: they go into every request, so they key caches.
+
+        Examples:
+            >>> anthropic("m", api_key="k", max_tokens=5).identity["settings"]
+            FrozenMap({'max_tokens': 5, 'api_version': '2023-06-01'})
+        """
+        return FrozenMap({"max_tokens": self.max_tokens, "api_version": API_VERSION})
 
     def url(self) -> str:
         """The messages endpoint."""
@@ -129,8 +138,9 @@ def anthropic(
             engines not listed use `model`.
 
     Returns:
-        The backend. Its ``identity`` (provider, endpoint, model, models) keys
-        caches; neither it nor its repr shows the key.
+        The backend. Its ``identity`` (provider, endpoint, model, models, and
+        settings: `max_tokens`, the API version) keys caches; neither it nor
+        its repr shows the key.
 
     Examples:
         >>> llm = anthropic("claude-3-5-haiku-latest", api_key="sk-ant-x", models={"optimizer": "claude-opus-4"})

@@ -23,10 +23,12 @@ or a pickle, and every message is scrubbed of the key before it is raised.
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import os
 import time
+import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +41,16 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["HTTPBackend", "Secret", "jsonable", "malformed", "retry_after_seconds", "setting", "status_error"]
+__all__ = [
+    "HTTPBackend",
+    "Secret",
+    "check_key",
+    "jsonable",
+    "malformed",
+    "retry_after_seconds",
+    "setting",
+    "status_error",
+]
 
 
 class Secret:
@@ -51,18 +62,27 @@ class Secret:
         (Secret('***'), '***', '***', True, 'sk-live-123')
     """
 
-    __slots__ = ("_value",)
+    __slots__ = ("_forms", "_value")
 
     def __init__(self, value: str | None) -> None:
         self._value = value or None
+        self._forms = _forms(self._value) if self._value else ()
 
     def reveal(self) -> str | None:
         """The credential itself; use it only to build a request header."""
         return self._value
 
     def scrub(self, text: str) -> str:
-        """`text` with every occurrence of the credential replaced by ``***``."""
-        return text.replace(self._value, "***") if self._value else text
+        r"""`text` with every form of the credential replaced by ``***``: as it is, stripped, and escaped
+        the ways messages show it (repr, JSON, URL encoding, bytes, base64).
+
+        Examples:
+            >>> Secret("sk-a/b\r").scrub("key sk-a/b\\r, sk-a%2Fb%0D, sk-a/b.")
+            'key ***, ***, ***.'
+        """
+        for form in self._forms:
+            text = text.replace(form, "***")
+        return text
 
     def __bool__(self) -> bool:
         return self._value is not None
@@ -80,6 +100,68 @@ class Secret:
         if self._value:
             raise TypeError("an API key is not pickled; build the backend again where it is needed")
         return (Secret, (None,))
+
+
+def _forms(value: str) -> tuple[str, ...]:
+    """Every way `value` may show in a message, longest first (so no form is left half replaced)."""
+    found = set()
+    for raw in {value, value.strip()}:
+        if not raw:
+            continue
+        encoded = raw.encode("utf-8", "surrogatepass")
+        found |= {
+            raw,
+            repr(raw)[1:-1],
+            ascii(raw)[1:-1],
+            json.dumps(raw)[1:-1],
+            json.dumps(raw, ensure_ascii=False)[1:-1],
+            urllib.parse.quote(raw, safe=""),
+            urllib.parse.quote(raw),
+            urllib.parse.quote_plus(raw),
+            repr(encoded)[2:-1],
+            base64.b64encode(encoded).decode("ascii").rstrip("="),
+            base64.urlsafe_b64encode(encoded).decode("ascii").rstrip("="),
+        }
+    return tuple(sorted((f for f in found if f), key=len, reverse=True))
+
+
+def check_key(value: str | None, source: str) -> None:
+    r"""Refuse a key with whitespace, control or non-ASCII characters in one line that never shows the key.
+
+    A key read from a CRLF ``.env`` file ends in ``\r``: sent as a header it breaks
+    the request, and the error would carry it.
+
+    Examples:
+        >>> check_key("sk-live-123", "OPENAI_API_KEY")
+        >>> check_key("sk-live-123\r", "KEY")
+        Traceback (most recent call last):
+        ...
+        ValueError: the API key from KEY or api_key= ends with a carriage return (\r; a CRLF .env file?): remove it
+    """
+    if not value:
+        return
+    for position, char in enumerate(value):
+        if char.isascii() and char.isprintable() and not char.isspace():
+            continue
+        where = "starts" if position == 0 else "ends" if position == len(value) - 1 else "contains"
+        if char in _NAMED:
+            what = _NAMED[char]
+        elif char.isspace():
+            what = "a whitespace character"
+        elif not char.isascii():
+            what = "a non-ASCII character"
+        else:
+            what = "a control character"
+        place = f"{where} {what}" if where == "contains" else f"{where} with {what}"
+        raise ValueError(f"the API key from {source} or api_key= {place}: remove it")
+
+
+_NAMED = {
+    "\r": "a carriage return (\\r; a CRLF .env file?)",
+    "\n": "a line feed (\\n)",
+    "\t": "a tab",
+    " ": "a space",
+}
 
 
 def setting(value: str | None, env: str, default: str | None = None) -> str | None:
@@ -202,16 +284,25 @@ class HTTPBackend:
         self.model = model
         self.models = FrozenMap(models or {})
         self.timeout = float(timeout)
+        check_key(api_key, self.key_env)
         self._key = Secret(api_key)
         self._client: httpx.AsyncClient | None = None
         self._tls: ssl.SSLContext | None = None
 
     @property
     def identity(self) -> FrozenMap[str, Any]:
-        """Provider, endpoint and model(s): what the replies depend on (never the key)."""
-        return FrozenMap(
-            {"provider": self.provider, "endpoint": self.url(), "model": self.model, "models": self.models}
-        )
+        """Provider, endpoint, model(s) and `settings`: what the replies depend on besides the request (never the key).
+
+        Together with the request's key this covers everything a request body holds,
+        so a cache never serves a reply made with other settings.
+        """
+        found = {"provider": self.provider, "endpoint": self.url(), "model": self.model, "models": self.models}
+        settings = self.settings()
+        return FrozenMap({**found, "settings": settings} if settings else found)
+
+    def settings(self) -> FrozenMap[str, Any]:
+        """What the backend itself puts into every request besides the model (none here; subclasses add theirs)."""
+        return FrozenMap()
 
     def model_for(self, request: LLMRequest) -> str:
         """The model for `request`'s engine (``models[engine]``, else `model`)."""
@@ -230,17 +321,21 @@ class HTTPBackend:
         raise NotImplementedError
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
+        # Every failure is raised again *outside* the handler that caught it, scrubbed of the key: so its
+        # __context__ and __cause__ are None, and no traceback shows the original message or the request's headers.
+        error: LLMError
         try:
             model = self.model_for(request)
             return await self._post(self.body(request, model), model)
         except LLMFailure as failure:
             error = failure.error
-            raise LLMFailure(attrs.evolve(error, message=self._key.scrub(error.message))) from None
+        raise LLMFailure(attrs.evolve(error, message=self._key.scrub(error.message)))
 
     async def _post(self, body: dict[str, Any], model: str) -> LLMResponse:
         import httpx
 
         url = self.url()
+        error: LLMError | None = None
         try:
             if self._client is not None:
                 response = await self._client.post(url, json=body, headers=self.headers())
@@ -248,7 +343,13 @@ class HTTPBackend:
                 async with self._new_client() as client:
                     response = await client.post(url, json=body, headers=self.headers())
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise LLMFailure(_transport_error(exc, url)) from None
+            error = _transport_error(exc, url)
+        except (UnicodeError, ValueError, TypeError) as exc:  # a header httpx cannot encode: say what, not the value
+            error = LLMError(
+                "bad_request", f"cannot send to {url}: a header or the body cannot be encoded ({type(exc).__name__})"
+            )
+        if error is not None:
+            raise LLMFailure(error)
         if response.status_code >= 400:
             error = status_error(
                 response.status_code, response.headers, response.text, key_env=self.key_env, has_key=bool(self._key)
@@ -257,14 +358,18 @@ class HTTPBackend:
         return self._read(response, model)
 
     def _read(self, response: httpx.Response, model: str) -> LLMResponse:
+        problem = None
         try:
             data = json.loads(response.content)
         except ValueError as exc:
-            raise malformed(f"the reply is not JSON ({exc}); a proxy page or a cut connection?") from None
+            problem = f"the reply is not JSON ({exc}); a proxy page or a cut connection?"
+        if problem is not None:
+            raise malformed(problem)
         try:
             return self.parse(data, model)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            raise malformed(f"the reply lacks an expected field ({type(exc).__name__}: {exc})") from None
+            problem = f"the reply lacks an expected field ({type(exc).__name__}: {exc})"
+        raise malformed(problem)
 
     def _new_client(self) -> httpx.AsyncClient:
         import httpx

@@ -267,6 +267,11 @@ class LatencyLLM:
         self.jitter = jitter
         self.seed = seed
 
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity (None when it has none): a delay changes no reply."""
+        return getattr(self.inner, "identity", None)
+
     def latency_for(self, request: LLMRequest) -> float:
         """The delay this request gets."""
         base = self.latency(request) if callable(self.latency) else self.latency

@@ -1,82 +1,168 @@
 """The built-in simulated LLM: deterministic, offline, and clearly not a real model.
 
-It lets ``semgrad demo``, ``semgrad run --backend simulated`` and the tests run
-a whole optimisation with no network and no API key, and it *responds to
-optimisation* the way the method assumes a real model does:
+It lets ``semgrad demo``, ``semgrad run --backend simulated`` and the tests run a whole
+optimisation with no network and no API key. It is a **simulation of the mechanism**
+(which information each call sees, and what a call can do with it), never evidence that the
+method works on real models. Its rules, all derived from the text each prompt *shows*:
 
-* each question needs one of the `skills` (derived from its text and the seed);
-* a final node answers a question it knows correctly when its instruction names
-  the skill that question needs, and wrongly otherwise;
-* a rewrite request adds the next missing skill to the text being improved, so
-  every accepted update makes more questions come out right.
+* Each question needs one of the `SKILLS` (a reasoning step; which one follows from the
+  question's text and the seed), and about one question in three is *strict*: it also
+  needs the final node's instruction to contain `VERIFY`.
+* **Forward.** A hint (any non-final node) writes one line of notes naming itself and
+  applying each skill its instruction names. The final node answers right when its
+  prompt shows the needed skill (in its instruction or in a hint's notes) and, for a
+  strict question, `VERIFY`; otherwise it gives a plausible wrong answer.
+* **Backward.** The reply finds the question among the inputs it is shown and so the
+  missing skill. When it sees the other inputs (siblings), it asks only the input whose
+  notes apply the fewest skills to add it, and tells the others to keep what they do.
+  When it sees one input alone (per-edge, the "no neighbours" ablation), the question is
+  not shown either: it guesses a skill from the output and feedback, the same guess for
+  every input.
+* **Rewrite.** A hint's instruction keeps at most `CAPACITY` skills. The rewrite adds
+  the skills that the feedback it is shown asks for, most-asked first, dropping the
+  oldest beyond capacity; told to keep the instruction, it keeps it. Shown no feedback
+  at all (the "no gradients" ablation), it can only rephrase: it adds no skill. A final
+  node's rewrite adds `VERIFY` when it is shown an expected answer.
+* **Several values in one reply** (the baselines' requests with ``targets``): OptoPrime's
+  call shows every run, so it finds the questions' missing skills as a backward call with
+  siblings would and gives each to the least-loaded hint; COPRO's generation call shows no
+  question, so each candidate adds a guessed skill (or `VERIFY`), left to the scoring.
 
-Everything is derived from the request, so the same request always gets the
-same reply.
+So with neighbours, the hints split the skills between them; without, they all get the
+same guesses; without gradients, nothing is learned; with one parameter, the other nodes
+never learn; without the gate, an update that drops a skill is kept. Every rule is
+visible in the replies' text, which the report shows.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
-from ..core import LLMRequest, parse_number
+from ..core import FrozenMap, LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
 from ..core.optim._named import format_named
-from .fake import HashLLM, reply_backward
+from .fake import HashLLM, reply_backward, reply_forward
 
-__all__ = ["SKILLS", "SimulatedLLM"]
+__all__ = ["CAPACITY", "SKILLS", "VERIFY", "SimulatedLLM"]
 
-#: The phrases the simulated model "needs" in an instruction, in the order rewrites add them.
+#: The reasoning steps questions need (simulated), in a fixed order.
 SKILLS = (
-    "Work step by step.",
+    "Track every quantity as it changes.",
     "Check each intermediate result before using it.",
-    "End with a line 'Answer: <answer>' and nothing after it.",
+    "Restate exactly what is asked before answering.",
+    "Draw the situation as a small table first.",
+    "Name the rule that decides the answer.",
 )
+
+#: What the final node's instruction must contain for a strict question.
+VERIFY = "Compare the answer with every hint before replying."
+
+#: How many skills a hint's instruction holds; a rewrite beyond it drops the oldest.
+CAPACITY = 2
+
+_ASK = "Add this step to the instruction: "
+_KEEP = "Keep this input as it is"
+_REPHRASE = "Be thorough."
+#: The version of the rules above, part of `SimulatedLLM.identity` so a cache never mixes two versions.
+_RULES = 3
 
 
 def _digest(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16)
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 class SimulatedLLM:
-    """A deterministic stand-in for a real LLM that learns from rewrites.
+    """A deterministic stand-in for a real LLM whose replies depend on what each prompt shows.
+
+    A simulation of the mechanism for tests and demos; see the module doc for its rules.
 
     Args:
         answers: The right answer per question text (questions it does not know
             get a plausible wrong answer).
-        skills: The phrases an instruction must contain (see module doc).
-        seed: Varies difficulties and texts.
+        skills: The reasoning steps questions need (see module doc).
+        seed: Varies which skill each question needs, which are strict, and guesses.
+        final_nodes: Names of the nodes that give the system's answer.
 
     Examples:
         >>> from semgrad.core import Message
         >>> llm = SimulatedLLM({"What is 3 + 4?": "7"})
-        >>> skilled = " ".join(SKILLS)
+        >>> need = llm.needed("What is 3 + 4?")
         >>> prompt = "[1] question (q):\\nWhat is 3 + 4?"
-        >>> r = LLMRequest((Message("system", skilled), Message("user", prompt)), node="answer")
-        >>> llm(r)
-        'Working through it, the result follows.\\nAnswer: 7'
+        >>> r = LLMRequest((Message("system", f"{need} {VERIFY}"), Message("user", prompt)), node="answer")
+        >>> llm(r).endswith("7")
+        True
     """
 
     is_async = False
 
     def __init__(
-        self, answers: Mapping[str, str] | None = None, *, skills: tuple[str, ...] = SKILLS, seed: int = 0
+        self,
+        answers: Mapping[str, str] | None = None,
+        *,
+        skills: tuple[str, ...] = SKILLS,
+        seed: int = 0,
+        final_nodes: tuple[str, ...] = ("answer", "final", "output"),
     ) -> None:
         if not skills:
             raise ValueError("SimulatedLLM needs at least one skill")
         self.answers = dict(answers or {})
         self.skills = tuple(skills)
         self.seed = seed
+        self.final_nodes = tuple(final_nodes)
         self._fallback = HashLLM(salt=f"simulated:{seed}")
+        self._by_length = sorted(self.answers, key=len, reverse=True)
+
+    # --- the world's facts --------------------------------------------------------------------
+
+    @property
+    def identity(self) -> FrozenMap[str, Any]:
+        """What its replies depend on besides the request: seed, skills and answers (a digest), for caches.
+
+        Examples:
+            >>> one, two = SimulatedLLM({"q": "1"}), SimulatedLLM({"q": "2"})
+            >>> one.identity == SimulatedLLM({"q": "1"}).identity != two.identity
+            True
+        """
+        answers = json.dumps(sorted(self.answers.items()), ensure_ascii=False)
+        return FrozenMap(
+            {
+                "provider": "simulated",
+                "rules": _RULES,
+                "seed": self.seed,
+                "skills": self.skills,
+                "final_nodes": self.final_nodes,
+                "answers": f"{_digest(answers):x}",
+            }
+        )
 
     def needed(self, question: str) -> str:
         """The skill a question needs."""
         return self.skills[_digest(f"{self.seed}:{question}") % len(self.skills)]
 
-    @staticmethod
-    def _has(text: str, skill: str) -> bool:
-        return skill.casefold().rstrip(".") in " ".join(text.split()).casefold()
+    def strict(self, question: str) -> bool:
+        """Whether a question also needs `VERIFY` in the final node's instruction."""
+        return _digest(f"strict:{self.seed}:{question}") % 3 == 0
+
+    def _shown_skills(self, text: str) -> list[str]:
+        flat = _flat(text)
+        return [s for s in self.skills if _flat(s).rstrip(".") in flat]
+
+    def _question(self, prompt: str) -> str | None:
+        return next((q for q in self._by_length if q and q in prompt), None)
+
+    def _is_final(self, request: LLMRequest) -> bool:
+        return request.node in self.final_nodes
+
+    # --- replies --------------------------------------------------------------------------------
 
     def __call__(self, request: LLMRequest) -> str:
         if request.purpose == "forward":
@@ -86,28 +172,30 @@ class SimulatedLLM:
         if request.purpose == "rewrite":
             return self._rewrite(request)
         if request.purpose == "critique":
-            return format_tagged("critique", "The instruction should say how to reason and how to format the answer.")
+            asks = self._asks(request.prompt)
+            text = " ".join(f"{_ASK}{s}" for s in asks) or "Say how to reason and how to check the answer."
+            return format_tagged("critique", text)
         return self._fallback(request)
 
-    def _question(self, prompt: str) -> str | None:
-        return next((q for q in sorted(self.answers, key=len, reverse=True) if q and q in prompt), None)
+    def _text(self, request: LLMRequest) -> str:
+        return "\n".join(m.content for m in request.messages)
 
     def _forward(self, request: LLMRequest) -> str:
-        question = self._question(request.prompt)
-        if request.node and not self._is_final(request):
-            numbers = re.findall(r"[0-9]+", request.prompt.split("\n", 1)[-1])
-            about = f" About: {question}" if question is not None else ""
-            return f"Key facts: {', '.join(numbers[:4]) or 'none'}.{about}"
+        text = self._text(request)
+        question = self._question(text)
+        if not self._is_final(request):
+            own = self._shown_skills(text)
+            applied = " ".join(s.rstrip(".") + " (applied)." for s in own) or "No particular method."
+            numbers = re.findall(r"[0-9]+", request.prompt)
+            facts = f"Facts: {', '.join(numbers[:4]) or 'none'}."
+            return reply_forward(request, f"Notes from {request.node}: {applied} {facts}")
         if question is None:
-            return "Answer: unknown"
+            return reply_forward(request, "unknown")
         right = self.answers[question]
-        if self._has(request.system, self.needed(question)):
-            return f"Working through it, the result follows.\nAnswer: {right}"
-        return f"It seems to be this.\nAnswer: {self._wrong(right)}"
-
-    @staticmethod
-    def _is_final(request: LLMRequest) -> bool:
-        return request.node in ("answer", "final", "output") or "[2]" in request.prompt
+        need = self.needed(question)
+        has_skill = need in self._shown_skills(text)
+        verified = not self.strict(question) or _flat(VERIFY).rstrip(".") in _flat(text)
+        return reply_forward(request, right if has_skill and verified else self._wrong(right))
 
     @staticmethod
     def _wrong(right: str) -> str:
@@ -120,38 +208,117 @@ class SimulatedLLM:
         flips = {"yes": "No", "no": "Yes", "true": "False", "false": "True", "valid": "invalid", "invalid": "valid"}
         return flips.get(right.strip().casefold(), f"not {right}")
 
+    def _notes(self, text: str, target: str) -> str | None:
+        found = re.search(rf"Notes from {re.escape(target)}:([^\n]*)", text)
+        return found.group(1) if found else None
+
     def _backward(self, request: LLMRequest) -> str:
-        feedback = parse_tagged(request.prompt, ["feedback"]).value_or("the output was wrong")
-        return reply_backward(
-            request,
-            {
-                t: f"{t} should make the reasoning explicit and checkable; downstream feedback: {feedback}"
-                for t in request.targets
-            },
-        )
+        text = self._text(request)
+        question = self._question(text)
+        targets = request.targets
+        if question is None:  # it cannot tell which step was missed: it guesses from the output and feedback
+            seen = re.sub(r"Notes from \S+?:[^\n]*", "", request.prompt)
+            for target in targets:
+                seen = seen.replace(target, "")
+            guess = self.skills[_digest(f"guess:{self.seed}:{seen}") % len(self.skills)]
+            return reply_backward(
+                request,
+                {t: f"The answer is wrong (the question is not shown; a guess). {_ASK}{guess}" for t in targets},
+            )
+        need = self.needed(question)
+        visible = [t for t in re.findall(r"Notes from (\S+?):", text)]
+        if len(set(visible)) <= 1:  # one input alone: it cannot know what its siblings do
+            return reply_backward(request, {t: f"The answer missed a step. {_ASK}{need}" for t in targets})
+        load = {t: len(self._shown_skills(self._notes(text, t) or "")) for t in targets}
+        order = sorted(targets, key=lambda t: (load[t], (targets.index(t) - self.skills.index(need)) % len(targets)))
+        chosen = order[0]
+        others = ", ".join(t for t in targets if t != chosen)
+        replies = {
+            t: (
+                f"The answer missed a step that no input applies; {others or 'no other input'} already "
+                f"carry more. {_ASK}{need}"
+                if t == chosen
+                else f"{_KEEP}; {chosen} is asked to add the missing step."
+            )
+            for t in targets
+        }
+        return reply_backward(request, replies)
+
+    def _asks(self, text: str) -> list[str]:
+        counts = Counter(s for s in self.skills for _ in range(_flat(text).count(_flat(_ASK + s).rstrip("."))))
+        return [s for s, _ in sorted(counts.items(), key=lambda kv: (-kv[1], self.skills.index(kv[0])))]
 
     def _rewrite(self, request: LLMRequest) -> str:
         if request.targets:
             return self._rewrite_each(request)
         current = parse_tagged(request.prompt, ["current"]).value_or("")
-        missing = [s for s in self.skills if not self._has(current, s)]
-        improved = f"{current} {missing[0]}".strip() if missing else current
-        return format_tagged("improved", improved)
+        return format_tagged("improved", self._improve(request.node or "", current, self._text(request)))
+
+    def _improve(self, name: str, current: str, text: str) -> str:
+        """The rewrite of parameter `name` whose value is `current`, from what `text` shows."""
+        node = name.removesuffix(".instruction")
+        if node in self.final_nodes:
+            shown_expected = "expected output is" in _flat(text.replace(current, ""))
+            if shown_expected and _flat(VERIFY).rstrip(".") not in _flat(current):
+                return f"{current} {VERIFY}".strip()
+            return current
+        held = self._shown_skills(current)
+        base = current
+        for skill in held:
+            base = re.sub(re.escape(skill), "", base, flags=re.I)
+        base = " ".join(base.split())
+        shown = text.replace(current, "")
+        asks = self._asks(shown)
+        if not asks and _flat(_KEEP) not in _flat(shown):  # no feedback at all: it can only rephrase
+            reworded = base if _REPHRASE in base else f"{base} {_REPHRASE}"
+            return " ".join([reworded, *held]).strip()
+        if not asks:  # told to keep it
+            return current
+        kept = [s for s in held if s not in asks] + asks
+        kept = kept[-CAPACITY:]
+        return " ".join([base, *kept]).strip()
 
     def _rewrite_each(self, request: LLMRequest) -> str:
-        """A reply with one value per target: OptoPrime's variables (each shown in a named
-        block) get their next missing skill; COPRO's candidates, improving the text shown
-        (the current one, or the best attempt), get different missing skills."""
-        prompt = request.prompt
-        fallback = parse_tagged(prompt, ["current"]).value_or("")
-        if not fallback:
-            tried = re.findall(r"(?m)^Instruction: (.*)$", prompt)
-            fallback = tried[-1] if tried else ""
+        """A reply with one value per target (named blocks).
+
+        OptoPrime's variables (each shown in a ``<variable name=...>`` block beside the whole
+        execution): the questions shown give the missing skills, as a backward call that sees
+        them does; each goes to the hint whose instruction holds the fewest skills, the other
+        hints keep theirs, and a final node is rewritten as usual. COPRO's candidates (shown
+        the current instruction or the attempts, never the questions): each candidate adds a
+        guessed skill (a hint) or, every other candidate, `VERIFY` (a final node).
+        """
+        text = self._text(request)
+        name = request.node or ""
+        if all(t.startswith("candidate ") for t in request.targets):
+            current = parse_tagged(request.prompt, ["current"]).value_or("")
+            tried = re.findall(r"(?m)^Instruction: (.*)$", request.prompt)
+            base = current or (tried[-1] if tried else "")
+            values = {}
+            for index, target in enumerate(request.targets):
+                if name.removesuffix(".instruction") in self.final_nodes:
+                    values[target] = self._improve(name, base, "expected output is" if index % 2 else "")
+                    continue
+                guess = self.skills[_digest(f"candidate:{self.seed}:{name}:{base}:{index}") % len(self.skills)]
+                values[target] = self._improve(name, base, _ASK + guess)
+            return format_named("improved", values)
+        current = {}
+        for target in request.targets:
+            shown = re.search(rf'<variable name="{re.escape(target)}">\n?(.*?)\n?</variable>', text, re.DOTALL)
+            current[target] = shown.group(1).strip() if shown else ""
+        hints = [t for t in request.targets if t.removesuffix(".instruction") not in self.final_nodes]
+        load = {t: len(self._shown_skills(current[t])) for t in hints}
+        asked: dict[str, list[str]] = {t: [] for t in hints}
+        needs = list(dict.fromkeys(self.needed(q) for q in self._by_length if q and q in text))
+        for need in needs:
+            if hints and not any(need in self._shown_skills(current[t]) for t in hints):
+                chosen = min(hints, key=lambda t: (load[t] + len(asked[t]), hints.index(t)))
+                asked[chosen].append(need)
         values = {}
-        for index, target in enumerate(request.targets):
-            shown = re.search(rf'<variable name="{re.escape(target)}">\n?(.*?)\n?</variable>', prompt, re.DOTALL)
-            base = shown.group(1).strip() if shown else fallback
-            missing = [s for s in self.skills if not self._has(base, s)]
-            pick = index if target.startswith("candidate ") else 0
-            values[target] = f"{base} {missing[pick % len(missing)]}".strip() if missing else base
+        for target in request.targets:
+            if target in asked:
+                told = " ".join(_ASK + s for s in asked[target]) or _KEEP
+                values[target] = self._improve(target, current[target], told)
+            else:
+                values[target] = self._improve(target, current[target], text)
         return format_named("improved", values)

@@ -427,3 +427,7 @@ class GraphBuilder:
                 return f"cycle through node {first!r}: {' -> '.join(ordered)}"
             path.append(current)
             seen.add(current)
+
+
+#: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (Parameter, Params)

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse
+from ._limit import estimate_tokens
 from ._routing import call, identity_of
 
 __all__ = ["AccountingReport", "UsageRow", "accounted", "budgeted"]
@@ -195,27 +196,35 @@ class _Budgeted:
         self.calls = 0
         self.tokens = 0
         self.refused = 0
+        self.reserved = 0  # estimated tokens of the calls in flight
 
     @property
     def identity(self) -> Any:
         """The wrapped LLM's identity."""
         return identity_of(self.inner)
 
-    def _exhausted(self) -> str | None:
+    def _exhausted(self, estimate: int) -> str | None:
         if self.max_calls is not None and self.calls >= self.max_calls:
             return f"{self.calls} calls made, max_calls={self.max_calls}"
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            return f"{self.tokens} tokens used, max_tokens={self.max_tokens}"
+        if self.max_tokens is not None and self.tokens + self.reserved + estimate > self.max_tokens:
+            in_flight = f" + {self.reserved} reserved by calls in flight" if self.reserved else ""
+            return f"{self.tokens} tokens used{in_flight}, this call needs ~{estimate}, max_tokens={self.max_tokens}"
         return None
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
-        spent = self._exhausted()
+        # Reserve before calling (no await in between), so calls in flight can never pass the budget together.
+        estimate = estimate_tokens(request) if self.max_tokens is not None else 0
+        spent = self._exhausted(estimate)
         if spent is not None:
             self.refused += 1
             message = f"budget exhausted ({spent}); refusing the {request.purpose} call for node {request.node!r}"
             raise LLMFailure(LLMError("budget", message + "; raise the limit in budgeted(...) to go on"))
         self.calls += 1
-        response = await call(self.inner, request)
+        self.reserved += estimate
+        try:
+            response = await call(self.inner, request)
+        finally:
+            self.reserved -= estimate
         self.tokens += int(response.usage.get("input_tokens", 0)) + int(response.usage.get("output_tokens", 0))
         return response
 
@@ -226,9 +235,14 @@ class _Budgeted:
 def budgeted(llm: Any, max_calls: int | None = None, max_tokens: int | None = None) -> Any:
     """Wrap `llm` so calls are refused once `max_calls` calls or `max_tokens` tokens are spent.
 
-    Calls are counted when they start (failed ones too), tokens when replies
-    report them, so concurrent calls never overshoot `max_calls`, and
-    `max_tokens` may be overshot by the calls in flight when it is reached.
+    Calls are counted when they start (failed ones too), so concurrent calls
+    never overshoot `max_calls`. For `max_tokens`, each call reserves its
+    estimate (`semgrad.effects.limited`'s ``estimate_tokens``: characters / 4,
+    plus the request's ``max_tokens`` option) before it starts, and is refused
+    when the tokens used plus the reservations of the calls in flight plus its
+    own would pass the limit; a reply's reported usage then replaces its
+    estimate. So the limit holds with many calls in flight as long as replies
+    stay within their estimate (set a ``max_tokens`` option to bound them).
     A refused call fails with the non-retryable ``LLMError(kind="budget")``.
     ``.calls``, ``.tokens`` and ``.refused`` tell the spending so far.
 

@@ -2,11 +2,14 @@
 
 The key is ``sha256(request_key(request) + identity of the wrapped LLM)``: the
 request key covers messages, options (temperature...), engine, purpose, node,
-sample and draw, and the identity covers provider, endpoint and model, so a
-change in any of them misses. Identical requests made concurrently are sent
-once (the others wait for its reply). The SQLite store uses WAL mode, a busy
-timeout and one short transaction per write, so several processes may share
-one file; its blocking calls run in worker threads.
+sample and draw, and the identity covers provider, endpoint, model and the
+backend's own settings (Anthropic's default ``max_tokens``...), so everything
+that goes into a request body is in the key and a change in any of it misses.
+Identical requests made concurrently are sent once (the others wait for its
+reply). The SQLite store uses WAL mode, a busy timeout and one short transaction
+per write, so several processes may share one file; its blocking calls run in
+worker threads. A file that is not a database, or a damaged one, raises a
+`CacheError` naming it and saying what to do.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import attrs
 from ..core import LLMFailure, LLMRequest, LLMResponse, request_key
 from ._routing import call, canonical_identity, identity_of
 
-__all__ = ["MemoryStore", "SqliteStore", "cache_key", "cached"]
+__all__ = ["CacheError", "MemoryStore", "SqliteStore", "cache_key", "cached"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -54,6 +57,17 @@ def cache_key(request: LLMRequest, llm: Any) -> str:
     """
     blob = request_key(request) + "\n" + canonical_identity(llm)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+_REMEDY = "delete it (it only holds replies, which are asked for again) or pass another cache path"
+
+
+class CacheError(ValueError):
+    """A cache file that cannot be used: damaged, or not an SQLite database."""
+
+
+def _unusable(path: Path, exc: Exception) -> CacheError:
+    return CacheError(f"cannot use the cache {path}: {exc}; {_REMEDY}")
 
 
 class Store(Protocol):
@@ -113,6 +127,17 @@ class SqliteStore:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
+            except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
+                self.close()
+                raise _unusable(self.path, exc) from None
+
+    def _query(self, sql: str, row: tuple[Any, ...] = ()) -> Any:
+        try:
+            return self._conn.execute(sql, row).fetchone()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
+            raise _unusable(self.path, exc) from None
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -121,21 +146,27 @@ class SqliteStore:
     def get_sync(self, key: str) -> LLMResponse | None:
         """Read the reply stored under `key` (blocking)."""
         with self._lock:
-            row = self._conn.execute("SELECT text, usage, model FROM replies WHERE key = ?", (key,)).fetchone()
+            row = self._query("SELECT text, usage, model FROM replies WHERE key = ?", (key,))
         if row is None:
             return None
-        return LLMResponse(row[0], json.loads(row[1]), row[2])
+        try:
+            usage = json.loads(row[1])
+            if not isinstance(row[0], str) or not isinstance(usage, dict):
+                raise ValueError("a reply is not text with a usage object")
+        except ValueError as exc:
+            raise CacheError(f"the cache {self.path} holds a damaged reply ({exc}); {_REMEDY}") from None
+        return LLMResponse(row[0], usage, str(row[2]))
 
     def put_sync(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
         """Store `response` under `key` in one transaction (blocking)."""
         usage = json.dumps(dict(response.usage), sort_keys=True)
         row = (key, response.text, usage, response.model, request.purpose, request.node, time.time())
         with self._lock, self._conn:
-            self._conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            self._query("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+            return int(self._query("SELECT COUNT(*) FROM replies")[0])
 
     async def get(self, key: str) -> LLMResponse | None:
         return await anyio.to_thread.run_sync(self.get_sync, key)

@@ -98,7 +98,12 @@ def _load(path: Path) -> dict[str, LLMResponse]:
             try:
                 record = json.loads(line)
                 reply = record["response"]
-                replies[record["key"]] = LLMResponse(reply["text"], reply.get("usage") or {}, reply.get("model", ""))
+                text, usage, model = reply["text"], reply.get("usage") or {}, reply.get("model", "")
+                if not isinstance(record["key"], str) or not isinstance(text, str) or not isinstance(model, str):
+                    raise TypeError("key, text and model must be strings")
+                if not isinstance(usage, dict) or not all(isinstance(n, int) for n in usage.values()):
+                    raise TypeError("usage must map names to token counts")
+                replies[record["key"]] = LLMResponse(text, usage, model)
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(
                     f"{path}:{number}: not a cassette record ({exc}); was it written by recorded()?"

@@ -1,16 +1,23 @@
-"""Checkpoints: JSON files (never pickle), written atomically.
+"""Checkpoints: JSON files (never pickle), written atomically, read without running the file's code.
 
 Values are encoded by a small codec: JSON scalars as themselves, tuples and
 `FrozenMap`s tagged so they come back as the same types, and frozen attrs
-classes of semgrad tagged with their import path (only ``semgrad.`` classes are
-ever constructed on load).
+classes tagged with their name. Only the run-state types on an explicit
+allow-list are ever constructed on load: each module that defines run state
+lists its types in a module constant ``CHECKPOINT_TYPES``, and `_MODULES` below
+names those modules. A file never decides what gets imported or called: a tag
+that is not on the list, a field that is not the class's, or a field value of
+the wrong type is refused with a `CheckpointError` naming the file.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 import json
 import os
+import types
+import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +26,34 @@ import attrs
 from .._files import write_text_atomically
 from ..core import FrozenMap
 
-__all__ = ["CheckpointError", "decode", "encode", "read_checkpoint", "write_checkpoint"]
+__all__ = ["CheckpointError", "allowed_types", "decode", "encode", "read_checkpoint", "write_checkpoint"]
 
 FORMAT = "semgrad.checkpoint/1"
+_REMEDY = "remove the file to start the run over"
 
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable, or belongs to another run."""
+
+
+def _tag(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+@functools.cache
+def allowed_types() -> FrozenMap[str, type]:
+    """The run-state types a checkpoint may hold, by tag: the ``CHECKPOINT_TYPES`` of the modules that define them.
+
+    Examples:
+        >>> "semgrad.core._graph:Params" in allowed_types()
+        True
+    """
+    from ..core import _graph
+    from ..core.optim import _base, _combining, _copro, _stages
+    from . import _fit
+
+    modules: tuple[types.ModuleType, ...] = (_graph, _base, _stages, _combining, _copro, _fit)
+    return FrozenMap((_tag(cls), cls) for module in modules for cls in module.CHECKPOINT_TYPES)
 
 
 def encode(value: Any) -> Any:
@@ -48,32 +76,126 @@ def encode(value: Any) -> Any:
         return {"$dict": [[encode(k), encode(v)] for k, v in value.items()]}
     if attrs.has(type(value)):
         cls = type(value)
-        if not cls.__module__.startswith("semgrad."):
-            raise TypeError(f"cannot checkpoint {cls.__qualname__}: only semgrad's own values are encoded")
+        if allowed_types().get(_tag(cls)) is not cls:
+            raise TypeError(
+                f"cannot checkpoint {cls.__qualname__}: not a run-state type "
+                "(list it in its module's CHECKPOINT_TYPES, and that module in semgrad.effects._checkpoint)"
+            )
         fields = {f.alias: encode(getattr(value, f.name)) for f in attrs.fields(cls) if f.init and f.eq}
-        return {"$attrs": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
+        return {"$attrs": _tag(cls), "fields": fields}
     raise TypeError(f"cannot checkpoint a value of type {type(value).__name__}")
 
 
 def decode(data: Any) -> Any:
-    """The value `encode` encoded."""
+    """The value `encode` encoded; `CheckpointError` for anything else (nothing outside `allowed_types` is called).
+
+    Examples:
+        >>> decode({"$attrs": "semgrad.cli:main", "fields": {}})
+        Traceback (most recent call last):
+        ...
+        semgrad.effects._checkpoint.CheckpointError: names 'semgrad.cli:main', which is not a run-state type
+    """
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
     if isinstance(data, list):
         return [decode(v) for v in data]
     if not isinstance(data, dict):
-        return data
-    if "$tuple" in data:
-        return tuple(decode(v) for v in data["$tuple"])
-    if "$map" in data:
-        return FrozenMap((decode(k), decode(v)) for k, v in data["$map"])
-    if "$dict" in data:
-        return {decode(k): decode(v) for k, v in data["$dict"]}
-    if "$attrs" in data:
-        module, _, name = str(data["$attrs"]).partition(":")
-        if not module.startswith("semgrad."):
-            raise CheckpointError(f"checkpoint names a class outside semgrad: {data['$attrs']}")
-        cls = getattr(importlib.import_module(module), name)
-        return cls(**{k: decode(v) for k, v in data["fields"].items()})
-    raise CheckpointError(f"unexpected object in checkpoint: keys {sorted(data)}")
+        raise CheckpointError(f"holds a {type(data).__name__}, which JSON does not produce")
+    if len(data) == 1 and "$tuple" in data:
+        return tuple(decode(v) for v in _list(data["$tuple"], "$tuple"))
+    if len(data) == 1 and "$map" in data:
+        return FrozenMap(_pairs(data["$map"], "$map"))
+    if len(data) == 1 and "$dict" in data:
+        return dict(_pairs(data["$dict"], "$dict"))
+    if set(data) == {"$attrs", "fields"}:
+        return _instance(data["$attrs"], data["fields"])
+    raise CheckpointError(f"holds an object with keys {sorted(data)[:5]}, which no run state has")
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise CheckpointError(f"holds a {what} that is not a list")
+    return value
+
+
+def _pairs(value: Any, what: str) -> list[tuple[Any, Any]]:
+    pairs = []
+    for pair in _list(value, what):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise CheckpointError(f"holds a {what} entry that is not a [key, value] pair")
+        key = decode(pair[0])
+        try:
+            hash(key)
+        except TypeError:
+            raise CheckpointError(f"holds a {what} key of type {type(key).__name__}, which cannot be a key") from None
+        pairs.append((key, decode(pair[1])))
+    return pairs
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, tuple[str, Any, bool]]:
+    """Alias -> (field name, type hint, required) for the init fields of an allowed class."""
+    hints = typing.get_type_hints(cls)
+    return {f.alias: (f.name, hints.get(f.name, Any), f.default is attrs.NOTHING) for f in attrs.fields(cls) if f.init}
+
+
+def _instance(tag: Any, fields: Any) -> Any:
+    cls = allowed_types().get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        raise CheckpointError(f"names {tag!r}, which is not a run-state type")
+    if not isinstance(fields, dict):
+        raise CheckpointError(f"holds a {tag} whose fields are not an object")
+    expected = _field_types(cls)
+    unknown = sorted(set(fields) - set(expected))
+    if unknown:
+        raise CheckpointError(f"holds a {cls.__qualname__} with unknown fields {unknown[:5]}")
+    missing = sorted(alias for alias, (_, _, required) in expected.items() if required and alias not in fields)
+    if missing:
+        raise CheckpointError(f"holds a {cls.__qualname__} without fields {missing}")
+    values = {}
+    for alias, raw in fields.items():
+        name, hint, _ = expected[alias]
+        value = decode(raw)
+        if not _conforms(value, hint):
+            raise CheckpointError(f"holds a {cls.__qualname__} whose {name} is a {type(value).__name__}, not {hint}")
+        values[alias] = value
+    try:
+        return cls(**values)
+    except Exception as exc:  # the class's own validators and converters refused the values
+        raise CheckpointError(
+            f"holds a {cls.__qualname__} that cannot be built ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether a decoded `value` has the type `hint` (the hints run-state fields use)."""
+    if hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if origin is typing.Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(v, args[0]) for v in value)
+        return len(args) == len(value) and all(_conforms(v, a) for v, a in zip(value, args, strict=True))
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        if not isinstance(value, origin):
+            return False
+        key, item = args if len(args) == 2 else (Any, Any)
+        return all(_conforms(k, key) and _conforms(v, item) for k, v in value.items())
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return False  # a hint this checker does not know: refuse rather than guess
 
 
 def write_checkpoint(path: str | os.PathLike[str], content: dict[str, Any]) -> None:
@@ -83,14 +205,28 @@ def write_checkpoint(path: str | os.PathLike[str], content: dict[str, Any]) -> N
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The content of a checkpoint written by `write_checkpoint`."""
+    """The content of a checkpoint written by `write_checkpoint`.
+
+    Raises:
+        CheckpointError: One line naming the file: it is missing, not JSON, not a
+            checkpoint, or holds something other than run state.
+    """
     target = Path(path)
     try:
         data = json.loads(target.read_text("utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"no checkpoint at {target}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"cannot read checkpoint {target}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"cannot read checkpoint {target} ({exc}); {_REMEDY}") from None
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"checkpoint {target} is damaged (not JSON: {exc}); {_REMEDY}") from None
+    except RecursionError:
+        raise CheckpointError(f"checkpoint {target} is damaged (JSON nested too deeply); {_REMEDY}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CheckpointError(f"{target} is not a semgrad checkpoint (expected format {FORMAT})")
-    return {k: decode(v) for k, v in data.items() if k != "format"}
+        raise CheckpointError(f"{target} is not a semgrad checkpoint (expected format {FORMAT}); {_REMEDY}")
+    try:
+        return {k: decode(v) for k, v in data.items() if k != "format"}
+    except CheckpointError as exc:
+        raise CheckpointError(f"checkpoint {target} is refused: it {exc}; {_REMEDY}") from None
+    except RecursionError:
+        raise CheckpointError(f"checkpoint {target} is damaged (values nested too deeply); {_REMEDY}") from None

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._files import remove_stale_temporaries
 from ..core import (
     Example,
     FrozenMap,
@@ -30,6 +31,7 @@ from ..core import (
 )
 from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
+from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 from ._protocol import is_async_llm
 from ._runner import Runner, RunStatistics
@@ -84,7 +86,9 @@ class FitResult:
         best_score: The validation score of `params`, when known.
         history: One `IterationRecord` per completed iteration.
         statistics: Calls, errors and tokens of this process's calls.
-        stopped: Why the run ended early ("budget"), or None.
+        stopped: Why the run ended early, or None: "budget" (this call's `budget`, or a
+            `budgeted` layer of the LLM, refused a call) or "halted" (a middleware
+            stopped the run because its calls keep failing).
     """
 
     params: Params
@@ -100,6 +104,16 @@ class FitResult:
         """Training score per completed iteration."""
         return tuple(r.train_score for r in self.history)
 
+    @property
+    def errors(self) -> int:
+        """Calls of this process that ended in an `LLMError` (``statistics.errors``)."""
+        return self.statistics.errors
+
+    @property
+    def errors_by_kind(self) -> FrozenMap[str, int]:
+        """Those failed calls per error kind (``statistics.errors_by_kind``), e.g. ``{"server": 3}``."""
+        return self.statistics.errors_by_kind
+
 
 @attrs.frozen
 class FitProgress:
@@ -112,8 +126,9 @@ class FitProgress:
     score: float | None = None
 
 
-class _BudgetExceeded(Exception):
-    pass
+#: Error kinds that mean "stop the run": a spent budget anywhere in the LLM's middleware stack, or a
+#: run-level stop (``"halted"``: the calls keep failing). `fit` ends cleanly with ``stopped`` set to the kind.
+STOP_KINDS = ("budget", "halted")
 
 
 class _Guard:
@@ -126,6 +141,7 @@ class _Guard:
         self.identity = getattr(llm, "identity", None)
         self.calls = self.tokens = 0
         self.exceeded = False
+        self.stopped = "budget"
 
     async def __call__(self, request: LLMRequest) -> Any:
         if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
@@ -134,9 +150,15 @@ class _Guard:
             self.exceeded = True
             raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
         self.calls += 1
-        result = self.llm(request)
-        if is_async_llm(self.llm) or hasattr(result, "__await__"):
-            result = await result
+        try:
+            result = self.llm(request)
+            if is_async_llm(self.llm) or hasattr(result, "__await__"):
+                result = await result
+        except LLMFailure as failure:
+            if failure.error.kind in STOP_KINDS:  # a budget (or a stop) further down the stack: end cleanly
+                self.exceeded = True
+                self.stopped = failure.error.kind
+            raise
         usage = getattr(result, "usage", {}) or {}
         self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         return result
@@ -197,7 +219,8 @@ async def fit(
         resume: Continue from this checkpoint (and keep writing to it unless
             `checkpoint` names another file).
         budget: Stop cleanly, keeping the best result so far, once the calls or
-            tokens of this process would pass it.
+            tokens of this process would pass it. A `budgeted` layer inside
+            `llm` that refuses a call stops the run the same way.
         on_progress: Called with a `FitProgress` at each phase.
         max_concurrency, timeout: Passed to the `Runner`.
 
@@ -213,7 +236,12 @@ async def fit(
     guard = _Guard(llm, _as_budget(budget))
     runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout)
     checkpoint = checkpoint if checkpoint is not None else resume
-    state = _RunState.start(graph, params, optimizer) if resume is None else _RunState.load(resume, graph, params)
+    belongs = run_fingerprint(graph, params, train_set, validation_set, optimizer, loss)
+    state = (
+        _RunState.start(graph, params, optimizer, belongs)
+        if resume is None
+        else _RunState.load(resume, graph, params, optimizer, belongs)
+    )
 
     def progress(iteration: int, phase: str, score: float | None = None) -> None:
         if on_progress is not None:
@@ -227,7 +255,7 @@ async def fit(
         both = evaluate(graph, params, validation_set, loss), evaluate(graph, params, train_set, loss)
         initial, first = await runner.run(gather(*both)) if iterations > 0 else (await runner.run(both[0]), None)
         if guard.exceeded:
-            return state.result(runner, "budget")
+            return state.result(runner, guard.stopped)
         state = attrs.evolve(state, initial_score=mean_score(initial), best_score=mean_score(initial))
     while state.iteration < iterations:
         i = state.iteration
@@ -235,7 +263,7 @@ async def fit(
         results = first if first is not None else await runner.run(evaluate(graph, state.params, train_set, loss))
         first = None
         if guard.exceeded:
-            return state.result(runner, "budget")
+            return state.result(runner, guard.stopped)
         step = Step(
             graph,
             i,
@@ -250,7 +278,7 @@ async def fit(
         progress(i, "optimize", mean_score(results))
         step, opt_state = await runner.run(optimizer.update(step, state.opt_state, state.params))
         if guard.exceeded:
-            return state.result(runner, "budget")
+            return state.result(runner, guard.stopped)
         calls = runner.statistics().calls_by_purpose
         spent = FrozenMap((k, v - before.get(k, 0)) for k, v in calls.items() if v - before.get(k, 0))
         state = state.advance(step, opt_state, mean_score(results), spent)
@@ -273,21 +301,41 @@ class _RunState:
     best_params: Params | None = None
     rejected: FrozenMap[str, tuple[Any, ...]] = FrozenMap()
     history: tuple[IterationRecord, ...] = ()
+    #: A digest of each part of the run the checkpoint belongs to (see `run_fingerprint`).
+    belongs_to: FrozenMap[str, str] = FrozenMap()
 
     @classmethod
-    def start(cls, graph: Graph, params: Params, optimizer: Transform) -> _RunState:
-        return cls(graph.fingerprint, 0, params, params, optimizer.init(params))
+    def start(cls, graph: Graph, params: Params, optimizer: Transform, belongs: FrozenMap[str, str]) -> _RunState:
+        return cls(graph.fingerprint, 0, params, params, optimizer.init(params), belongs_to=belongs)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], graph: Graph, params: Params) -> _RunState:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        graph: Graph,
+        params: Params,
+        optimizer: Transform | None = None,
+        belongs: FrozenMap[str, str] | None = None,
+    ) -> _RunState:
+        """The run state in a checkpoint, checked against the run about to continue (refused: `CheckpointError`)."""
+        remove_stale_temporaries(path)  # a writer killed during its last write left one
         data = read_checkpoint(path)
-        state = data["state"]
-        if not isinstance(state, _RunState):
-            raise CheckpointError(f"{path} holds no run state")
+        state = data.get("state")
+        if set(data) != {"state"} or not isinstance(state, _RunState):
+            raise CheckpointError(f"checkpoint {path} holds no run state; remove the file to start the run over")
         if state.graph != graph.fingerprint:
             raise CheckpointError(f"{path} was written for another graph (fingerprint {state.graph})")
         if state.initial_params != params:
             raise CheckpointError(f"{path} was written for a run that started from other params")
+        differ = differing_parts(state.belongs_to, belongs) if belongs is not None else ()
+        if differ:
+            raise CheckpointError(
+                f"{path} belongs to another run: {', '.join(differ)} differ; "
+                "resume with the same ones, or start a new run with another checkpoint path"
+            )
+        problem = _inconsistency(state, optimizer.init(params) if optimizer is not None else state.opt_state)
+        if problem:
+            raise CheckpointError(f"checkpoint {path} is inconsistent: {problem}; remove the file to start over")
         return state
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -338,3 +386,38 @@ class _RunState:
 def fit_sync(*args: Any, **kwargs: Any) -> FitResult:
     """`fit` for scripts: runs it in a new event loop (``anyio.run``)."""
     return anyio.run(partial(fit, *args, **kwargs))
+
+
+def _inconsistency(state: _RunState, fresh_opt_state: Any) -> str | None:
+    """What is wrong with a decoded run state, or None (the checks a crafted or damaged file may fail)."""
+    if state.iteration < 0:
+        return f"iteration {state.iteration} is negative"
+    if state.iteration != len(state.history):
+        return f"iteration {state.iteration} does not match its {len(state.history)} recorded iterations"
+    if tuple(r.iteration for r in state.history) != tuple(range(len(state.history))):
+        return "its iterations are not numbered 0, 1, 2..."
+    for name, ps in (("params", state.params), ("best params", state.best_params)):
+        if ps is not None and set(ps) != set(state.initial_params):
+            return f"its {name} name other parameters than its initial params"
+    if not _same_shape(state.opt_state, fresh_opt_state):
+        return "its optimizer state does not have the shape this optimizer's state has"
+    return None
+
+
+def _same_shape(saved: Any, fresh: Any) -> bool:
+    """Whether `saved` has the structure of `fresh`: the same state classes, tuples of the same lengths."""
+    if attrs.has(type(fresh)):
+        return type(saved) is type(fresh) and all(
+            _same_shape(getattr(saved, f.name), getattr(fresh, f.name)) for f in attrs.fields(type(fresh))
+        )
+    if isinstance(fresh, tuple):
+        return (
+            isinstance(saved, tuple)
+            and len(saved) == len(fresh)
+            and all(_same_shape(a, b) for a, b in zip(saved, fresh, strict=True))
+        )
+    return True
+
+
+#: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (_RunState, IterationRecord)

@@ -8,16 +8,31 @@ Examples:
 from ._compare import PurposeMeter, compare, parse_optimizers
 from ._config import BACKENDS, BASELINES, OPTIMIZERS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, estimate_tokens
-from ._run import PUBLISHED, SetupError, build_llm, estimate_cost, load_run_tasks, loss_for, run_experiment
+from ._run import (
+    PUBLISHED,
+    RunFailed,
+    SetupError,
+    build_llm,
+    estimate_cost,
+    load_run_tasks,
+    loss_for,
+    run_experiment,
+    run_stack,
+)
+from ._stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
 
 __all__ = [
     "BACKENDS",
     "BASELINES",
+    "FAIL_FAST_CALLS",
+    "MAX_ERROR_SHARE",
     "OPTIMIZERS",
     "PUBLISHED",
     "PurposeMeter",
     "DryRunReport",
     "RunConfig",
+    "RunFailed",
+    "RunStack",
     "SetupError",
     "build_llm",
     "compare",
@@ -29,4 +44,5 @@ __all__ = [
     "make_optimizer",
     "parse_optimizers",
     "run_experiment",
+    "run_stack",
 ]

@@ -17,14 +17,19 @@ import anyio
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
-from ..effects import FitProgress, FitResult, Runner, fit, limited, retrying
+from ..effects import FitProgress, FitResult, Runner, fit
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
+from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
+from ._ledger import Ledger
+from ._predictions import predictions_json
+from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 __all__ = [
     "PUBLISHED",
+    "RunFailed",
     "SetupError",
     "build_llm",
     "estimate_cost",
@@ -32,6 +37,7 @@ __all__ = [
     "load_run_tasks",
     "loss_for",
     "run_experiment",
+    "run_stack",
 ]
 
 #: The paper's published figures (test accuracy).
@@ -40,6 +46,18 @@ PUBLISHED = {"gsm8k": 0.932, "bbh_nlp": 0.825, "bbh_algorithmic": 0.856, "textgr
 
 class SetupError(ValueError):
     """The run cannot start: a missing key, an unreachable server, a changed config."""
+
+
+class RunFailed(RuntimeError):
+    """The run's calls failed: its first calls all did, or more than `MAX_ERROR_SHARE` of them.
+
+    ``results.json`` and the report are written first (they keep what the run
+    has); `summary` is the results dict.
+    """
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
@@ -53,6 +71,8 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         train=config.train,
         validation=config.validation,
         test=config.test,
+        # the split protocol: RunConfig.protocol (issue 13, item 3) once the config has one
+        protocol=getattr(config, "protocol", "heldout"),
     )
 
 
@@ -61,8 +81,24 @@ def loss_for(task: Task) -> Loss:
     return numeric_match() if task.scoring == "numeric" else normalized_match()
 
 
+def _check_extra(backend: str) -> None:
+    try:
+        import httpx  # noqa: F401
+    except ImportError:
+        raise SetupError(
+            f"the {backend} backend needs httpx, which is not installed: pip install 'semgrad[http]'"
+        ) from None
+
+
 def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
-    """The LLM a config names, with retries, a concurrency limit and an optional cache."""
+    """The backend a config names (the simulated LLM, or an HTTP provider), checked before anything runs.
+
+    `run_experiment` puts it at the bottom of the run's one middleware stack
+    (`RunStack`: budget, accounting, retries, limits, cache).
+
+    Raises:
+        SetupError: A missing key, or a missing extra (httpx) for an HTTP backend.
+    """
     if config.backend == "simulated":
         from ..backends.fake import LatencyLLM
         from ..backends.simulated import SimulatedLLM
@@ -70,32 +106,38 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         answers = {str(next(iter(e.inputs.values()))): str(e.target) for t in tasks for e in _all(t)}
         llm: Any = SimulatedLLM(answers, seed=config.seed)
         return LatencyLLM(llm, config.simulated_latency) if config.simulated_latency else llm
+    _check_extra(config.backend)
     if config.backend == "openai-compatible":
         from ..backends import openai_compatible
 
         base = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
         if not os.environ.get("OPENAI_API_KEY") and (base is None or "api.openai.com" in base):
             raise SetupError("no API key: set OPENAI_API_KEY, or pass --base-url for a local server that needs none")
-        llm = openai_compatible(
+        return openai_compatible(
             base, model=config.model or "gpt-4o-mini", timeout=config.timeout, models=config.models()
         )
-    else:
-        from ..backends import anthropic
+    from ..backends import anthropic
 
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise SetupError("no API key: set ANTHROPIC_API_KEY")
-        llm = anthropic(
-            config.model or "claude-3-5-haiku-latest",
-            base_url=config.base_url,
-            timeout=config.timeout,
-            models=config.models(),
-        )
-    llm = limited(retrying(llm), max_concurrency=config.concurrency)
-    if config.cache:
-        from ..effects import cached
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise SetupError("no API key: set ANTHROPIC_API_KEY")
+    return anthropic(
+        config.model or "claude-3-5-haiku-latest",
+        base_url=config.base_url,
+        timeout=config.timeout,
+        models=config.models(),
+    )
 
-        llm = cached(llm, path=config.cache)
-    return llm
+
+def run_stack(config: RunConfig, backend: Any) -> RunStack:
+    """The one middleware stack a run's every phase calls through (see `RunStack`)."""
+    return RunStack(
+        backend,
+        real=config.backend != "simulated",
+        max_calls=config.max_calls,
+        max_tokens=config.max_tokens,
+        concurrency=config.concurrency,
+        cache=config.cache,
+    )
 
 
 def _all(task: Task) -> tuple[Example, ...]:
@@ -103,14 +145,19 @@ def _all(task: Task) -> tuple[Example, ...]:
 
 
 async def preflight(llm: Any, task: Task) -> None:
-    """Make one small call so an unreachable server or a bad key fails before the run starts."""
+    """Make one small forward (a call per LLM node) so a backend that cannot answer fails before the run starts.
+
+    Raises:
+        SetupError: Any of its calls failed (after the stack's retries): one line with the kind and message.
+    """
     graph, params = task.build()
     example = task.split.train[0]
     runner = Runner(llm, timeout=60)
     trace = await runner.run(forward(graph, params, example.inputs, sample="preflight"))
     errors = [e for _, e in trace.errors if not isinstance(e, str)]
-    if errors and errors[0].kind in ("connection", "auth", "timeout", "not_found", "bad_request"):
-        raise SetupError(f"the backend cannot be used: {errors[0].kind}: {errors[0].message}")
+    if errors:
+        message = " ".join(errors[0].message.split())
+        raise SetupError(f"the backend cannot be used: {errors[0].kind}: {message}")
 
 
 def checkpoint_path(run_dir: Path, task: Task, single: bool) -> Path:
@@ -130,30 +177,71 @@ def run_experiment(
 ) -> dict[str, Any]:
     """Run a config end to end and write the run directory; return the results dict.
 
+    Every call -- the preflight, training and the final evaluation of every
+    task -- goes through one `RunStack` in one event loop, so ``max_calls`` and
+    ``max_tokens`` hold for the whole run (this process). A run that spends its
+    budget stops, keeps what it has and says so (``"stopped": "budget"``).
+    Counters and finished evaluation splits are kept in ``ledger.json``, so a
+    resumed run repeats no finished split and its counts are cumulative.
+
     Args:
         config: What to run.
         run_dir: The output directory.
         resume: Continue from the checkpoints in `run_dir` (its config must match).
-        llm: Use this LLM instead of the one the config names (tests).
+        llm: Use this LLM instead of the backend the config names (tests, sweeps);
+            the run's stack wraps it just the same.
         on_progress: Called with the task name and each `FitProgress`.
         check_backend: Make one preflight call before starting (real backends).
         prices: USD per million (input, output) tokens by model, for the cost estimate.
+
+    Raises:
+        SetupError: The run cannot start (the preflight failed, among others).
+        RunFailed: Its first `FAIL_FAST_CALLS` calls all failed, or more than
+            `MAX_ERROR_SHARE` of its calls did (after writing the results).
     """
     out = Path(run_dir)
     _check_run_dir(config, out, resume)
     tasks = load_run_tasks(config)
-    llm = llm if llm is not None else build_llm(config, tasks)
-    if check_backend and config.backend != "simulated":
-        anyio.run(preflight, llm, tasks[0])
-    config.save(out)
-    runner_stats: list[Any] = []
-    results = []
-    for task in tasks:
-        results.append(_run_task(config, out, task, llm, resume, len(tasks) == 1, on_progress, runner_stats))
-    summary = _summary(config, results, runner_stats, prices)
+    stack = run_stack(config, llm if llm is not None else build_llm(config, tasks))
+    ledger = Ledger.load(out) if resume else Ledger(out)
+
+    async def everything() -> list[dict[str, Any]]:
+        config.save(out)  # first, so a run killed in its preflight can be resumed
+        if check_backend and config.backend != "simulated":
+            try:
+                await preflight(stack.llm, tasks[0])
+            finally:
+                ledger.add(None, stack.tally.take())
+                ledger.save()
+            stack.tally.watch_afresh()
+        results: list[dict[str, Any]] = []
+        for task in tasks:
+            results.append(await _run_task(config, out, task, stack, ledger, resume, len(tasks) == 1, on_progress))
+            if results[-1]["stopped"]:
+                break
+        return results
+
+    results = anyio.run(everything)
+    summary = _summary(config, results, ledger, stack, prices)
     _write_json(out / "results.json", summary)
     write_report(out)
+    problem = _failed(summary, stack)
+    if problem is not None:
+        raise RunFailed(f"{problem}; what the run has is in {out}", summary)
     return summary
+
+
+def _failed(summary: Mapping[str, Any], stack: RunStack) -> str | None:
+    counters = summary["counters"]
+    if stack.halted is not None:
+        return f"stopped: {stack.halted}"
+    share = error_share(counters)
+    if share > MAX_ERROR_SHARE:
+        return (
+            f"{failures(counters)} of {counters['calls']} calls failed ({kinds_text(counters)}), "
+            f"more than the {MAX_ERROR_SHARE:.0%} a run may lose; the results are not to be trusted"
+        )
+    return None
 
 
 def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
@@ -169,68 +257,90 @@ def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
         raise SetupError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
 
 
-def _run_task(
+async def _run_task(
     config: RunConfig,
     out: Path,
     task: Task,
-    llm: Any,
+    stack: RunStack,
+    ledger: Ledger,
     resume: bool,
     single: bool,
     on_progress: Callable[[str, FitProgress], None] | None,
-    stats: list[Any],
 ) -> dict[str, Any]:
     graph, params = task.build()
     loss = loss_for(task)
     ckpt = checkpoint_path(out, task, single)
-    progress = (lambda event: on_progress(task.name, event)) if on_progress else None
-    result: FitResult = anyio.run(
-        lambda: fit(
-            graph,
-            params,
-            make_optimizer(config),
-            train=task.split.train,
-            validation=task.split.validation,
-            llm=llm,
-            iterations=config.iterations,
-            loss=loss,
-            checkpoint=ckpt,
-            resume=ckpt if resume and ckpt.exists() else None,
-            budget={"max_calls": config.max_calls, "max_tokens": config.max_tokens}
-            if config.max_calls or config.max_tokens
-            else None,
-            on_progress=progress,
-            max_concurrency=config.concurrency,
-            timeout=config.timeout,
-        )
+
+    def keep() -> None:  # the counts so far go to the ledger, beside fit's checkpoint
+        ledger.add(task.name, stack.tally.take())
+        ledger.save()
+
+    def progress(event: FitProgress) -> None:
+        if event.phase == "done":
+            keep()
+        if on_progress is not None:
+            on_progress(task.name, event)
+
+    result: FitResult = await fit(
+        graph,
+        params,
+        make_optimizer(config),
+        train=task.split.train,
+        validation=task.split.validation,
+        llm=stack.llm,
+        iterations=config.iterations,
+        loss=loss,
+        checkpoint=ckpt,
+        resume=ckpt if resume and ckpt.exists() else None,
+        on_progress=progress,
+        max_concurrency=config.concurrency,
+        timeout=config.timeout,
     )
-    stats.append(result.statistics)
-    if on_progress:
+    keep()
+    stopped = result.stopped
+    if on_progress and not stopped:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
-    runner = Runner(llm, max_concurrency=config.concurrency, timeout=config.timeout)
-
-    def accuracy(p: Any, examples: tuple[Example, ...]) -> float | None:
-        return mean_score(anyio.run(runner.run, evaluate(graph, p, examples, loss))) if examples else None
-
+    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=config.timeout)
     parts = task.split
-    scores = {
-        "train": accuracy(result.params, parts.train),
-        "validation": accuracy(result.params, parts.validation),
-        "test": accuracy(result.params, parts.test),
-        "initial_test": accuracy(params, parts.test),
-    }
-    stats.append(runner.statistics())
+    scores: dict[str, float | None] = {}
+    tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
+    for split, p, examples in (
+        ("train", result.params, parts.train),
+        ("validation", result.params, parts.validation),
+        ("test", result.params, parts.test),
+        ("initial_test", params, parts.test),
+    ):
+        scores[split] = ledger.evaluation(task.name, split, p) if examples else None
+        if scores[split] is not None or not examples or stopped:
+            continue
+        refused = stack.budget.refused
+        evaluated = await runner.run(evaluate(graph, p, examples, loss))
+        if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
+            stopped = "budget" if stack.halted is None else "halted"
+        else:
+            scores[split] = mean_score(evaluated)
+            tested = evaluated if split == "test" else tested
+            ledger.evaluated(task.name, split, p, scores[split])
+        keep()
+    counters = ledger.counters(task.name)
     return {
         "task": task.name,
         "category": task.category,
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
+        "protocol": task.protocol,
+        "scored_on": task.scored_on,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
-        "stopped": result.stopped,
+        "stopped": stopped,
         "iterations": [_record(r) for r in result.history],
         "accuracy": scores,
+        "errors": counters["errors"],
+        "errors_by_kind": dict(counters["errors_by_kind"]),
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
         "graph": _graph_json(graph),
         "published": _published(task),
+        "predictions": predictions_json(parts.test, tested) if tested else [],
+        "predictions_split": "test",
     }
 
 
@@ -268,10 +378,6 @@ def _published(task: Task) -> dict[str, Any] | None:
     return None
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def estimate_cost(
     config: RunConfig, tokens_by_role: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
 ) -> float | None:
@@ -294,25 +400,18 @@ def estimate_cost(
 
 
 def _summary(
-    config: RunConfig, results: list[dict[str, Any]], stats: list[Any], prices: Mapping[str, tuple[float, float]] | None
+    config: RunConfig,
+    results: list[dict[str, Any]],
+    ledger: Ledger,
+    stack: RunStack,
+    prices: Mapping[str, tuple[float, float]] | None,
 ) -> dict[str, Any]:
     from .. import __version__
 
-    tests = {
-        c: [r["accuracy"]["test"] for r in results if r["category"] == c and r["accuracy"]["test"] is not None]
-        for c in ("nlp", "algorithmic")
-    }
-    purposes: dict[str, int] = {}
-    roles: dict[str, int] = {}
-    tokens: dict[str, tuple[int, int]] = {}
-    for s in stats:
-        for engine, (used_in, used_out) in s.tokens_by_engine.items():
-            before = tokens.get(engine, (0, 0))
-            tokens[engine] = (before[0] + used_in, before[1] + used_out)
-        for purpose, n in s.calls_by_purpose.items():
-            purposes[purpose] = purposes.get(purpose, 0) + n
-        for engine, n in s.calls_by_engine.items():
-            roles[engine] = roles.get(engine, 0) + n
+    weighted, unweighted = task_averages(results)
+    counters = ledger.total()
+    tokens = {engine: (used[0], used[1]) for engine, used in counters["tokens_by_engine"].items()}
+    stopped = next((r["stopped"] for r in results if r["stopped"]), None)
     return {
         "semgrad_version": __version__,
         "task": config.task,
@@ -321,21 +420,30 @@ def _summary(
         "seed": config.seed,
         "simulated": config.backend == "simulated",
         "tasks": results,
-        "averages": {
-            "nlp": _mean(tests["nlp"]),
-            "algorithmic": _mean(tests["algorithmic"]),
-            "overall": _mean([r["accuracy"]["test"] for r in results if r["accuracy"]["test"] is not None]),
-        },
+        "averages": weighted,
+        "averages_unweighted": unweighted,
         "published": dict(PUBLISHED),
-        "calls": {"by_purpose": purposes, "by_role": roles},
+        "calls": {"by_purpose": dict(counters["calls_by_purpose"]), "by_role": dict(counters["calls_by_engine"])},
         "tokens": {
-            "input": sum(s.input_tokens for s in stats),
-            "output": sum(s.output_tokens for s in stats),
+            "input": counters["input_tokens"],
+            "output": counters["output_tokens"],
             "by_role": {role: {"input": used[0], "output": used[1]} for role, used in tokens.items()},
         },
         "cost_usd": estimate_cost(config, tokens, prices),
-        "stopped": next((r["stopped"] for r in results if r["stopped"]), None),
+        "errors": counters["errors"],
+        "errors_by_kind": dict(counters["errors_by_kind"]),
+        "counters": counters,
+        "stopped": stopped,
+        "stopped_detail": _stopped_detail(stopped, stack),
     }
+
+
+def _stopped_detail(stopped: str | None, stack: RunStack) -> str | None:
+    if stopped == "budget":
+        return f"the budget is spent ({stack.budget_text()})"
+    if stopped == "halted":
+        return stack.halted
+    return None
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -75,5 +75,12 @@ ol.stages { margin: 4px 0 6px; padding-left: 22px; font-size: .92rem; }
 details { margin: 6px 0; }
 summary { cursor: pointer; color: var(--accent); }
 section.task { border-top: 1px solid var(--line); margin-top: 26px; }
+table.predictions { width: 100%; table-layout: fixed; font-size: .9rem; }
+table.predictions th:first-child { width: 3.5em; } table.predictions th:last-child { width: 6em; }
+table.predictions .cell-text { white-space: pre-wrap; max-height: 9em; overflow: auto; }
+tr.correct td.verdict { color: #1d6b2d; font-weight: 600; background: #e0f2e5; }
+tr.wrong td.verdict { color: #8e1b10; font-weight: 600; background: #fbd9d6; }
+p.errors { margin: 6px 0; padding: 4px 10px; border-left: 4px solid #c0392b; background: #fff5f4; }
+p.errors.none { border-left-color: #2e9e44; background: #f3fbf5; }
 footer { margin-top: 40px; color: var(--muted); font-size: .85rem; }
 """

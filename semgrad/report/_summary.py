@@ -28,9 +28,9 @@ _PUBLISHED_LABEL = {
 }
 
 _AVERAGES = (
-    ("nlp", "BBH NLP average (test)", "bbh_nlp"),
-    ("algorithmic", "BBH algorithmic average (test)", "bbh_algorithmic"),
-    ("overall", "Overall average (test)", None),
+    ("nlp", "BBH NLP average (test, item-weighted)", "bbh_nlp"),
+    ("algorithmic", "BBH algorithmic average (test, item-weighted)", "bbh_algorithmic"),
+    ("overall", "Overall average (test, item-weighted)", None),
 )
 
 Row = tuple[str, str, str]  # label, this run, published -- all already HTML
@@ -127,6 +127,14 @@ def header(results: Mapping[str, Any]) -> str:
             f'<p id="stopped-notice" class="notice warn"><strong>Stopped early</strong> '
             f"({esc(results.get('stopped'))}): the figures are those of the iterations completed.</p>"
         )
+    errors = number(results.get("errors"))
+    if errors:
+        kinds = as_mapping(results.get("errors_by_kind"))
+        listed = ", ".join(f"{esc(kind)} {esc(n)}" for kind, n in kinds.items())
+        notices.append(
+            f'<p id="errors-notice" class="notice warn"><strong>{esc(int(errors))} calls without a reply</strong>'
+            f"{f' ({listed})' if listed else ''}: the scores count them as wrong answers.</p>"
+        )
     return (
         f'<header><h1>semgrad run report: <span class="task-name">{esc(results.get("task"))}</span></h1>'
         f'<dl class="facts">{facts}</dl>{"".join(notices)}</header>'
@@ -137,6 +145,22 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
     accuracy = as_mapping(task.get("accuracy"))
     test, initial = number(accuracy.get("test")), number(accuracy.get("initial_test"))
     change = None if test is None or initial is None else test - initial
+    if task.get("scored_on") == "train":  # the paper's LIAR protocol: scored on the items optimised on
+        return [
+            (
+                "Train accuracy (the paper's score: the items optimised on)",
+                f"<strong>{percent(accuracy.get('train'))}</strong>",
+                "",
+            ),
+            ("Test accuracy (held out; our addition)", percent(test), ""),
+            ("Initial test accuracy", percent(initial), ""),
+            ("Test change", points(change), ""),
+            (
+                "Training score (initial \u2192 best)",
+                f"{percent(task.get('initial_score'))} \u2192 {percent(task.get('best_score'))}",
+                "",
+            ),
+        ]
     return [
         ("Train accuracy", percent(accuracy.get("train")), ""),
         ("Validation accuracy", percent(accuracy.get("validation")), ""),
@@ -153,11 +177,15 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
 
 def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:
     averages, rows = as_mapping(results.get("averages")), []
+    plain = as_mapping(results.get("averages_unweighted"))
     for key, label, published in _AVERAGES:
         value = number(averages.get(key))
         if value is not None:
             shown = _published_html([(_PUBLISHED_LABEL[published], figures[published])]) if published else ""
             rows.append((label, f"<strong>{percent(value)}</strong>", shown))
+            mean = number(plain.get(key))
+            if mean is not None:
+                rows.append((label.replace("item-weighted", "unweighted mean over tasks"), percent(mean), ""))
     return rows
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from ._chart import ChartPoint, score_chart
 from ._diff import diff_html
 from ._format import DASH, as_list, as_mapping, as_text, count, esc, number, percent
+from ._samples import errors_line, predictions_table
 
 __all__ = ["chart_points", "mean_points", "task_section"]
 
@@ -141,18 +142,31 @@ def _stage_report(value: Any) -> str:
     return f'<ol class="stages">{"".join(items)}</ol>' if items else '<p class="empty">No stage report.</p>'
 
 
-def _update_block(block_id: str, entry: Mapping[str, Any], number_: int) -> str:
+def _proposal(name: Any, updates: Mapping[str, Any], before: Mapping[str, Any]) -> str:
+    """The proposed value of `name`, and its diff against the value the iteration started from."""
+    if name not in updates:
+        return '<p class="label">Proposed value</p><pre class="new-value">(no update proposed)</pre>'
+    new = as_text(updates.get(name))
+    shown = (
+        f'<p class="label">Change from the value before this iteration</p>'
+        f'<pre class="diff proposal-diff">{diff_html(as_text(before.get(name)), new)}</pre>'
+        if name in before
+        else ""
+    )
+    return f'{shown}<p class="label">Proposed value</p><pre class="new-value">{esc(new)}</pre>'
+
+
+def _update_block(block_id: str, entry: Mapping[str, Any], number_: int, before: Mapping[str, Any]) -> str:
     updates, gradients = as_mapping(entry.get("updates")), as_mapping(entry.get("gradients"))
     accepted = entry.get("accepted") if isinstance(entry.get("accepted"), bool) else None
     verdict = f"{_VERDICT[accepted]}, {'applied' if entry.get('applied') is True else 'not applied'}"
     parts = []
     for name in dict.fromkeys([*updates, *gradients]):
         gradient = as_text(gradients.get(name)) or "(no gradient recorded)"
-        new = as_text(updates.get(name)) if name in updates else "(no update proposed)"
         parts.append(
             f'<div class="param-update"><h5><code>{esc(name)}</code></h5>'
             f'<p class="label">Gradient that drove the rewrite</p><pre class="gradient">{esc(gradient)}</pre>'
-            f'<p class="label">Proposed value</p><pre class="new-value">{esc(new)}</pre></div>'
+            f"{_proposal(name, updates, before)}</div>"
         )
     return (
         f'<div class="update" id="{block_id}"><h4>Iteration {number_}: {verdict}</h4>'
@@ -164,10 +178,13 @@ def _update_block(block_id: str, entry: Mapping[str, Any], number_: int) -> str:
 def _updates(task_id: str, task: Mapping[str, Any]) -> str:
     kept: list[str] = []
     rejected: list[str] = []
+    current = dict(as_mapping(as_mapping(task.get("params")).get("initial")))
     for position, item in enumerate(as_list(task.get("iterations")), start=1):
         entry = as_mapping(item)
-        block = _update_block(f"{task_id}-iteration-{position}", entry, _iteration_number(entry, position))
+        block = _update_block(f"{task_id}-iteration-{position}", entry, _iteration_number(entry, position), current)
         (kept if entry.get("accepted") is True or entry.get("applied") is True else rejected).append(block)
+        if entry.get("applied") is True:
+            current = {**current, **as_mapping(entry.get("updates"))}
     shown = "".join(kept) or '<p class="empty">No update was accepted or applied.</p>'
     if rejected:
         shown += f"<details><summary>Proposals not applied ({len(rejected)})</summary>{''.join(rejected)}</details>"
@@ -212,10 +229,11 @@ def task_section(task: Mapping[str, Any], index: int, *, several: bool) -> str:
     body = (
         f"{chart}<h3>Parameters</h3>{_params(task_id, task)}<h3>Iterations</h3>{_iterations_table(task)}"
         f"<h3>Updates and the gradients that drove them</h3>{_updates(task_id, task)}"
+        f"{predictions_table(task, task_id)}"
     )
     if several:
         body = f"<details><summary>Parameters, iterations and gradients</summary>{body}</details>"
     return (
         f'<section class="task" id="{task_id}"><h2>Task: <span class="task-name">{esc(task.get("task"))}</span></h2>'
-        f"{_facts(task)}{body}</section>"
+        f"{_facts(task)}{errors_line(task, f'{task_id}-errors')}{body}</section>"
     )

@@ -108,6 +108,8 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
         "tokens": {"input": tokens.get("input"), "output": tokens.get("output")},
         "cost_usd": (results or {}).get("cost_usd"),
         "stopped": (results or {}).get("stopped"),
+        "errors": (results or {}).get("errors"),
+        "errors_by_kind": (results or {}).get("errors_by_kind"),
         "error": error,
     }
 

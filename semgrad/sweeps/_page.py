@@ -3,21 +3,28 @@
 Inline CSS and SVG, no script, nothing from the network, and every value from
 ``sweep.json`` escaped (task names and errors are untrusted text). It shows a
 notice when the LLM was simulated, the averages beside the paper's published
-figures, the chart comparing optimizers across tasks, and one row per run.
+figures, the chart comparing optimizers across tasks, and one row per run, whose
+name links to the run's ``report.html`` when that file is inside the run's folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from .._files import write_text_atomically
 from ._chart import esc, optimizer_chart, percent
 
-__all__ = ["render_sweep", "write_sweep_report"]
+__all__ = ["render_sweep", "report_links", "write_sweep_report"]
+
+#: A run folder name that links may use: one path component, no leading dot (run_name's names fit).
+_LINKABLE = re.compile(r"[\w+@=-][\w.+@=-]*", re.ASCII)
+_REPORT = "report.html"
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
@@ -26,6 +33,7 @@ th, td { border-bottom: 1px solid #ddd; padding: .3em .7em; text-align: right; }
 th:first-child, td:first-child, td.text { text-align: left; }
 tr.paper td { color: #555; font-style: italic; }
 td.error { color: #a00; text-align: left; max-width: 30em; }
+a { color: #3366aa; }
 .notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6em 1em; }
 .chart .grid { stroke: #e4e4e4; } .chart .axis { stroke: #444; }
 .chart .tick, .chart .legend { font-size: 11px; fill: #333; }
@@ -68,7 +76,44 @@ def _averages(summary: Mapping[str, Any]) -> str:
     return "<table>\n" + "\n".join(rows) + "\n</table>"
 
 
-def _runs(summary: Mapping[str, Any]) -> str:
+def report_links(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) -> dict[str, str]:
+    """The relative link to each run's report that exists inside the sweep folder, by run name.
+
+    Run names come from ``sweep.json`` and are not trusted: a name that is not one plain
+    path component, or whose report resolves (through a symlink) anywhere but
+    ``<sweep_dir>/<name>/report.html``, gets no link.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "gsm8k__seed0__tgd").mkdir(); _ = (root / "gsm8k__seed0__tgd" / "report.html").write_text("")
+        >>> runs = [{"name": "gsm8k__seed0__tgd"}, {"name": "../etc"}, {"name": "missing"}, {"name": 3}]
+        >>> report_links(root, {"runs": runs})
+        {'gsm8k__seed0__tgd': 'gsm8k__seed0__tgd/report.html'}
+        >>> import shutil; shutil.rmtree(root)
+    """
+    root = Path(sweep_dir).resolve()
+    links = {}
+    for run in summary.get("runs") or ():
+        name = run.get("name") if isinstance(run, Mapping) else None
+        if not isinstance(name, str) or not _LINKABLE.fullmatch(name):
+            continue
+        expected = root / name / _REPORT
+        try:
+            real = expected.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if real == expected and real.is_file():
+            links[name] = f"{quote(name)}/{_REPORT}"
+    return links
+
+
+def _run_name(name: Any, reports: Mapping[str, str]) -> str:
+    href = reports.get(name) if isinstance(name, str) else None
+    return f'<a href="{esc(href)}">{esc(name)}</a>' if href else esc(name)
+
+
+def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
     columns = ("Run", "Task", "Seed", "Optimizer", "Train", "Validation", "Test", "Calls", "Tokens", "Cost", "Error")
     rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"]
     for run in summary.get("runs") or ():
@@ -81,7 +126,7 @@ def _runs(summary: Mapping[str, Any]) -> str:
         )
         optimizer = run.get("optimizer", "") + (f" / {run['models']}" if run.get("models") else "")
         cells = [
-            f'<td class="text">{esc(run.get("name"))}</td>',
+            f'<td class="text">{_run_name(run.get("name"), reports)}</td>',
             f'<td class="text">{esc(run.get("task"))}</td>',
             f"<td>{esc(run.get('seed'))}</td>",
             f'<td class="text">{esc(optimizer)}</td>',
@@ -95,8 +140,13 @@ def _runs(summary: Mapping[str, Any]) -> str:
     return "<table>\n" + "\n".join(rows) + "\n</table>"
 
 
-def render_sweep(summary: Mapping[str, Any]) -> str:
+def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None = None) -> str:
     """The page for a sweep's summary (the content of ``sweep.json``).
+
+    Args:
+        summary: The sweep's summary.
+        reports: The link to each run's report, by run name (see `report_links`); a run
+            without one is shown without a link.
 
     Examples:
         >>> summary = {"sweep": {"name": "<b>x</b>"}, "runs": [], "published": {"bbh_nlp": 0.825}}
@@ -128,7 +178,7 @@ def render_sweep(summary: Mapping[str, Any]) -> str:
             "<h2>Optimizers across tasks</h2>",
             optimizer_chart(summary.get("by_task") or {}),
             "<h2>Runs</h2>",
-            _runs(summary),
+            _runs(summary, reports or {}),
             "</body></html>",
             "",
         ]
@@ -140,5 +190,5 @@ def write_sweep_report(sweep_dir: str | os.PathLike[str], summary: Mapping[str, 
     out = Path(sweep_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out / "sweep.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    write_text_atomically(out / "sweep.html", render_sweep(summary))
+    write_text_atomically(out / "sweep.html", render_sweep(summary, report_links(out, summary)))
     return out / "sweep.json", out / "sweep.html"

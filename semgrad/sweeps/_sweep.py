@@ -29,7 +29,9 @@ class RunOutcome:
             checkpoint), "skipped" (already finished) or "failed".
         error: Why it failed (one line), else None.
         test: Its test accuracy, when known.
-        calls: The calls it made in its last process, when known.
+        calls: The calls it made (over all its processes, when it was resumed), when known.
+        stopped: Why it stopped early ("budget": its max_calls / max_tokens was spent), else None.
+        errors: Its calls that got no reply (after retries), when known.
     """
 
     name: str
@@ -37,12 +39,22 @@ class RunOutcome:
     error: str | None = None
     test: float | None = None
     calls: int | None = None
+    stopped: str | None = None
+    errors: int | None = None
 
     @classmethod
     def of(cls, outcome: Outcome) -> RunOutcome:
         """From what `execute_run` returned."""
         row = outcome["row"]
-        return cls(outcome["name"], outcome["status"], outcome["error"], row["accuracy"]["test"], row["calls"])
+        return cls(
+            outcome["name"],
+            outcome["status"],
+            outcome["error"],
+            row["accuracy"]["test"],
+            row["calls"],
+            row.get("stopped"),
+            row.get("errors"),
+        )
 
 
 @attrs.frozen

@@ -71,6 +71,14 @@ from ._liar import (
 from ._liar import (
     split_liar as split_liar,
 )
+from ._protocols import OFFICIAL_SIZES as OFFICIAL_SIZES
+from ._protocols import PROTOCOLS as PROTOCOLS
+from ._protocols import Protocol as Protocol
+from ._protocols import liar_official_keep as liar_official_keep
+from ._protocols import official_split_bbh as official_split_bbh
+from ._protocols import official_split_gsm8k as official_split_gsm8k
+from ._protocols import official_split_liar as official_split_liar
+from ._protocols import paper_iterations as paper_iterations
 from ._samples import load_samples as load_samples
 from ._samples import sample_names as sample_names
 from ._split import Split as Split
@@ -103,8 +111,11 @@ __all__ = [
     "BBH_NLP",
     "BBH_TASKS",
     "LIAR_LABELS",
+    "OFFICIAL_SIZES",
+    "PROTOCOLS",
     "Category",
     "DataError",
+    "Protocol",
     "Scoring",
     "Split",
     "Task",
@@ -115,12 +126,17 @@ __all__ = [
     "gsm8k_answer",
     "gsm8k_examples",
     "liar_examples",
+    "liar_official_keep",
     "load_bbh",
     "load_gsm8k",
     "load_liar",
     "load_samples",
     "load_task",
     "load_tasks",
+    "official_split_bbh",
+    "official_split_gsm8k",
+    "official_split_liar",
+    "paper_iterations",
     "sample_names",
     "sample_task",
     "split",

@@ -14,6 +14,7 @@ from ._errors import DataError
 from ._files import DataDir
 from ._gsm8k import load_gsm8k, split_gsm8k
 from ._liar import load_liar, split_liar
+from ._protocols import Protocol, check_protocol, official_split_bbh, official_split_gsm8k, official_split_liar
 from ._samples import load_samples
 from ._split import Split, split
 
@@ -39,6 +40,8 @@ class Task:
             (numbers, not strings) or ``"yes_no"``.
         category: ``"nlp"`` or ``"algorithmic"`` for BBH tasks, else None.
         seed: The seed the split was drawn with.
+        protocol: ``"official"`` (the paper's splits, no validation set) or
+            ``"heldout"`` (ours, with a validation set); see `load_task`.
     """
 
     name: str
@@ -48,6 +51,17 @@ class Task:
     scoring: Scoring
     category: Category | None = None
     seed: int = 0
+    protocol: Protocol = "heldout"
+
+    @property
+    def scored_on(self) -> Literal["train", "test"]:
+        """The part of the split whose accuracy is the task's headline score.
+
+        ``"train"`` for LIAR under the official protocol (the paper optimised and
+        scored on the same 50 items; the test score is reported beside it),
+        ``"test"`` otherwise.
+        """
+        return "train" if self.dataset == "liar" and self.protocol == "official" else "test"
 
     def build(self) -> tuple[Graph, Params]:
         """The task's graph and starting parameters: ``self.topology()``."""
@@ -105,9 +119,17 @@ def load_task(
     validation: int | None = None,
     test: int | None = None,
     drop_incomplete: bool = True,
+    protocol: Protocol = "heldout",
 ) -> Task:
-    """Read one task from `data_dir` and split it by the paper's protocol.
+    """Read one task from `data_dir` and split it by a protocol.
 
+    With ``protocol="official"``, the splits of the paper's code (see
+    `semgrad.tasks.official_split_bbh` and its siblings): BBH 20 train and the
+    rest test, GSM8K 128 train and the 1,319 test items, LIAR 50 items of the
+    filtered train file (scored on themselves, with the test file beside them);
+    no validation set (`validation` must be None or 0).
+
+    With ``protocol="heldout"`` (the default), our splits with a validation set.
     Defaults (each overridable with `train`, `validation`, `test`):
 
     * ``bbh:<task>``: 20 train, 20 validation, the rest of the task file as test;
@@ -127,10 +149,13 @@ def load_task(
         train: Training items, or None for the default.
         validation: Validation items, or None for the default.
         test: Test items, or None for all the remaining (BBH) or held-out (GSM8K, LIAR) items.
-        drop_incomplete: LIAR only: drop rows with an empty or "none" field.
+        drop_incomplete: LIAR, held-out protocol only: drop rows with an empty or
+            "none" field (the official protocol filters as the paper's code does).
+        protocol: ``"official"`` or ``"heldout"``.
 
     Raises:
         DataError: Unknown name, missing directory or file, malformed data, or too few items.
+        ValueError: An unknown protocol, or a validation size with the official protocol.
 
     Examples:
         >>> load_task("bbh:navigation", "data")  # doctest: +ELLIPSIS
@@ -138,6 +163,8 @@ def load_task(
         ...
         semgrad.tasks._errors.DataError: unknown task 'bbh:navigation'; valid names: bbh:all, bbh:boolean_expressions, ...
     """
+    if check_protocol(protocol) == "official":
+        return _task(name, _official(_check_name(name), data_dir, seed, train, validation, test), seed, protocol)
     sizes = {"seed": seed, "train": train, "validation": validation, "test": test}
     if _check_name(name) == "gsm8k":
         parts = split_gsm8k(load_gsm8k(data_dir, "train"), load_gsm8k(data_dir, "test"), **sizes)
@@ -146,7 +173,23 @@ def load_task(
         parts = split_liar(*files, **sizes)
     else:
         parts = split_bbh(load_bbh(data_dir, name.removeprefix("bbh:")), **sizes)
-    return _task(name, parts, seed)
+    return _task(name, parts, seed, protocol)
+
+
+def _official(
+    name: str, data_dir: DataDir, seed: int, train: int | None, validation: int | None, test: int | None
+) -> Split:
+    if validation:
+        raise ValueError("the official protocol has no validation set; use protocol='heldout' for one")
+    if name == "gsm8k":
+        return official_split_gsm8k(
+            load_gsm8k(data_dir, "train"), load_gsm8k(data_dir, "test"), seed=seed, train=train, test=test
+        )
+    if name == "liar":
+        files = (load_liar(data_dir, f, drop_incomplete=False) for f in ("train", "test"))
+        return official_split_liar(*files, seed=seed, train=train, test=test)
+    parts = official_split_bbh(load_bbh(data_dir, name.removeprefix("bbh:")), seed=seed, train=train)
+    return parts if test is None else Split(parts.train, (), parts.test[:test])
 
 
 def load_tasks(
@@ -158,6 +201,7 @@ def load_tasks(
     validation: int | None = None,
     test: int | None = None,
     drop_incomplete: bool = True,
+    protocol: Protocol = "heldout",
 ) -> tuple[Task, ...]:
     """`load_task` for each of `names` after `expand_task_names`, so ``bbh:all`` works.
 
@@ -167,12 +211,30 @@ def load_tasks(
         ...
         semgrad.tasks._errors.DataError: data directory /no/such/dir does not exist; pass the directory that holds bbh/, gsm8k/ and liar/ (--data-dir on the command line)
     """
-    options = {"seed": seed, "train": train, "validation": validation, "test": test, "drop_incomplete": drop_incomplete}
+    options = {
+        "seed": seed,
+        "train": train,
+        "validation": validation,
+        "test": test,
+        "drop_incomplete": drop_incomplete,
+        "protocol": protocol,
+    }
     return tuple(load_task(name, data_dir, **options) for name in expand_task_names(*names))  # type: ignore[arg-type]
 
 
-def sample_task(name: str, *, seed: int = 0, train: int = 4, validation: int = 2, test: int | None = None) -> Task:
+def sample_task(
+    name: str,
+    *,
+    seed: int = 0,
+    train: int = 4,
+    validation: int | None = None,
+    test: int | None = None,
+    protocol: Protocol = "heldout",
+) -> Task:
     """A `Task` over the bundled items (see `load_samples`): no data directory needed.
+
+    `validation` defaults to 2 items under the held-out protocol and must be
+    None or 0 under the official one (which has no validation set).
 
     Examples:
         >>> task = sample_task("bbh:navigate")
@@ -182,15 +244,20 @@ def sample_task(name: str, *, seed: int = 0, train: int = 4, validation: int = 2
         'answer'
         >>> sample_task("gsm8k", train=3, validation=3).split.sizes
         (3, 3, 2)
+        >>> sample_task("bbh:navigate", protocol="official").split.sizes
+        (4, 0, 6)
     """
-    parts = split(load_samples(name), train=train, validation=validation, test=test, seed=seed)
-    return _task(name, parts, seed)
+    if check_protocol(protocol) == "official" and validation:
+        raise ValueError("the official protocol has no validation set; use protocol='heldout' for one")
+    n_validation = (0 if protocol == "official" else 2) if validation is None else validation
+    parts = split(load_samples(name), train=train, validation=n_validation, test=test, seed=seed)
+    return _task(name, parts, seed, protocol)
 
 
-def _task(name: str, parts: Split, seed: int) -> Task:
+def _task(name: str, parts: Split, seed: int, protocol: Protocol = "heldout") -> Task:
     if name == "gsm8k":
-        return Task(name, "gsm8k", parts, paper_graph, "numeric", seed=seed)
+        return Task(name, "gsm8k", parts, paper_graph, "numeric", seed=seed, protocol=protocol)
     if name == "liar":
-        return Task(name, "liar", parts, liar_graph, "yes_no", seed=seed)
+        return Task(name, "liar", parts, liar_graph, "yes_no", seed=seed, protocol=protocol)
     task = name.removeprefix("bbh:")
-    return Task(name, "bbh", parts, paper_graph, bbh_scoring(task), bbh_category(task), seed)
+    return Task(name, "bbh", parts, paper_graph, bbh_scoring(task), bbh_category(task), seed, protocol)

@@ -179,3 +179,20 @@ def test_copro_takes_the_best_candidate_and_shows_attempts_in_increasing_order()
     run_sync(opt.update(step, state, params), rec)
     prompt = next(r.prompt for r in rec.requests if r.purpose == "rewrite" and r.node == "answer.instruction")
     assert prompt.index("Score: 0") < prompt.index("Instruction: Try candidate 2.\nScore: 1")
+
+
+def test_copro_state_survives_a_checkpoint():
+    """COPRO's search state is a run-state type: it round-trips through the checkpoint codec."""
+    import json
+
+    from semgrad.core import FrozenMap
+    from semgrad.effects._checkpoint import decode, encode
+
+    state = optim.CoproState(
+        1,
+        FrozenMap({"a.instruction": ("x", "y")}),
+        FrozenMap({"a.instruction": ("y",)}),
+        FrozenMap({"a.instruction": (("x", 0.5), ("y", 1.0))}),
+        FrozenMap({"a.instruction": "y"}),
+    )
+    assert decode(json.loads(json.dumps(encode(state)))) == state

@@ -73,6 +73,15 @@ def make_task(name: str, category: str | None, test: float) -> dict[str, Any]:
         },
         "graph": _graph(),
         "published": None,
+        "errors": 3,
+        "errors_by_kind": {"timeout": 2, "rate_limit": 1},
+        "predictions_split": "test",
+        "predictions": [
+            {"sample": 0, "inputs": {"question": "What is 3 + 4?"}, "output": "7", "target": "7", "correct": True},
+            {"sample": 1, "inputs": {"question": "What is 2 + 2?"}, "output": "5", "target": "4", "correct": False},
+            {"sample": 2, "inputs": {"question": "Go north, then south.", "options": "(A) yes (B) no"},
+             "output": "(A)", "target": "(A)", "correct": True},
+        ],
     }
 
 
@@ -131,6 +140,11 @@ def hostile_version(results: dict[str, Any], text: str) -> dict[str, Any]:
     first["graph"]["dot"] = first["graph"]["mermaid"] = text
     first["published"] = {"label": text, "value": 0.5}
     hostile["calls"]["by_purpose"][text] = 3
+    first.setdefault("errors_by_kind", {})[text] = 1
+    predictions = first.setdefault("predictions", [{"inputs": {}, "correct": False}])
+    prediction = predictions[-1]
+    prediction["inputs"][text] = prediction["output"] = prediction["target"] = text
+    first["predictions_split"] = text
     hostile["stopped"] = text
     return hostile
 

@@ -114,8 +114,8 @@ def test_bbh_averages_are_shown_beside_the_published_ones(results):
     """A BBH run shows the NLP and algorithmic averages beside 82.5 % and 85.6 %, per task too."""
     document = render_report(results)
     summary = document.split('id="summary"')[1].split("</table>")[0]
-    assert "BBH NLP average (test)" in summary and "70.0 %" in summary and "82.5 %" in summary
-    assert "BBH algorithmic average (test)" in summary and "55.0 %" in summary and "85.6 %" in summary
+    assert "BBH NLP average (test, item-weighted)" in summary and "70.0 %" in summary and "82.5 %" in summary
+    assert "BBH algorithmic average (test, item-weighted)" in summary and "55.0 %" in summary and "85.6 %" in summary
     per_task = document.split('id="per-task"')[1].split("</table>")[0]
     assert per_task.count('<a href="#task-') == 2 and "62.5 %" in per_task
     assert PUBLISHED == {"gsm8k": 0.932, "bbh_nlp": 0.825, "bbh_algorithmic": 0.856, "textgrad_gsm8k": 0.782}

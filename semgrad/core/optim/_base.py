@@ -212,3 +212,7 @@ def apply_updates(params: Params, updates: Mapping[str, Any] | None) -> Params:
     if not updates:
         return params
     return params.with_values(updates)
+
+
+#: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (EmptyState, StageReport)

@@ -121,3 +121,7 @@ def every_k(inner: Transform, k: int) -> Transform:
         return map_(inner.update(step, state.inner, params), lambda r: (r[0], EveryKState(count, r[1])))
 
     return Transform(lambda params: EveryKState(0, inner.init(params)), update, f"every_k({inner.name}, {k})")
+
+
+#: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (EveryKState,)

@@ -230,3 +230,7 @@ def copro(
         return bind(gather(*(generate(n) for n in names)), scored)
 
     return Transform(lambda params: CoproState(), update, f"copro(breadth={breadth}, depth={depth})")
+
+
+#: The run-state types of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (CoproState,)

@@ -399,3 +399,7 @@ def momentum(*, history: int = 2) -> Transform:
         return pure((new, MomentumState(FrozenMap(past))))
 
     return Transform(lambda params: MomentumState(), update, "momentum")
+
+
+#: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
+CHECKPOINT_TYPES = (SelectState, GateState, MomentumState)

@@ -1,0 +1,169 @@
+"""The run ledger: what each task spent and evaluated, kept across the processes of a resumed run.
+
+``ledger.json`` in a run directory holds, per task, the call counters of every
+process so far (`semgrad.experiments._stack.empty_counters`) and the score of
+each evaluation split already done, with a digest of the params it scored.
+`fit`'s checkpoint makes training resumable; the ledger does the same for the
+final evaluation (a resumed run repeats no split it finished, unless the
+params changed) and keeps ``results.json``'s counts cumulative. A process
+killed between two writes loses the counts of its last calls (at most one
+training iteration's, or one split's).
+
+It is written with `semgrad.effects._checkpoint.write_checkpoint` (atomically)
+and read with its decoder; then every field is checked, and anything
+unexpected is refused with one line naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core import Params
+from ..effects import CheckpointError
+from ..effects._checkpoint import read_checkpoint, write_checkpoint
+from ._stack import add_counters, empty_counters
+
+__all__ = ["Ledger", "params_digest"]
+
+SPLITS = ("train", "validation", "test", "initial_test")
+
+
+def params_digest(params: Params) -> str:
+    """A short digest of params' texts: an evaluation is reused only for the same params.
+
+    Examples:
+        >>> from semgrad.core import GraphBuilder
+        >>> b = GraphBuilder(); q = b.input("q"); _ = b.llm("a", inputs=[q], instruction="Solve.")
+        >>> _, params = b.build(output="a")
+        >>> len(params_digest(params))
+        16
+    """
+    blob = json.dumps(sorted(params.texts().items()), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _check_counters(value: Any) -> bool:
+    if not isinstance(value, dict) or set(value) != set(empty_counters()):
+        return False
+    if not all(_is_count(value[k]) for k in ("calls", "errors", "input_tokens", "output_tokens")):
+        return False
+    for key in ("calls_by_purpose", "calls_by_engine", "errors_by_kind"):
+        inner = value[key]
+        if not isinstance(inner, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in inner.items()):
+            return False
+    tokens = value["tokens_by_engine"]
+    return isinstance(tokens, dict) and all(
+        isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(map(_is_count, v))
+        for k, v in tokens.items()
+    )
+
+
+def _check_split(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"params", "score"}
+        and isinstance(value["params"], str)
+        and type(value["score"]) in (int, float)
+        and math.isfinite(value["score"])
+        and 0 <= value["score"] <= 1
+    )
+
+
+def _check_task(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"counters", "evaluation"}
+        and _check_counters(value["counters"])
+        and isinstance(value["evaluation"], dict)
+        and all(k in SPLITS and _check_split(v) for k, v in value["evaluation"].items())
+    )
+
+
+class Ledger:
+    """A run directory's ``ledger.json``, in memory; `save` writes it.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     ledger = Ledger(Path(d))
+        ...     ledger.add("gsm8k", {**empty_counters(), "calls": 3})
+        ...     ledger.save()
+        ...     Ledger.load(Path(d)).counters("gsm8k")["calls"]
+        3
+    """
+
+    FILE = "ledger.json"
+
+    def __init__(self, run_dir: Path, data: Mapping[str, Any] | None = None) -> None:
+        self.path = run_dir / self.FILE
+        self.preflight: dict[str, Any] = dict((data or {}).get("preflight") or empty_counters())
+        self.tasks: dict[str, dict[str, Any]] = {k: dict(v) for k, v in ((data or {}).get("tasks") or {}).items()}
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Ledger:
+        """The ledger of `run_dir` (an empty one when there is none yet).
+
+        Raises:
+            CheckpointError: The file is damaged or holds something unexpected.
+        """
+        path = run_dir / cls.FILE
+        if not path.exists():
+            return cls(run_dir)
+        content = read_checkpoint(path)
+        data = content.get("ledger")
+        ok = (
+            isinstance(data, dict)
+            and set(data) == {"preflight", "tasks"}
+            and _check_counters(data["preflight"])
+            and isinstance(data["tasks"], dict)
+            and all(isinstance(k, str) and _check_task(v) for k, v in data["tasks"].items())
+        )
+        if not ok:
+            raise CheckpointError(
+                f"{path} is not a valid run ledger; remove it to resume without its counts and evaluations"
+            )
+        return cls(run_dir, data)
+
+    def _task(self, name: str) -> dict[str, Any]:
+        return self.tasks.setdefault(name, {"counters": empty_counters(), "evaluation": {}})
+
+    def add(self, task: str | None, counters: Mapping[str, Any]) -> None:
+        """Add `counters` to a task's (None: to the preflight's)."""
+        if task is None:
+            self.preflight = add_counters(self.preflight, counters)
+        else:
+            entry = self._task(task)
+            entry["counters"] = add_counters(entry["counters"], counters)
+
+    def counters(self, task: str) -> dict[str, Any]:
+        """A task's counters over every process so far."""
+        return self._task(task)["counters"]
+
+    def evaluation(self, task: str, split: str, params: Params) -> float | None:
+        """The score of `split` for `params`, if a process already evaluated it."""
+        saved = self._task(task)["evaluation"].get(split)
+        return saved["score"] if saved is not None and saved["params"] == params_digest(params) else None
+
+    def evaluated(self, task: str, split: str, params: Params, score: float) -> None:
+        """Record the score of `split` for `params`."""
+        self._task(task)["evaluation"][split] = {"params": params_digest(params), "score": score}
+
+    def total(self) -> dict[str, Any]:
+        """The counters of the whole run: the preflight's and every task's."""
+        total = self.preflight
+        for entry in self.tasks.values():
+            total = add_counters(total, entry["counters"])
+        return total
+
+    def save(self) -> None:
+        """Write ``ledger.json`` atomically."""
+        write_checkpoint(self.path, {"ledger": {"preflight": self.preflight, "tasks": self.tasks}})

@@ -1,0 +1,272 @@
+"""One middleware stack per run, shared by every phase, and the counters that travel with a run.
+
+Every call a run makes -- the preflight, the training loop, the final
+evaluation -- goes through one `RunStack`, so its budget holds by
+construction::
+
+    tally( cached( limited( retrying( budgeted( accounted( backend ))))))
+
+* `accounted` counts what reaches the provider (each retry too);
+* `budgeted` refuses calls past ``--max-calls`` / ``--max-tokens`` (reserving
+  before each call, so calls in flight cannot pass it together); it sits below
+  the retries and the cache, so a retry is paid for and a cache hit is free;
+* `retrying` and `limited` are added for real backends only;
+* `cached` when the config names a cache file;
+* the tally, on top, counts every outcome a phase sees (calls, tokens and
+  errors by kind, like `RunStatistics`) and *halts* the run when its first
+  `FAIL_FAST_CALLS` calls all failed: later calls are refused at once with
+  ``LLMError(kind="halted")``, which `fit` treats as a stop.
+
+Counters are plain JSON-shaped dicts (`empty_counters`), so they can be summed
+across tasks and across the processes of a resumed run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
+from ..effects import accounted, budgeted, cached, limited, retrying
+from ..effects._routing import call, identity_of
+
+__all__ = ["FAIL_FAST_CALLS", "MAX_ERROR_SHARE", "RunStack", "add_counters", "empty_counters", "error_share"]
+
+#: A run stops (non-zero exit) when its first this many calls all failed.
+FAIL_FAST_CALLS = 20
+
+#: A run that finished exits non-zero when more than this share of its calls failed (after retries).
+MAX_ERROR_SHARE = 0.1
+
+#: Error kinds that are not failures of the backend: the run's own budget and its own stop.
+_NOT_FAILURES = ("budget", "halted")
+
+_MAPS = ("calls_by_purpose", "calls_by_engine", "errors_by_kind")
+_INTS = ("calls", "errors", "input_tokens", "output_tokens")
+
+
+def empty_counters() -> dict[str, Any]:
+    """Counters with nothing counted yet (the keys mirror `semgrad.effects.RunStatistics`).
+
+    Examples:
+        >>> sorted(empty_counters())[:3]
+        ['calls', 'calls_by_engine', 'calls_by_purpose']
+    """
+    return {
+        "calls": 0,
+        "calls_by_purpose": {},
+        "calls_by_engine": {},
+        "tokens_by_engine": {},
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "errors": 0,
+        "errors_by_kind": {},
+    }
+
+
+def add_counters(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """The sum of two counters (new dicts; key order: `a`'s first).
+
+    Examples:
+        >>> one = {**empty_counters(), "calls": 2, "errors_by_kind": {"server": 1}}
+        >>> two = {**empty_counters(), "calls": 1, "errors_by_kind": {"server": 1, "timeout": 1}}
+        >>> total = add_counters(one, two)
+        >>> total["calls"], total["errors_by_kind"]
+        (3, {'server': 2, 'timeout': 1})
+    """
+    total = empty_counters()
+    for key in _INTS:
+        total[key] = int(a.get(key, 0)) + int(b.get(key, 0))
+    for key in _MAPS:
+        merged: dict[str, int] = dict(a.get(key, {}))
+        for name, n in b.get(key, {}).items():
+            merged[name] = merged.get(name, 0) + int(n)
+        total[key] = merged
+    tokens: dict[str, list[int]] = {k: [int(v[0]), int(v[1])] for k, v in a.get("tokens_by_engine", {}).items()}
+    for engine, used in b.get("tokens_by_engine", {}).items():
+        before = tokens.get(engine, [0, 0])
+        tokens[engine] = [before[0] + int(used[0]), before[1] + int(used[1])]
+    total["tokens_by_engine"] = tokens
+    return total
+
+
+def failures(counters: Mapping[str, Any]) -> int:
+    """Failed calls that are the backend's (refusals by the run's own budget or stop left out)."""
+    kinds = counters.get("errors_by_kind", {})
+    return int(counters.get("errors", 0)) - sum(int(kinds.get(k, 0)) for k in _NOT_FAILURES)
+
+
+def error_share(counters: Mapping[str, Any]) -> float:
+    """The share of calls that failed (see `failures`); 0.0 for no calls.
+
+    Examples:
+        >>> error_share({**empty_counters(), "calls": 11, "errors": 3, "errors_by_kind": {"server": 2, "budget": 1}})
+        0.2
+    """
+    calls = int(counters.get("calls", 0)) - sum(
+        int(counters.get("errors_by_kind", {}).get(k, 0)) for k in _NOT_FAILURES
+    )
+    return failures(counters) / calls if calls > 0 else 0.0
+
+
+def kinds_text(counters: Mapping[str, Any]) -> str:
+    """``"server 40, timeout 2"``: the failed calls per kind, most first.
+
+    Examples:
+        >>> kinds_text({"errors_by_kind": {"timeout": 2, "server": 40}})
+        'server 40, timeout 2'
+    """
+    kinds = counters.get("errors_by_kind", {})
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+class _Tally:
+    """The top of a run's stack: counts every outcome, and halts the run when its first calls all fail."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, fail_fast: int) -> None:
+        self.inner = inner
+        self.fail_fast = fail_fast
+        self.counters = empty_counters()
+        self.halted: str | None = None  # why the run was halted, once it is
+        self._judged = 0  # outcomes seen that count towards the fail-fast rule
+        self._failed = 0
+        self._first: LLMError | None = None
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        if self.halted is not None:
+            error = LLMError("halted", self.halted)
+            self._count(request, None, error)
+            raise LLMFailure(error)
+        try:
+            response = await call(self.inner, request)
+        except LLMFailure as failure:
+            self._count(request, None, failure.error)
+            self._judge(failure.error)
+            raise
+        except Exception as exc:  # a bug in a user's LLM: counted like the runner counts it
+            error = LLMError("exception", f"{type(exc).__name__}: {exc}")
+            self._count(request, None, error)
+            self._judge(error)
+            raise LLMFailure(error) from None
+        self._count(request, response, None)
+        self._judge(None)
+        return response
+
+    def _judge(self, error: LLMError | None) -> None:
+        if error is not None and error.kind in _NOT_FAILURES:
+            return
+        if self._judged >= self.fail_fast:
+            return
+        self._judged += 1
+        if error is not None:
+            self._failed += 1
+            self._first = self._first or error
+        if self._failed == self._judged == self.fail_fast and self._first is not None:
+            first = " ".join(self._first.message.split())[:300]
+            self.halted = (
+                f"the first {self.fail_fast} calls all failed ({kinds_text(self.counters)}); "
+                f"the first said {self._first.kind}: {first}"
+            )
+
+    def _count(self, request: LLMRequest, response: LLMResponse | None, error: LLMError | None) -> None:
+        c = self.counters
+        c["calls"] += 1
+        for key, name in (("calls_by_purpose", request.purpose), ("calls_by_engine", request.engine)):
+            c[key][name] = c[key].get(name, 0) + 1
+        if error is not None:
+            c["errors"] += 1
+            c["errors_by_kind"][error.kind] = c["errors_by_kind"].get(error.kind, 0) + 1
+            return
+        assert response is not None
+        used = int(response.usage.get("input_tokens", 0)), int(response.usage.get("output_tokens", 0))
+        if used[0] or used[1]:
+            c["input_tokens"] += used[0]
+            c["output_tokens"] += used[1]
+            before = c["tokens_by_engine"].get(request.engine, [0, 0])
+            c["tokens_by_engine"][request.engine] = [before[0] + used[0], before[1] + used[1]]
+
+    def watch_afresh(self) -> None:
+        """Start the fail-fast window again (after the preflight, which has its own check)."""
+        self._judged = self._failed = 0
+        self._first = None
+
+    def take(self) -> dict[str, Any]:
+        """The counters since the last `take` (and start counting afresh)."""
+        taken, self.counters = self.counters, empty_counters()
+        return taken
+
+    def __repr__(self) -> str:
+        return f"tally({self.inner!r})"
+
+
+class RunStack:
+    """The middleware stack of one run (see the module doc); use `llm` for every call of every phase.
+
+    Args:
+        backend: The provider (or a fake) at the bottom of the stack.
+        real: Add retries with backoff and a concurrency limit (real backends).
+        max_calls, max_tokens: The run's budget (None: no limit).
+        concurrency: Calls in flight at most (real backends).
+        cache: An SQLite file for `cached` (None: no cache).
+        fail_fast: Halt when this many first calls all failed.
+
+    Examples:
+        >>> import anyio
+        >>> from semgrad.core import Message
+        >>> stack = RunStack(lambda request: "ok", max_calls=1)
+        >>> r = LLMRequest((Message("user", "hi"),))
+        >>> anyio.run(stack.llm, r).text, stack.budget.calls
+        ('ok', 1)
+        >>> anyio.run(stack.llm, r)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        semgrad.core._requests.LLMFailure: budget: budget exhausted (1 calls made, max_calls=1); ...
+        >>> stack.budget_spent, stack.tally.counters["errors_by_kind"]
+        (True, {'budget': 1})
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        real: bool = False,
+        max_calls: int | None = None,
+        max_tokens: int | None = None,
+        concurrency: int | None = None,
+        cache: str | None = None,
+        fail_fast: int = FAIL_FAST_CALLS,
+    ) -> None:
+        self.accounting = accounted(backend)
+        self.budget = budgeted(self.accounting, max_calls=max_calls, max_tokens=max_tokens)
+        llm: Any = self.budget
+        if real:
+            llm = limited(retrying(llm), max_concurrency=concurrency)
+        self.cache = cached(llm, path=cache) if cache else None
+        self.tally = _Tally(self.cache or llm, fail_fast)
+        self.llm: Any = self.tally
+
+    @property
+    def budget_spent(self) -> bool:
+        """Whether the budget has refused a call."""
+        return bool(self.budget.refused)
+
+    @property
+    def halted(self) -> str | None:
+        """Why the run was halted (its first calls all failed), or None."""
+        return self.tally.halted
+
+    def budget_text(self) -> str:
+        """What the budget allowed and what was spent, for the terminal."""
+        parts = []
+        if self.budget.max_calls is not None:
+            parts.append(f"{self.budget.calls} of --max-calls {self.budget.max_calls} calls")
+        if self.budget.max_tokens is not None:
+            parts.append(f"{self.budget.tokens} of --max-tokens {self.budget.max_tokens} tokens")
+        return ", ".join(parts) or "no budget"

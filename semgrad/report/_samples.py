@@ -1,0 +1,125 @@
+"""Per-sample predictions and failed-call counts of a task, as report sections.
+
+Both read fields of ``results.json`` that may be missing (older runs, `write_html`
+of a `fit` without test data): then they show nothing. Every value is untrusted
+text and goes through `esc`; numbers go through `count`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._format import DASH, as_list, as_mapping, as_text, count, esc, number
+
+__all__ = ["errors_json", "errors_line", "predictions_table", "total_errors"]
+
+#: Above this many rows, the predictions table starts collapsed.
+_OPEN_ROWS = 200
+_CORRECT = {True: ("yes", "correct"), False: ("no", "wrong"), None: (DASH, "unknown")}
+
+
+def _inputs_text(value: Any) -> str:
+    fields = as_mapping(value)
+    if len(fields) == 1:
+        return as_text(next(iter(fields.values())))
+    return "\n".join(f"{as_text(name)}: {as_text(text)}" for name, text in fields.items()) or as_text(value)
+
+
+def _row(position: int, entry: Mapping[str, Any]) -> str:
+    correct = entry.get("correct") if isinstance(entry.get("correct"), bool) else None
+    label, kind = _CORRECT[correct]
+    cells = "".join(
+        f'<td><div class="cell-text">{esc(text)}</div></td>'
+        for text in (_inputs_text(entry.get("inputs")), as_text(entry.get("output")), as_text(entry.get("target")))
+    )
+    return f'<tr class="{kind}"><td class="num">{position}</td>{cells}<td class="num verdict">{label}</td></tr>'
+
+
+def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
+    """The table (id ``<task_id>-predictions``) of the task's per-sample predictions, or "".
+
+    Each entry of ``task["predictions"]`` is ``{"inputs", "output", "target", "correct"}``
+    (the final params on the test split, as ``semgrad run`` records them).
+
+    Examples:
+        >>> entry = {"inputs": {"q": "2+2?"}, "output": "<b>4</b>", "target": "4", "correct": True}
+        >>> task = {"predictions": [entry]}
+        >>> html = predictions_table(task, "task-0")
+        >>> 'id="task-0-predictions"' in html, "&lt;b&gt;4&lt;/b&gt;" in html, "1 of 1 correct" in html
+        (True, True, True)
+        >>> predictions_table({}, "task-0")
+        ''
+    """
+    entries = [as_mapping(e) for e in as_list(task.get("predictions"))]
+    if not entries:
+        return ""
+    right = sum(1 for e in entries if e.get("correct") is True)
+    split = as_text(task.get("predictions_split")) or "test"
+    head = "".join(f"<th>{h}</th>" for h in ("#", "Input", "Output", "Target", "Correct"))
+    rows = "".join(_row(i, e) for i, e in enumerate(entries, start=1))
+    opened = " open" if len(entries) <= _OPEN_ROWS else ""
+    return (
+        f'<h3>Predictions</h3><details class="predictions-block"{opened}><summary>'
+        f"{count(right)} of {count(len(entries))} correct on the {esc(split)} split with the final parameters"
+        f'</summary><table class="predictions" id="{task_id}-predictions"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table></details>"
+    )
+
+
+def _kinds(value: Any) -> str:
+    listed = [(as_text(kind), count(n)) for kind, n in as_mapping(value).items()]
+    return ", ".join(f"{esc(kind)} {n}" for kind, n in listed)
+
+
+def errors_line(source: Mapping[str, Any], element_id: str) -> str:
+    """A paragraph (id `element_id`) with the failed calls of `source` (``errors`` and
+    ``errors_by_kind``), or "" when it records none.
+
+    Examples:
+        >>> errors_line({"errors": 3, "errors_by_kind": {"timeout": 2, "<x>": 1}}, "e")
+        '<p class="errors" id="e">Failed calls: <strong>3</strong> (timeout 2, &lt;x&gt; 1)</p>'
+        >>> errors_line({"errors": 0}, "e")
+        '<p class="errors none" id="e">Failed calls: <strong>0</strong></p>'
+        >>> errors_line({}, "e")
+        ''
+    """
+    total, kinds = number(source.get("errors")), _kinds(source.get("errors_by_kind"))
+    if total is None and not kinds:
+        return ""
+    if total is None:
+        total = sum(number(n) or 0 for n in as_mapping(source.get("errors_by_kind")).values())
+    shown = count(total)
+    none = " none" if total == 0 and not kinds else ""
+    detail = f" ({kinds})" if kinds else ""
+    return f'<p class="errors{none}" id="{element_id}">Failed calls: <strong>{shown}</strong>{detail}</p>'
+
+
+def total_errors(tasks: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``errors`` / ``errors_by_kind`` summed over the tasks that record them ({} if none does).
+
+    Examples:
+        >>> total_errors([{"errors": 1, "errors_by_kind": {"timeout": 1}}, {"errors": 2, "errors_by_kind": {"x": 2}}])
+        {'errors': 3, 'errors_by_kind': {'timeout': 1, 'x': 2}}
+    """
+    found = [t for t in tasks if number(t.get("errors")) is not None or as_mapping(t.get("errors_by_kind"))]
+    if not found:
+        return {}
+    kinds: dict[str, float] = {}
+    for task in found:
+        for kind, n in as_mapping(task.get("errors_by_kind")).items():
+            kinds[as_text(kind)] = kinds.get(as_text(kind), 0) + (number(n) or 0)
+    total = sum(number(t.get("errors")) or 0 for t in found)
+    return {"errors": int(total), "errors_by_kind": {k: int(v) for k, v in kinds.items()}}
+
+
+def errors_json(statistics: Any) -> dict[str, Any]:
+    """The ``errors`` and ``errors_by_kind`` fields for a `RunStatistics` (e.g. a `FitResult`'s).
+
+    Examples:
+        >>> from semgrad.core import FrozenMap
+        >>> from semgrad.effects import RunStatistics
+        >>> errors_json(RunStatistics(errors=2, errors_by_kind=FrozenMap({"timeout": 2})))
+        {'errors': 2, 'errors_by_kind': {'timeout': 2}}
+    """
+    return {"errors": int(statistics.errors), "errors_by_kind": dict(statistics.errors_by_kind)}

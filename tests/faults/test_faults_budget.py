@@ -1,0 +1,135 @@
+"""Budgets are caps: no request past --max-calls / --max-tokens in any phase (preflight, fit, evaluation), sweeps too."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semgrad.backends.fake import FunctionLLM, HashLLM
+from semgrad.cli import EXIT_BUDGET
+from semgrad.core import LLMFailure, LLMRequest, LLMResponse, Message
+from semgrad.effects import budgeted, fit
+from semgrad.effects._limit import estimate_tokens
+from semgrad.experiments import RunConfig, run_experiment
+
+from ._servers import DATA, error_lines, needs_data, results, run_args, semgrad, server  # noqa: F401
+
+pytestmark = needs_data
+
+SIZES = {"train": 4, "validation": 4, "test": 4, "iterations": 2}
+
+
+class Counting:
+    """A sync LLM that answers like `HashLLM` and counts the calls (and tokens) that reach it."""
+
+    def __init__(self, tokens: int = 0) -> None:
+        self.inner, self.calls, self.tokens, self.per_call = HashLLM(), 0, 0, tokens
+
+    def __call__(self, request: LLMRequest) -> LLMResponse:
+        self.calls += 1
+        used = min(self.per_call, estimate_tokens(request)) if self.per_call else 0
+        self.tokens += used
+        return LLMResponse(self.inner(request), {"input_tokens": used, "output_tokens": 0}, "m")
+
+
+@settings(max_examples=12, deadline=None)
+@given(max_calls=st.integers(1, 400), concurrency=st.integers(1, 8))
+def test_no_call_of_any_phase_passes_max_calls(tmp_path_factory, max_calls, concurrency):
+    """Whatever the cap and the concurrency, the calls reaching the LLM over the whole run (training and the
+    final evaluation) never pass max_calls, and a run that needed more says it stopped for the budget."""
+    llm = Counting()
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), max_calls=max_calls, concurrency=concurrency, **SIZES)
+    summary = run_experiment(config, tmp_path_factory.mktemp("run"), llm=llm)
+    assert llm.calls <= max_calls
+    assert (summary["stopped"] == "budget") == (llm.calls == max_calls and summary["errors_by_kind"].get("budget", 0) > 0)
+    if summary["stopped"] == "budget":
+        assert "max-calls" in summary["stopped_detail"]
+
+
+@settings(max_examples=8, deadline=None)
+@given(max_tokens=st.integers(50, 20_000))
+def test_no_token_passes_max_tokens_with_calls_in_flight(tmp_path_factory, max_tokens):
+    """With 8 calls in flight and replies within their estimate, the tokens used never pass max_tokens."""
+    llm = Counting(tokens=10_000)
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), max_tokens=max_tokens, concurrency=8, **SIZES)
+    run_experiment(config, tmp_path_factory.mktemp("run"), llm=llm)
+    assert llm.tokens <= max_tokens
+
+
+@given(n=st.integers(1, 40), max_tokens=st.integers(1, 400), size=st.integers(1, 200))
+async def test_concurrent_calls_never_overshoot_the_token_budget(n, max_tokens, size):
+    """n concurrent calls of `size` characters, each using its estimate, spend at most max_tokens."""
+    spent = []
+
+    async def slow(request: LLMRequest) -> LLMResponse:
+        await anyio.sleep(0.001)
+        spent.append(estimate_tokens(request))
+        return LLMResponse("ok", {"input_tokens": estimate_tokens(request), "output_tokens": 0}, "m")
+
+    llm = budgeted(slow, max_tokens=max_tokens)
+
+    async def one() -> None:
+        try:
+            await llm(LLMRequest((Message("user", "x" * size),)))
+        except LLMFailure:
+            pass
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(n):
+            tg.start_soon(one)
+    assert sum(spent) <= max_tokens and llm.tokens == sum(spent)
+
+
+async def test_a_budget_layer_inside_the_llm_stops_fit_cleanly():
+    """fit over an LLM whose own `budgeted` layer is spent ends with stopped='budget', keeping its params."""
+    from semgrad.core import GraphBuilder, optim
+
+    b = GraphBuilder()
+    q = b.input("question")
+    b.llm("answer", inputs=[q], instruction="Solve.")
+    graph, params = b.build(output="answer")
+    train = [{"inputs": {"question": f"q{i}"}, "target": "x"} for i in range(4)]
+    llm = budgeted(FunctionLLM(HashLLM()), max_calls=6)
+    result = await fit(graph, params, optim.neighbor_sgd(k=2), train=train, validation=train, llm=llm, iterations=3)
+    assert result.stopped == "budget" and result.params == params
+    assert llm.calls == 6
+
+
+def test_max_calls_caps_what_reaches_a_real_server(tmp_path, server):  # noqa: F811
+    """`semgrad run --max-calls 20` against a server on 127.0.0.1: at most 20 requests arrive (preflight,
+    retries and evaluation included), and the run says it stopped, keeps its results and exits with 3."""
+    out = tmp_path / "run"
+    result = semgrad(*run_args(server.url, out, "--max-calls", "20"))
+    assert server.count <= 20
+    assert result.returncode == EXIT_BUDGET, result.stderr
+    (line,) = error_lines(result)
+    assert "stopped" in line and "--max-calls 20" in line and "--resume" in line
+    saved = results(out)
+    assert saved["stopped"] == "budget" and saved["tasks"][0]["accuracy"]["test"] is None
+
+
+def test_a_sweep_run_never_passes_its_max_calls(tmp_path):
+    """Every run of a sweep with max_calls = 30 makes at most 30 calls to its LLM, evaluation included."""
+    from semgrad.sweeps import run_sweep
+    from tests.sweeps._helpers import CallLog, grid_spec, logged_calls, sweep_json
+
+    grid = {"tasks": ["bbh:navigate"], "seeds": [0, 1], "optimizers": ["neighbor-sgd"]}
+    spec = grid_spec(tmp_path / "s.toml", grid, max_calls=30)
+    result = run_sweep(spec, tmp_path / "out", local=True, instrument=CallLog())
+    assert not result.failed, result.failed
+    for row in sweep_json(tmp_path / "out")["runs"]:
+        assert 0 < len(logged_calls(tmp_path / "out" / row["name"])) <= 30
+        assert row["stopped"] == "budget"
+    assert {o.stopped for o in result.outcomes} == {"budget"}
+
+
+def test_a_sweep_says_which_runs_stopped_for_their_budget(tmp_path, capsys):
+    """`semgrad sweep --local` prints 'stopped: budget' on the line of each run that spent its max_calls."""
+    from semgrad.cli import main
+    from tests.sweeps._helpers import grid_spec
+
+    spec = grid_spec(tmp_path / "s.toml", {"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd"]}, max_calls=10)
+    assert main(["sweep", str(spec), "--local", "--out", str(tmp_path / "out")]) == 0
+    assert "stopped: budget" in capsys.readouterr().err

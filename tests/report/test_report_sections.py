@@ -1,0 +1,114 @@
+"""The report's per-sample predictions, per-iteration proposal diffs and failed-call counts."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semgrad.core import FrozenMap
+from semgrad.effects import RunStatistics
+from semgrad.report import render_report
+from semgrad.report._samples import errors_json
+
+from .conftest import make_results, make_task, parse
+
+
+def _old_and_new(diff: str) -> tuple[str, str]:
+    """The two texts a ``<del>``/``<ins>`` diff compares, recovered from its HTML."""
+    old = re.sub(r"<ins>.*?</ins>", "", diff, flags=re.DOTALL).replace("<del>", "").replace("</del>", "")
+    new = re.sub(r"<del>.*?</del>", "", diff, flags=re.DOTALL).replace("<ins>", "").replace("</ins>", "")
+    return html.unescape(old), html.unescape(new)
+
+
+def _proposal_diffs(document: str) -> list[str]:
+    return re.findall(r'<pre class="diff proposal-diff">(.*?)</pre>', document, re.DOTALL)
+
+
+def _single(task: dict[str, Any]) -> str:
+    return render_report(make_results([task], task=task["task"]))
+
+
+def test_predictions_table_has_a_row_per_sample_with_input_output_target_and_verdict():
+    """Each prediction is one row: its input (or input fields), output, target and whether it was correct."""
+    page = parse(_single(make_task("gsm8k", None, 0.9)))
+    assert page.element("task-0-predictions")[0] == "table"
+    text = page.all_text()
+    assert "2 of 3 correct on the test split" in text
+    for shown in ("What is 2 + 2?", "question: Go north, then south.", "options: (A) yes (B) no"):
+        assert shown in text
+    rows = [a.get("class") for tag, a in page.tags if tag == "tr" and a.get("class") in ("correct", "wrong")]
+    assert rows == ["correct", "wrong", "correct"]
+
+
+def test_a_task_without_predictions_has_no_table():
+    """Results without predictions (older runs, a fit without test data) show no predictions table."""
+    task = make_task("gsm8k", None, 0.9)
+    del task["predictions"]
+    assert "task-0-predictions" not in _single(task)
+
+
+def test_each_proposal_is_diffed_against_the_value_its_iteration_started_from():
+    """Iteration 2 (rejected) and 3 are both diffed against iteration 1's applied value, not the initial one."""
+    diffs = [_old_and_new(d) for d in _proposal_diffs(_single(make_task("gsm8k", None, 0.9)))]
+    initial = "Solve the problem."
+    assert diffs == [
+        (initial, "Solve the problem step by step, version 1."),
+        ("Solve the problem step by step, version 1.", "Solve the problem step by step, version 3."),
+        ("Solve the problem step by step, version 1.", "Solve the problem step by step, version 2."),
+    ]
+
+
+@given(
+    st.lists(st.tuples(st.text(max_size=12), st.booleans()), min_size=1, max_size=5),
+    st.text(max_size=12),
+)
+def test_proposal_diffs_compare_with_the_last_applied_value(proposals, initial):
+    """For any proposals, applied or not, each diff's old text is the last applied value and its new text the
+    proposal (applied blocks are listed first, then the others)."""
+    iterations, current, expected_kept, expected_other = [], initial, [], []
+    for n, (value, applied) in enumerate(proposals, start=1):
+        iterations.append({"iteration": n, "updates": {"p": value}, "accepted": applied, "applied": applied})
+        (expected_kept if applied else expected_other).append((current, value))
+        current = value if applied else current
+    task = {"task": "t", "iterations": iterations, "params": {"initial": {"p": initial}, "final": {"p": current}}}
+    diffs = [_old_and_new(d) for d in _proposal_diffs(render_report({"tasks": [task]}))]
+    clean = str.maketrans({c: "\ufffd" for c in map(chr, [*range(9), 11, 12, *range(14, 32), 127])})
+    assert diffs == [(old.translate(clean), new.translate(clean)) for old, new in expected_kept + expected_other]
+
+
+def test_error_counts_are_shown_per_task_and_in_all():
+    """A task's errors and errors by kind are shown in its section; the summary sums them over tasks."""
+    first, second = make_task("bbh:navigate", "algorithmic", 0.5), make_task("bbh:snarks", "nlp", 0.7)
+    second["errors"], second["errors_by_kind"] = 1, {"server": 1}
+    page = parse(render_report(make_results([first, second], task="bbh:all")))
+    text = page.all_text()
+    assert page.element("task-0-errors")[0] == "p" and page.element("errors-summary")[0] == "p"
+    assert "Failed calls: 3 (timeout 2, rate_limit 1)" in text and "Failed calls: 1 (server 1)" in text
+    assert "Failed calls: 4 (timeout 2, rate_limit 1, server 1)" in text
+
+
+def test_run_level_error_counts_win_over_the_tasks_sum():
+    """When results.json records its own error counts, the summary shows those."""
+    results = make_results([make_task("gsm8k", None, 0.9)], task="gsm8k")
+    results["errors"], results["errors_by_kind"] = 5, {"timeout": 5}
+    assert "Failed calls: 5 (timeout 5)" in parse(render_report(results)).all_text()
+
+
+def test_no_error_counts_no_error_line():
+    """Results that record no error counts show no failed-calls line; zero recorded errors show 0."""
+    task = make_task("gsm8k", None, 0.9)
+    del task["errors"], task["errors_by_kind"]
+    assert "Failed calls" not in _single(task)
+    task["errors"] = 0
+    assert "Failed calls: 0" in parse(_single(task)).all_text()
+
+
+def test_a_fit_results_statistics_give_the_error_fields():
+    """errors_json turns a FitResult's RunStatistics into the fields the report shows."""
+    stats = RunStatistics(calls=9, errors=2, errors_by_kind=FrozenMap({"timeout": 1, "parse": 1}))
+    task = {"task": "fit", **errors_json(stats)}
+    assert "Failed calls: 2 (timeout 1, parse 1)" in parse(render_report({"tasks": [task]})).all_text()
