@@ -103,7 +103,8 @@ def _scores(summary: Mapping[str, Any]) -> list[float | None]:
 
 
 def _initial_test(summary: Mapping[str, Any]) -> float | None:
-    found = [t["accuracy"]["initial_test"] for t in summary.get("tasks") or [] if t["accuracy"]["initial_test"] is not None]
+    tasks = summary.get("tasks") or []
+    found = [t["accuracy"]["initial_test"] for t in tasks if t["accuracy"]["initial_test"] is not None]
     return sum(found) / len(found) if found else None
 
 

@@ -133,7 +133,8 @@ def _dspy_run() -> dict[str, Any]:
 
     trainset = [dspy.Example(question=q, answer=t).with_inputs("question") for q, t, _ in SAMPLES]
     teleprompter = COPRO(metric=metric, breadth=BREADTH, depth=DEPTH)
-    compiled = teleprompter.compile(Paper(), trainset=trainset, eval_kwargs={"num_threads": 1, "display_progress": False})
+    settings = {"num_threads": 1, "display_progress": False}
+    compiled = teleprompter.compile(Paper(), trainset=trainset, eval_kwargs=settings)
     final = {name: p.signature.instructions for name, p in compiled.named_predictors()}
     return {"calls": lm.calls, "final": final}
 

@@ -110,7 +110,8 @@ def _trace_run() -> dict[str, Any]:
             calls.append(("rewrite", user))
             system.append(messages[0]["content"])
             roles = _entries(_section(user, "#Constraints"), ": ")
-            content = json.dumps({"reasoning": "", "answer": "", "suggestion": {n: new_value(r) for n, r in roles.items()}})
+            suggestion = {n: new_value(r) for n, r in roles.items()}
+            content = json.dumps({"reasoning": "", "answer": "", "suggestion": suggestion})
             message = types.SimpleNamespace(content=content)
             return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)])
 
@@ -197,7 +198,8 @@ def test_the_prompt_shows_what_optoprimes_shows(runs: Any) -> None:
     prompt = next(text for purpose, text in theirs["calls"] if purpose == "rewrite")
     (request,) = ours["fake"].requests
     mine = "\n".join(m.content for m in request.messages)
-    pieces = [*_entries(_section(prompt, "#Variables")).values(), *_entries(_section(prompt, "#Constraints"), ": ").values()]
+    pieces = [*_entries(_section(prompt, "#Variables")).values()]
+    pieces += _entries(_section(prompt, "#Constraints"), ": ").values()
     pieces += _entries(_section(prompt, "#Inputs")).values()
     pieces += _entries(_section(prompt, "#Others")).values()
     for section in ("#Outputs", "#Feedback"):

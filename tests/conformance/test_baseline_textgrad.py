@@ -106,7 +106,10 @@ def _textgrad_run() -> dict[str, Any]:
             "question:\n{question}\n\nhint_1:\n{hint_1}\n\nhint_2:\n{hint_2}",
             {"question": None, "hint_1": None, "hint_2": None},
             system_prompt=instructions["answer"],
-        )(inputs={"question": q, "hint_1": hints[0], "hint_2": hints[1]}, response_role_description=graph["answer"].role)
+        )(
+            inputs={"question": q, "hint_1": hints[0], "hint_2": hints[1]},
+            response_role_description=graph["answer"].role,
+        )
         y = tg.Variable(target, requires_grad=False, role_description="the expected output")
         losses.append(loss_fn(inputs={"prediction": answer, "ground_truth_answer": y}))
     assert [v.value for v in losses] == ["0", "0"]
@@ -144,7 +147,7 @@ def _counts(calls: list[tuple[str, str, str | None]]) -> dict[str, int]:
 
 
 def test_same_calls_per_purpose(runs: Any) -> None:
-    """Our TextGrad makes TextGrad's backward and update calls: 6 backward per error sample, one update per instruction."""
+    """Ours makes TextGrad's backward and update calls: 6 backward per error sample, one update per instruction."""
     theirs, ours = runs
     counts = _counts(theirs["calls"])
     assert counts == {"forward": 6, "backward": 12, "rewrite": 3}
@@ -174,7 +177,7 @@ def _input_values(text: str) -> list[str]:
 
 
 def test_every_backward_prompt_shows_what_textgrads_shows(runs: Any) -> None:
-    """Each TextGrad backward call's information (instruction, whole input, output, its use, feedback, role, variable) is in ours."""
+    """Each TextGrad backward call's information (instruction, whole input, output, feedback, variable) is in ours."""
     theirs, ours = runs
     backward = [(p, s) for purpose, p, s in theirs["calls"] if purpose == "backward"]
     assert backward
@@ -189,14 +192,15 @@ def test_every_backward_prompt_shows_what_textgrads_shows(runs: Any) -> None:
             pieces += re.findall(r"The <LM_OUTPUT> was later used as (.*?)\.\n", prompt)
             pieces += re.findall(r"feedback on the LM_OUTPUT: (.*?) </OBJECTIVE_FUNCTION>", prompt, re.DOTALL)
         else:  # the loss's own backward call: the prediction and the ground truth, with their roles
-            inputs = re.findall(r"\*\*[^*]*\(role: ([^)]*)\)\*\*: (.*?)(?:\n\n|</INPUTS_TO_FUNCTION>|$)", prompt, re.DOTALL)
+            shown = r"\*\*[^*]*\(role: ([^)]*)\)\*\*: (.*?)(?:\n\n|</INPUTS_TO_FUNCTION>|$)"
+            inputs = re.findall(shown, prompt, re.DOTALL)
             assert len(inputs) == 2
             pieces += [inputs[0][0]] + [value.strip() for _, value in inputs]
         assert pieces_missing(pieces, mine) == [], (role, qid)
 
 
 def test_every_update_prompt_shows_what_tgd_shows(runs: Any) -> None:
-    """Each TGD update's information (role, value, every gradient with its conversation and use, constraints) is in ours."""
+    """Each TGD update's information (role, value, every gradient with its conversation, constraints) is in ours."""
     theirs, ours = runs
     fake = ours["fake"]
     updates = [p for purpose, p, _ in theirs["calls"] if purpose == "rewrite"]
