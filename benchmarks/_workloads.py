@@ -438,7 +438,7 @@ class ScaleLLM:
     def __call__(self, request: Any) -> str:
         if request.purpose == "backward":
             return reply_backward(request, {t: f"{request.node} says improve {t}" for t in request.targets})
-        return f"{request.node}#{request.sample}"
+        return f"<result>{request.node}#{request.sample}</result>"  # a forward reply: the result in its tags
 
 
 class _AsyncZero:

@@ -76,6 +76,15 @@ def _config(args: argparse.Namespace) -> Any:
         max_tokens=args.max_tokens,
         simulated_latency=args.simulated_latency,
         breadth=args.breadth,
+        protocol=args.protocol,
+        param=args.param,
+        temperature=args.temperature,
+        max_output_tokens=args.max_output_tokens,
+        **{
+            f"{role}_{option}": getattr(args, f"{role}_{option}")
+            for role in ("forward", "backward", "optimizer")
+            for option in ("temperature", "max_output_tokens")
+        },
     )
 
 
@@ -102,6 +111,10 @@ def _run(args: argparse.Namespace) -> int:
         print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
         print(report.table())
         if args.dry_run:
+            from .experiments._dry_run import dry_run_protocols, protocols_table
+
+            print(f"Calls by protocol (this run: {config.protocol}):")
+            print(protocols_table(dry_run_protocols(config, prices=_prices(args.prices))))
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
             if not sys.stdin.isatty():
@@ -338,6 +351,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     run.add_argument("--optimizer", default="neighbor-sgd", choices=OPTIMIZERS)
+    run.add_argument(
+        "--protocol",
+        choices=("official", "heldout"),
+        help="official (the default, unless --validation is given): the paper's splits, and the gate scores "
+        "candidates on the training items and reuses that forward; heldout: the gate scores them on a disjoint "
+        "validation split",
+    )
+    run.add_argument(
+        "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"
+    )
     run.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--train", type=int, help="training items (default: the paper's)")
@@ -348,6 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--forward-model", help="the model for forward calls")
     run.add_argument("--backward-model", help="the model for backward calls")
     run.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    run.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call (default 0)")
+    run.add_argument(
+        "--max-output-tokens", type=int, default=1024, help="reply length cap of every call (default 1024)"
+    )
+    for role in ("forward", "backward", "optimizer"):
+        run.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
+        run.add_argument(f"--{role}-max-output-tokens", type=int, help=f"the reply length cap of {role} calls")
     run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")

@@ -23,18 +23,25 @@ SOLVE_INSTRUCTION = "Solve the problem."
 #: The input fields of the LIAR graph, one analysis node each.
 LIAR_FIELDS: tuple[str, ...] = ("statement", "party", "job_title", "source", "state")
 
-#: The starting instruction of each LIAR analysis node, by input field.
+#: The starting instruction of each LIAR analysis node, by the field it is about. Every
+#: analysis reads the whole record; each looks at it from one angle (the official
+#: system's intent per node, in our words).
 LIAR_ANALYSIS_INSTRUCTIONS: FrozenMap[str, str] = FrozenMap(
     {
-        "statement": "Analyse the statement's wording and claims and what they suggest about whether it is a lie.",
-        "party": "Analyse the speaker's party and what it suggests about whether the statement is a lie.",
-        "job_title": "Analyse the speaker's job title and what it suggests about whether the statement is a lie.",
-        "source": "Analyse the source, where the statement was made, and what it suggests about whether it is a lie.",
-        "state": "Analyse the speaker's state and what it suggests about whether the statement is a lie.",
+        "statement": "Examine the statement on its own terms: what it claims and how it is worded. "
+        "Reply in at most two sentences.",
+        "party": "Consider how the speaker's party would view this statement. Reply in at most two sentences.",
+        "job_title": "Judge whether the statement fits what someone with the speaker's job title would say. "
+        "Reply in at most two sentences.",
+        "source": "Consider why this source might have put out the statement. Reply in at most two sentences.",
+        "state": "Consider how people in the speaker's state would view this statement. "
+        "Reply in at most two sentences.",
     }
 )
 
-LIAR_DECIDE_INSTRUCTION = "Decide whether the statement is a lie. Answer Yes or No."
+LIAR_DECIDE_INSTRUCTION = (
+    "Using the record and the analyses, decide whether the statement is a lie. Answer Yes or No."
+)
 
 _LIAR_ROLES: FrozenMap[str, str] = FrozenMap(
     {
@@ -67,11 +74,12 @@ def paper_graph(
 
 
 def liar_graph(*, decide_instruction: str = LIAR_DECIDE_INSTRUCTION) -> tuple[Graph, Params]:
-    """The LIAR graph: five analysis nodes, one per input field of `LIAR_FIELDS`,
-    feed a final ``answer`` node that decides Yes (a lie) or No.
+    """The LIAR graph as the official code builds it: five analysis nodes, one per
+    field of `LIAR_FIELDS`, feed a final ``answer`` node that decides Yes (a lie) or No.
 
-    Each analysis node ``<field>_analysis`` reads only its own field and starts
-    from `LIAR_ANALYSIS_INSTRUCTIONS`; ``answer`` reads the five analyses.
+    Every node reads the whole record (the five fields); each analysis node
+    ``<field>_analysis`` looks at it from its field's angle, starting from
+    `LIAR_ANALYSIS_INSTRUCTIONS`; ``answer`` reads the record and the five analyses.
 
     Args:
         decide_instruction: The final node's starting instruction.
@@ -81,24 +89,29 @@ def liar_graph(*, decide_instruction: str = LIAR_DECIDE_INSTRUCTION) -> tuple[Gr
         >>> graph.inputs
         ('statement', 'party', 'job_title', 'source', 'state')
         >>> graph.predecessors("party_analysis")
-        ('party',)
-        >>> graph.predecessors("answer")
+        ('statement', 'party', 'job_title', 'source', 'state')
+        >>> graph.predecessors("answer")[5:]
         ('statement_analysis', 'party_analysis', 'job_title_analysis', 'source_analysis', 'state_analysis')
-        >>> params.value("answer.instruction")
-        'Decide whether the statement is a lie. Answer Yes or No.'
+        >>> params.value("answer.instruction").endswith("a lie. Answer Yes or No.")
+        True
     """
     b = GraphBuilder()
     fields = [b.input(field, role=_LIAR_ROLES[field]) for field in LIAR_FIELDS]
     analyses = [
         b.llm(
             f"{field}_analysis",
-            inputs=[field],
+            inputs=fields,
             instruction=LIAR_ANALYSIS_INSTRUCTIONS[field],
-            role=f"an analysis of {_LIAR_ROLES[field]}",
+            role=f"an analysis from the angle of {_LIAR_ROLES[field]}",
         )
-        for field in fields
+        for field in LIAR_FIELDS
     ]
-    b.llm("answer", inputs=analyses, instruction=decide_instruction, role="Yes if the statement is a lie, else No")
+    b.llm(
+        "answer",
+        inputs=[*fields, *analyses],
+        instruction=decide_instruction,
+        role="Yes if the statement is a lie, else No",
+    )
     return b.build(output="answer")
 
 

@@ -53,14 +53,16 @@ def test_paper_graph_has_two_hints_and_a_final_answer():
 
 
 def test_liar_graph_has_five_analyses_feeding_one_decision():
-    """Five input fields, one analysis node reading each, and an answer node reading all five analyses."""
+    """As the official system: five analysis nodes and the final node each read the whole record (all five
+    fields); the final node also reads the five analyses; six trainable instructions."""
     graph, params = liar_graph()
     analyses = tuple(f"{field}_analysis" for field in LIAR_FIELDS)
     assert graph.inputs == LIAR_FIELDS
     assert graph.of_kind("llm") == (*analyses, "answer")
-    assert all(graph.predecessors(f"{field}_analysis") == (field,) for field in LIAR_FIELDS)
-    assert graph.predecessors("answer") == analyses and graph.output == "answer"
-    assert len(edges(graph)) == 10 and len(params) == 6
+    assert all(graph.predecessors(f"{field}_analysis") == LIAR_FIELDS for field in LIAR_FIELDS)
+    assert graph.predecessors("answer") == (*LIAR_FIELDS, *analyses) and graph.output == "answer"
+    assert len(edges(graph)) == 5 * 5 + 10 and len(params) == 6
+    assert params.trainable() == (*(f"{a}.instruction" for a in analyses), "answer.instruction")
 
 
 def test_liar_graph_instructions_are_our_own_and_overridable():
@@ -68,7 +70,7 @@ def test_liar_graph_instructions_are_our_own_and_overridable():
     _, params = liar_graph()
     for field in LIAR_FIELDS:
         assert params.value(f"{field}_analysis.instruction") == LIAR_ANALYSIS_INSTRUCTIONS[field]
-        assert "lie" in LIAR_ANALYSIS_INSTRUCTIONS[field]
+        assert "two sentences" in LIAR_ANALYSIS_INSTRUCTIONS[field]
     assert params.value("answer.instruction") == LIAR_DECIDE_INSTRUCTION
     assert "Yes or No" in LIAR_DECIDE_INSTRUCTION
     assert liar_graph(decide_instruction="Lie? Yes/No.")[1].value("answer.instruction") == "Lie? Yes/No."

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, request_key
-from ..core._parse import format_backward, format_tagged
+from ..core._parse import format_backward, format_result, format_tagged
 from ..core.optim._named import format_named
 
 __all__ = [
@@ -37,9 +37,16 @@ __all__ = [
 ]
 
 
-def reply_forward(request: LLMRequest, value: Any) -> str:
-    """A forward reply whose parsed value is `value`."""
-    return str(value)
+def reply_forward(request: LLMRequest, value: Any, *, reasoning: str = "") -> str:
+    """A forward reply whose parsed value is `value`: `reasoning` (if any), then `value` between
+    ``<result>`` tags, as the forward prompt asks.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> reply_forward(LLMRequest((Message("user", "2+2?"),)), 4, reasoning="Two and two.")
+        'Two and two.\\n<result>\\n4\\n</result>'
+    """
+    return format_result(value, reasoning)
 
 
 def reply_backward(request: LLMRequest, feedback: Mapping[str, str]) -> str:
@@ -78,13 +85,18 @@ def reply_summary(request: LLMRequest, text: str) -> str:
 class FunctionLLM:
     """An LLM from a function of the request: ``fn(request) -> str | LLMResponse``.
 
-    `fn` may be sync or async; the runner treats this LLM the same way.
+    `fn` may be sync or async; the runner treats this LLM the same way. A text
+    answer to a forward request that has no ``<result>`` tag is the result itself:
+    it is sent as `reply_forward` writes it (to test unreadable forward replies,
+    return an `LLMResponse`, or use a plain function as the LLM).
 
     Examples:
         >>> from semgrad.core import Message
         >>> llm = FunctionLLM(lambda request: request.prompt.upper())
-        >>> llm(LLMRequest((Message("user", "hi"),)))
+        >>> llm(LLMRequest((Message("user", "hi"),), purpose="backward"))
         'HI'
+        >>> llm(LLMRequest((Message("user", "hi"),)))
+        '<result>\\nHI\\n</result>'
     """
 
     def __init__(self, fn: Callable[[LLMRequest], Any]) -> None:
@@ -94,10 +106,22 @@ class FunctionLLM:
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
     def __call__(self, request: LLMRequest) -> Any:
-        return self.fn(request)
+        if self.is_async:
+            return self._async_call(request)
+        return _as_forward(request, self.fn(request))
+
+    async def _async_call(self, request: LLMRequest) -> Any:
+        return _as_forward(request, await self.fn(request))
 
     def __repr__(self) -> str:
         return f"FunctionLLM({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def _as_forward(request: LLMRequest, value: Any) -> Any:
+    """A text answer to a forward request with no ``<result>`` tag, sent as `reply_forward` writes it."""
+    if type(value) is str and request.purpose == "forward" and ("<" not in value or "<result" not in value.casefold()):
+        return reply_forward(request, value)
+    return value
 
 
 def _digest(request: LLMRequest, salt: str) -> str:
@@ -114,8 +138,8 @@ class HashLLM:
     Examples:
         >>> from semgrad.core import Message
         >>> r = LLMRequest((Message("user", "hi"),), node="a")
-        >>> HashLLM()(r) == HashLLM()(r), HashLLM()(r)[:2]
-        (True, 'a#')
+        >>> HashLLM()(r) == HashLLM()(r), HashLLM()(r)[:11]
+        (True, '<result>\\na#')
     """
 
     is_async = False
@@ -135,6 +159,8 @@ class HashLLM:
             return reply_critique(request, f"Critique {text}.")
         if request.purpose == "summarize":
             return reply_summary(request, f"Summary {text}.")
+        if request.purpose == "forward":
+            return reply_forward(request, text)
         return text
 
 
@@ -147,13 +173,16 @@ class ScriptedLLM:
     `LLMResponse`, an `LLMError` (the call fails with it), or a function of the
     request returning one of those. The first matching entry answers; with no
     match, `default` answers, and without a default the call fails with an
-    ``LLMError(kind="unscripted")``.
+    ``LLMError(kind="unscripted")``. A text answer to a forward request that has
+    no ``<result>`` tag is the result itself: it is sent as `reply_forward` writes it.
 
     Examples:
         >>> from semgrad.core import Message
         >>> llm = ScriptedLLM([({"node": "answer"}, "42")], default="?")
-        >>> llm(LLMRequest((Message("user", "x"),), node="answer")), llm(LLMRequest((Message("user", "x"),)))
-        ('42', '?')
+        >>> llm(LLMRequest((Message("user", "x"),), node="answer", purpose="backward"))
+        '42'
+        >>> llm(LLMRequest((Message("user", "x"),)))
+        '<result>\\n?\\n</result>'
     """
 
     is_async = False
@@ -194,7 +223,7 @@ def _resolve(answer: Any, request: LLMRequest) -> Any:
     value = answer(request) if callable(answer) else answer
     if isinstance(value, LLMError):
         raise LLMFailure(value)
-    return value
+    return _as_forward(request, value)
 
 
 class RecordingLLM:

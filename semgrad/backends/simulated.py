@@ -98,7 +98,7 @@ class SimulatedLLM:
         >>> need = llm.needed("What is 3 + 4?")
         >>> prompt = "[1] question (q):\\nWhat is 3 + 4?"
         >>> r = LLMRequest((Message("system", f"{need} {VERIFY}"), Message("user", prompt)), node="answer")
-        >>> llm(r).endswith("7")
+        >>> llm(r).endswith("<result>\\n7\\n</result>")
         True
     """
 

@@ -39,6 +39,7 @@ from ._scoring import (
     numeric_match,
     parse_number,
 )
+from ._sampling import OFFICIAL_OPTIONS, engine_options, sampling
 from ._trace import NodeRun, Trace
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "optim",
     "rules",
     "ENGINES",
+    "OFFICIAL_OPTIONS",
     "PURPOSES",
     "Done",
     "Example",
@@ -95,6 +97,7 @@ __all__ = [
     "ask",
     "bind",
     "check_inputs",
+    "engine_options",
     "forward",
     "freeze",
     "gather",
@@ -106,5 +109,6 @@ __all__ = [
     "pure",
     "render_forward",
     "request_key",
+    "sampling",
     "traverse",
 ]

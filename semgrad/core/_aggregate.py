@@ -8,12 +8,13 @@ deterministic whatever order replies arrived in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 from returns.result import Success
 
+from ._frozen import FrozenMap, freeze
 from ._gradients import Partial
 from ._parse import parse_tagged
 from ._program import Program, ask, map_, pure
@@ -94,13 +95,14 @@ class Summarize:
 
     engine: str = "backward"
     fallback: Concat = Concat()
+    options: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=freeze)
 
     def __call__(self, node: str, role: str, partials: Sequence[Partial]) -> Program[str]:
         texts = concat_texts([p.text for p in partials], separator="\x00").split("\x00")
         if len(texts) <= 1:
             return pure(texts[0] if texts else "")
         sample = partials[0].sample
-        request = render_summarize(node, role, texts, sample=sample, engine=self.engine)
+        request = render_summarize(node, role, texts, sample=sample, engine=self.engine, options=self.options)
 
         def fold(reply: Any) -> str:
             if isinstance(reply, Success):
@@ -131,9 +133,9 @@ def concat(*, dedupe: bool = True, max_chars: int | None = None, keep: Literal["
     return Concat(dedupe, max_chars, keep)
 
 
-def summarize(*, engine: str = "backward") -> Summarize:
-    """Aggregate with an LLM summary when several distinct texts arrive."""
-    return Summarize(engine)
+def summarize(*, engine: str = "backward", options: Mapping[str, Any] | None = None) -> Summarize:
+    """Aggregate with an LLM summary when several distinct texts arrive (`options`: its sampling options)."""
+    return Summarize(engine, Concat(), FrozenMap(options or {}))
 
 
 def total() -> Total:

@@ -154,6 +154,9 @@ class _Static:
     where: dict[str, int]
     #: Per stepping node: ``(target, position)`` for each target that is a graph node.
     delivers: dict[str, tuple[tuple[str, int], ...]]
+    #: Per node: receives partials but makes no step of its own (a free parameter, an LLM node
+    #: whose inputs need nothing); its partials are still aggregated by the rule's aggregator.
+    collecting: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, graph: Graph, params: Params, plan: BackwardPlan) -> _Static:
@@ -166,7 +169,8 @@ class _Static:
         index = graph._index
         delivers = {n: tuple((t, index[t]) for t in plan.targets[n] if t in index) for n in plan.steps}
         stepping = tuple(n in steps for n in order)
-        return cls(plan, stepping, tuple(plan.awaits[n] for n in order), dict(index), where, delivers)
+        collecting = tuple(n not in steps and plan.awaits[n] > 0 for n in order)
+        return cls(plan, stepping, tuple(plan.awaits[n] for n in order), dict(index), where, delivers, collecting)
 
 
 class BackwardMachine(Program[Gradients]):
@@ -325,13 +329,13 @@ class BackwardMachine(Program[Gradients]):
                 if arrived:
                     received = received.set_many(arrived)
                 left: dict[int, int] = {}
-                for target, pos in static.delivers[node]:
+                for target, pos in static.delivers.get(node, ()):
                     left[pos] = count = waiting.get(pos) - 1
-                    if count == 0 and static.stepping[pos]:
+                    if count == 0 and (static.stepping[pos] or static.collecting[pos]):
                         ready[target] = _Launch(None, received.get(pos))
                 if left:
                     waiting = waiting.set_many(left)
-                if node != self.graph.output:
+                if node != self.graph.output and (gradient is not None or not static.collecting[position(node)]):
                     feedback = feedback.append(NodeFeedback(node, gradient, self.trace.sample))
                 partials = partials.extend(result.partials)
                 failures = failures.extend(result.failures)
@@ -348,6 +352,14 @@ class BackwardMachine(Program[Gradients]):
         return Done(state._result()) if n_running == 0 else state
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
+        if self._static.collecting[self._static.positions[node]]:
+            # A node that only collects partials: its gradient is aggregated by the same rule as
+            # every other node's (a summary, say), and it makes no step of its own.
+            positions = self._static.positions
+            received = tuple(sorted(launch.partials, key=lambda p: positions[p.source]))
+            if not received:
+                return Done((None, NodeResult()))
+            return map_(self.rule.aggregate(node, self.graph.nodes._data[node].role, received), _collected)
         targets = self._static.plan.targets[node]
         sample = self.trace.sample
         run = self.trace.runs._data[node]  # the FrozenMaps' dicts: C-speed lookups on the hot path
@@ -387,6 +399,10 @@ class BackwardMachine(Program[Gradients]):
         failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
         feedback = tuple(sorted(self._feedback.items(), key=lambda f: -where[f.node]))
         return Gradients(partials, feedback, failures)
+
+
+def _collected(gradient: Any) -> tuple[Any, NodeResult]:
+    return gradient, NodeResult()
 
 
 @attrs.frozen

@@ -32,7 +32,8 @@ from ._frozen import FrozenMap, freeze
 from ._graph import Graph, Node, Params
 from ._persistent import PVec
 from ._program import Done, Emitted, Program, Token
-from ._prompts import forward_request, forward_system
+from ._parse import parse_result
+from ._prompts import forward_request, forward_system, render_forward_repair
 from ._requests import _NO_OPTIONS, LLMRequest, Message, Reply, SampleId
 from ._trace import NodeRun, Trace, _node_run
 
@@ -84,8 +85,13 @@ def forward(
         >>> p = forward(graph, params, {"question": "2+2?"}, sample=0)
         >>> [(token, r.node) for token, r in p.emitted]
         [(('answer',), 'answer')]
-        >>> p.feed(("answer",), Success(LLMResponse("4"))).value.output_value
+        >>> p.feed(("answer",), Success(LLMResponse("2 and 2 make 4. <result>4</result>"))).value.output_value
         '4'
+        >>> again = p.feed(("answer",), Success(LLMResponse("4")))  # no <result>: one repair request
+        >>> [(token, r.messages[-1].role) for token, r in again.emitted]
+        [(('answer', 'repair'), 'user')]
+        >>> again.feed(("answer", "repair"), Success(LLMResponse("4"))).value["answer"].error
+        'unreadable reply: the reply has no <result> block (also after a repair request)'
         >>> forward(graph, params, {"q": "2+2?"})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -97,13 +103,15 @@ def forward(
 
 
 class _Asked:
-    """A node whose request is out: the request, and the ``(name, value)`` inputs it showed."""
+    """A node whose request is out: the request, the ``(name, value)`` inputs it showed,
+    and whether it is the repair request sent after an unreadable reply."""
 
-    __slots__ = ("request", "shown")
+    __slots__ = ("request", "shown", "repair")
 
-    def __init__(self, request: LLMRequest, shown: tuple[tuple[str, Any], ...]) -> None:
+    def __init__(self, request: LLMRequest, shown: tuple[tuple[str, Any], ...], repair: bool = False) -> None:
         self.request = request
         self.shown = shown
+        self.repair = repair
 
 
 @attrs.frozen
@@ -215,15 +223,33 @@ class ForwardMachine(Program[Trace]):
         return tuple(names[pos] for pos, c in enumerate(self._cells.tolist()) if type(c) is _Asked)
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
-        name = token[0] if len(token) == 1 else None
+        name = token[0] if 0 < len(token) <= 2 else None
         pos = self.graph._index._data.get(name, -1) if type(name) is str else -1
         cells = self._cells
         asked = cells.get(pos) if pos >= 0 else None
-        if type(asked) is not _Asked:
+        if type(asked) is not _Asked or asked.repair != (len(token) == 2):
             raise ProtocolError(f"forward machine got a reply for {token!r}, which it is not waiting for")
         if isinstance(reply, Success):
             text = reply.unwrap().text
-            run = _node_run(name, "llm", asked.shown, text.strip(), asked.request, text, None)  # type: ignore[arg-type]
+            parsed = parse_result(text)
+            if isinstance(parsed, Success):
+                run = _node_run(name, "llm", asked.shown, parsed.unwrap(), asked.request, text, None)  # type: ignore[arg-type]
+            elif not asked.repair:
+                # One repair request, then a recorded failure (never the whole reply as the value).
+                request = render_forward_repair(asked.request, text, parsed.failure().reason)
+                return ForwardMachine(
+                    self.graph,
+                    self.params,
+                    self.sample,
+                    self.engine,
+                    self.options,
+                    cells.set(pos, _Asked(request, asked.shown, True)),
+                    self.unfinished,
+                    (((name, "repair"), request),),
+                )
+            else:
+                error = f"unreadable reply: {parsed.failure().reason} (also after a repair request)"
+                run = _node_run(name, "llm", asked.shown, None, asked.request, text, error)  # type: ignore[arg-type]
         else:
             run = _node_run(name, "llm", asked.shown, None, asked.request, None, reply.failure())  # type: ignore[arg-type]
         cells = cells.set(pos, run)

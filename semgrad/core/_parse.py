@@ -21,8 +21,10 @@ from ._requests import _success
 __all__ = [
     "ParseError",
     "format_backward",
+    "format_result",
     "format_tagged",
     "parse_backward",
+    "parse_result",
     "parse_tagged",
 ]
 
@@ -76,6 +78,44 @@ def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
         shown = " or ".join(f"<{t}>" for t in tags)
         return Failure(ParseError(f"the reply has no {shown} block"))
     return Success(candidates[-1])
+
+
+RESULT_TAG = "result"
+
+
+def format_result(value: object, reasoning: str = "") -> str:
+    """A forward reply in canonical form: the reasoning, then the result between tags.
+
+    Examples:
+        >>> format_result("(B)", "B is the only option left.")
+        'B is the only option left.\\n<result>\\n(B)\\n</result>'
+    """
+    body = f"<{RESULT_TAG}>\n{value}\n</{RESULT_TAG}>"
+    return f"{reasoning}\n{body}" if reasoning else body
+
+
+def parse_result(text: str) -> Result[str, ParseError]:
+    """The result of a forward reply: the content of its last ``<result>`` block.
+
+    Tolerant as `parse_tagged` (any case, spaces in the tags, an unclosed last
+    block); a reply without one is a `Failure`, never the whole reply.
+
+    Examples:
+        >>> parse_result("Two and two make four.\\n<result>4</result>")
+        <Success: 4>
+        >>> parse_result("< RESULT >4")
+        <Success: 4>
+        >>> parse_result("4").failure().reason
+        'the reply has no <result> block'
+    """
+    end = text.rfind("</result>")
+    if end > 0 and "<" not in text[end + 9 :]:  # the canonical form, without a regular expression
+        start = text.rfind("<result>", 0, end)
+        if start >= 0:
+            value = text[start + 8 : end].strip()
+            if value:
+                return _success(value)
+    return parse_tagged(text, (RESULT_TAG,))
 
 
 FEEDBACK_TAG = "feedback"

@@ -23,6 +23,7 @@ __all__ = [
     "render_critique",
     "render_examples",
     "render_forward",
+    "render_forward_repair",
     "render_neighbor_aware",
     "render_per_edge",
     "render_repair",
@@ -33,10 +34,17 @@ __all__ = [
 #: One input as a prompt shows it: ``(name, role, value)``.
 Shown = tuple[str, str, Any]
 
+#: The tag a forward reply wraps its result in; what is inside flows on and is scored.
+RESULT_TAG = "result"
 FORWARD_SYSTEM = (
     "You are one component of a larger system. Carry out your instruction using the inputs "
-    "you are given, and reply with your result only.\n\n"
+    "you are given. Think it through step by step first; then give your result, which is all "
+    "the rest of the system will see, between <result> and </result>.\n\n"
     "Instruction:\n{instruction}"
+)
+FORWARD_REPAIR_USER = (
+    "Your reply could not be read: {reason}. Reply again, ending with your result between "
+    "<result> and </result>."
 )
 NO_INPUTS = "(This component has no inputs.)"
 
@@ -98,6 +106,27 @@ def forward_request(
         inputs = format_inputs(shown)
     # The user message is the formatted inputs, as they are.
     return _request((system, _message("user", inputs)), engine, "forward", node, sample, (), options)
+
+
+def render_forward_repair(request: LLMRequest, reply: str, reason: str) -> LLMRequest:
+    """Ask a forward call again after a reply with no readable result: the conversation so far plus why.
+
+    Examples:
+        >>> r = render_forward("answer", "Solve it.", [("question", "the question", "2+2?")], sample=3)
+        >>> again = render_forward_repair(r, "It is 4.", "the reply has no <result> block")
+        >>> [m.role for m in again.messages], again.purpose, again.sample
+        (['system', 'user', 'assistant', 'user'], 'forward', 3)
+    """
+    user = FORWARD_REPAIR_USER.format(reason=reason)
+    return _request(
+        (*request.messages, _message("assistant", reply), _message("user", user)),
+        request.engine,
+        "forward",
+        request.node,
+        request.sample,
+        (),
+        request.options,
+    )
 
 
 # --- backward -------------------------------------------------------------------------------
@@ -279,7 +308,13 @@ def render_repair(request: LLMRequest, reply: str, reason: str, missing: Sequenc
 
 
 def render_summarize(
-    node: str, role: str, texts: Sequence[str], *, sample: SampleId = None, engine: str = "backward"
+    node: str,
+    role: str,
+    texts: Sequence[str],
+    *,
+    sample: SampleId = None,
+    engine: str = "backward",
+    options: Mapping[str, Any] | None = None,
 ) -> LLMRequest:
     """Ask for one feedback text that merges several."""
     items = "\n".join(f"<item>\n{t}\n</item>" for t in texts)
@@ -292,6 +327,7 @@ def render_summarize(
         purpose="summarize",
         node=node,
         sample=sample,
+        options=options or {},
     )
 
 
@@ -312,6 +348,13 @@ Output:
 
 Feedback on the output:
 {feedback}
+</example {index}>"""
+EXAMPLE_BLOCK_NO_FEEDBACK = """<example {index}>
+Inputs:
+{inputs}
+
+Output:
+{output}
 </example {index}>"""
 REWRITE_USER = """You are improving {role} ({name}).
 
@@ -340,13 +383,30 @@ your explanation
 
 
 def render_examples(examples: Sequence[tuple[Sequence[tuple[str, Any]], Any, Any]]) -> str:
-    """Number ``(inputs, output, feedback)`` examples for optimizer prompts."""
+    """Number ``(inputs, output, feedback)`` examples for optimizer prompts.
+
+    A feedback of None leaves the feedback section out (the "no gradients" ablation);
+    an empty one says there was none.
+
+    Examples:
+        >>> print(render_examples([((("question", "2+2?"),), "5", None)]))
+        <example 1>
+        Inputs:
+        question: 2+2?
+        <BLANKLINE>
+        Output:
+        5
+        </example 1>
+    """
     blocks = []
     for index, (inputs, output, feedback) in enumerate(examples, 1):
         shown = "\n".join(f"{name}: {value}" for name, value in inputs) or "(none)"
-        blocks.append(
-            EXAMPLE_BLOCK.format(index=index, inputs=shown, output=output, feedback=feedback or "(no feedback)")
-        )
+        if feedback is None:
+            blocks.append(EXAMPLE_BLOCK_NO_FEEDBACK.format(index=index, inputs=shown, output=output))
+        else:
+            blocks.append(
+                EXAMPLE_BLOCK.format(index=index, inputs=shown, output=output, feedback=feedback or "(no feedback)")
+            )
     return "\n\n".join(blocks)
 
 

@@ -29,10 +29,12 @@ from ..core import (
     gather,
     normalized_match,
 )
+from ..core._sampling import engine_options
 from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from ._limit import estimate_tokens
 from ._protocol import is_async_llm
 from ._runner import Runner, RunStatistics
 
@@ -54,7 +56,8 @@ class IterationRecord:
     Attributes:
         iteration: Its number (0-based).
         train_score: Mean training score of the params it started from.
-        validation_score: The candidate's validation score, when a gate scored it.
+        validation_score: The candidate's score, when a gate scored it (on the
+            validation set, or on the training items without one).
         accepted: The gate's verdict (None without a gate).
         updates: The new values proposed for application, by parameter.
         applied: Whether `updates` were applied.
@@ -82,8 +85,9 @@ class FitResult:
     Attributes:
         params: The best accepted params (with no gate: the last ones).
         initial_params: The params the run started from.
-        initial_score: The validation score of `initial_params` (None without validation).
-        best_score: The validation score of `params`, when known.
+        initial_score: The gate's score of `initial_params`: on the validation set, or
+            on the training items without one (None when never scored).
+        best_score: The gate's score of `params`, when known.
         history: One `IterationRecord` per completed iteration.
         statistics: Calls, errors and tokens of this process's calls.
         stopped: Why the run ended early, or None: "budget" (this call's `budget`, or a
@@ -139,17 +143,20 @@ class _Guard:
     def __init__(self, llm: Any, budget: Budget | None) -> None:
         self.llm, self.budget = llm, budget or Budget()
         self.identity = getattr(llm, "identity", None)
-        self.calls = self.tokens = 0
+        self.calls = self.tokens = self.reserved = 0
         self.exceeded = False
         self.stopped = "budget"
 
     async def __call__(self, request: LLMRequest) -> Any:
+        # Reserve before calling (as `budgeted` does), so the calls in flight cannot pass the budget together.
+        estimate = estimate_tokens(request) if self.budget.max_tokens is not None else 0
         if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
-            self.budget.max_tokens is not None and self.tokens >= self.budget.max_tokens
+            self.budget.max_tokens is not None and self.tokens + self.reserved + estimate > self.budget.max_tokens
         ):
             self.exceeded = True
             raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
         self.calls += 1
+        self.reserved += estimate
         try:
             result = self.llm(request)
             if is_async_llm(self.llm) or hasattr(result, "__await__"):
@@ -159,6 +166,8 @@ class _Guard:
                 self.exceeded = True
                 self.stopped = failure.error.kind
             raise
+        finally:
+            self.reserved -= estimate
         usage = getattr(result, "usage", {}) or {}
         self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         return result
@@ -200,13 +209,25 @@ async def fit(
     on_progress: Callable[[FitProgress], None] | None = None,
     max_concurrency: int | None = None,
     timeout: float | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> FitResult:
     """Optimize `params` with `optimizer` for `iterations` iterations.
 
     Each iteration forwards the training set, scores it with `loss` (default:
     normalised exact match, no LLM call), runs the optimizer and applies its
-    updates unless the gate rejected them. With a validation set, the initial
-    params are scored on it once, before the first iteration, to seed the gate.
+    updates unless the gate rejected them.
+
+    Two protocols, chosen by `validation`:
+
+    * omitted (the official protocol): the gate scores each candidate on the
+      training items, and that forward is reused as the next iteration's (the
+      current params' own forward when the candidate is rejected), so a run
+      forwards the training set once, then once per iteration -- for the paper's
+      graph 3N forward calls once, then per iteration 3N forward, k backward and
+      one rewrite per parameter. `initial_score` and `best_score` are training scores.
+    * given (the held-out protocol): the initial params are scored on it once,
+      before the first iteration, to seed the gate, and each candidate is scored
+      on it; every iteration forwards the training set afresh.
 
     Args:
         graph, params: The system and its starting values.
@@ -223,6 +244,11 @@ async def fit(
             `llm` that refuses a call stops the run the same way.
         on_progress: Called with a `FitProgress` at each phase.
         max_concurrency, timeout: Passed to the `Runner`.
+        options: Sampling options per engine, e.g. ``{"forward": {"temperature": 0.7,
+            "max_tokens": 512}}`` (see `semgrad.core.sampling`); every request of the run
+            carries its engine's (a stage's own options win). None: the official
+            values, temperature 0 and 1024 max tokens, for every engine; an engine left
+            out of the mapping gets those too, and ``{}`` leaves it to the provider.
 
     Returns:
         A `FitResult`.
@@ -233,6 +259,8 @@ async def fit(
     if iterations < 0:
         raise ValueError(f"iterations must be >= 0, got {iterations}")
     loss = loss or normalized_match()
+    per_engine = engine_options(options)
+    forward_options = per_engine["forward"]
     guard = _Guard(llm, _as_budget(budget))
     runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout)
     checkpoint = checkpoint if checkpoint is not None else resume
@@ -248,11 +276,22 @@ async def fit(
             on_progress(FitProgress(iteration, iterations, phase, runner.statistics().calls, score))
 
     first: Any = None
+    if not validation_set and 0 < state.iteration < iterations and state.history[-1].accepted is not None:
+        # A resumed official-protocol run: the forward the last iteration would have handed on is not in the
+        # checkpoint; make it again (free with a cache), outside the iteration records, which keep the counts
+        # of an uninterrupted run.
+        progress(state.iteration, "forward (resumed)")
+        first = await runner.run(evaluate(graph, state.params, train_set, loss, options=forward_options))
+        if guard.exceeded:
+            return state.result(runner, guard.stopped)
     before = runner.statistics().calls_by_purpose
     if state.iteration == 0 and validation_set and state.initial_score is None:
         # The initial validation score and the first training forward are independent: run them together.
         progress(0, "scoring initial params")
-        both = evaluate(graph, params, validation_set, loss), evaluate(graph, params, train_set, loss)
+        both = (
+            evaluate(graph, params, validation_set, loss, options=forward_options),
+            evaluate(graph, params, train_set, loss, options=forward_options),
+        )
         initial, first = await runner.run(gather(*both)) if iterations > 0 else (await runner.run(both[0]), None)
         if guard.exceeded:
             return state.result(runner, guard.stopped)
@@ -260,10 +299,16 @@ async def fit(
     while state.iteration < iterations:
         i = state.iteration
         progress(i, "forward")
-        results = first if first is not None else await runner.run(evaluate(graph, state.params, train_set, loss))
+        if first is None:
+            first = await runner.run(evaluate(graph, state.params, train_set, loss, options=forward_options))
+        results = first
         first = None
         if guard.exceeded:
             return state.result(runner, guard.stopped)
+        if not validation_set and state.initial_score is None:
+            # The official protocol: the gate compares against the training score of the current params.
+            score = mean_score(results)
+            state = attrs.evolve(state, initial_score=score, best_score=score)
         step = Step(
             graph,
             i,
@@ -274,11 +319,14 @@ async def fit(
             loss,
             state.best_score,
             state.rejected,
+            options=per_engine,
         )
         progress(i, "optimize", mean_score(results))
         step, opt_state = await runner.run(optimizer.update(step, state.opt_state, state.params))
         if guard.exceeded:
             return state.result(runner, guard.stopped)
+        if not validation_set:
+            first = _reused_forward(step, results)
         calls = runner.statistics().calls_by_purpose
         spent = FrozenMap((k, v - before.get(k, 0)) for k, v in calls.items() if v - before.get(k, 0))
         state = state.advance(step, opt_state, mean_score(results), spent)
@@ -287,6 +335,15 @@ async def fit(
             state.save(checkpoint)
         progress(i + 1, "done", mean_score(results))
     return state.result(runner, None)
+
+
+def _reused_forward(step: Step, results: Any) -> Any:
+    """The next iteration's training forward when this one already made it (the official protocol):
+    the candidate's, scored by the gate on the training items, when accepted; the current params'
+    own when rejected (they stay). None when no gate scored the training items."""
+    if step.accepted is False:
+        return results
+    return step.candidate_results if step.accepted else None
 
 
 @attrs.frozen
@@ -327,6 +384,11 @@ class _RunState:
             raise CheckpointError(f"{path} was written for another graph (fingerprint {state.graph})")
         if state.initial_params != params:
             raise CheckpointError(f"{path} was written for a run that started from other params")
+        if belongs is not None and not state.belongs_to:
+            raise CheckpointError(
+                f"{path} was written by an older semgrad and does not say which run it belongs to; "
+                "start a new run with another checkpoint path"
+            )
         differ = differing_parts(state.belongs_to, belongs) if belongs is not None else ()
         if differ:
             raise CheckpointError(
@@ -345,7 +407,7 @@ class _RunState:
         updates = step.updates or FrozenMap()
         applied = bool(updates) and step.accepted is not False
         params = apply_updates(self.params, updates) if applied else self.params
-        best_score = step.candidate_score if step.accepted else self.best_score
+        best_score = step.candidate_score if step.accepted and step.candidate_score is not None else self.best_score
         rejected = self.rejected
         if step.accepted is False:
             for name, value in updates.items():

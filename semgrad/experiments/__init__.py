@@ -6,8 +6,8 @@ Examples:
 """
 
 from ._compare import PurposeMeter, compare, parse_optimizers
-from ._config import BACKENDS, BASELINES, OPTIMIZERS, RunConfig, make_optimizer
-from ._dry_run import DryRunReport, dry_run, estimate_tokens
+from ._config import BACKENDS, BASELINES, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
+from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
 from ._run import (
     PUBLISHED,
     RunFailed,
@@ -27,6 +27,7 @@ __all__ = [
     "FAIL_FAST_CALLS",
     "MAX_ERROR_SHARE",
     "OPTIMIZERS",
+    "PROTOCOLS",
     "PUBLISHED",
     "PurposeMeter",
     "DryRunReport",
@@ -37,6 +38,7 @@ __all__ = [
     "build_llm",
     "compare",
     "dry_run",
+    "dry_run_protocols",
     "estimate_cost",
     "estimate_tokens",
     "load_run_tasks",

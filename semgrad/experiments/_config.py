@@ -10,12 +10,15 @@ from typing import Any
 import attrs
 
 from .._files import write_text_atomically
-from ..core import optim
+from ..core import ENGINES, FrozenMap, optim
 from ..core.optim import Transform
 
-__all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "RunConfig", "make_optimizer"]
+__all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "PROTOCOLS", "RunConfig", "make_optimizer"]
 
 BACKENDS = ("simulated", "openai-compatible", "anthropic")
+#: "official": the gate scores candidates on the training items and that forward is reused
+#: (the official code's loop); "heldout": the gate scores them on a disjoint validation split.
+PROTOCOLS = ("official", "heldout")
 #: The paper's baselines as their packages run them (see `semgrad.core.optim`).
 BASELINES = ("textgrad", "optoprime", "copro")
 OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"], *BASELINES)
@@ -63,6 +66,17 @@ class RunConfig:
     max_calls: int | None = attrs.field(default=None, validator=_positive)
     max_tokens: int | None = attrs.field(default=None, validator=_positive)
     simulated_latency: float = 0.0
+    #: "official" or "heldout"; None picks "heldout" when a validation size is given, else "official".
+    protocol: str = attrs.field(default=None, validator=attrs.validators.optional(_choice(PROTOCOLS, "protocol")))
+    param: str | None = attrs.field(default=None)
+    temperature: float = 0.0
+    max_output_tokens: int = attrs.field(default=1024, validator=_positive)
+    forward_temperature: float | None = None
+    backward_temperature: float | None = None
+    optimizer_temperature: float | None = None
+    forward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
+    backward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
+    optimizer_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
 
     #: Fields that may differ between a run and its resumption.
@@ -80,6 +94,37 @@ class RunConfig:
         """The model per engine, for backends that take one."""
         found = {"forward": self.forward_model, "backward": self.backward_model, "optimizer": self.optimizer_model}
         return {k: v for k, v in found.items() if v}
+
+    def __attrs_post_init__(self) -> None:
+        if self.protocol is None:  # a validation size asks for the held-out protocol; else the paper's
+            object.__setattr__(self, "protocol", "heldout" if self.validation else "official")
+
+    @param.validator
+    def _check_param(self, attribute: Any, value: str | None) -> None:
+        if self.optimizer == "one-parameter" and not value:
+            raise ValueError("--optimizer one-parameter trains one named parameter: pass --param NAME")
+        if value and self.optimizer != "one-parameter":
+            raise ValueError(f"--param is for --optimizer one-parameter, not {self.optimizer}")
+
+    def sampling(self) -> FrozenMap[str, FrozenMap[str, Any]]:
+        """Sampling options per engine: the shared temperature and output-token cap, and each role's overrides.
+
+        Examples:
+            >>> opts = RunConfig("gsm8k", forward_temperature=0.7).sampling()
+            >>> dict(opts["forward"]), dict(opts["backward"])
+            ({'temperature': 0.7, 'max_tokens': 1024}, {'temperature': 0.0, 'max_tokens': 1024})
+        """
+        found = {}
+        for engine in ENGINES:
+            temperature = getattr(self, f"{engine}_temperature")
+            tokens = getattr(self, f"{engine}_max_output_tokens")
+            found[engine] = FrozenMap(
+                {
+                    "temperature": self.temperature if temperature is None else temperature,
+                    "max_tokens": self.max_output_tokens if tokens is None else tokens,
+                }
+            )
+        return FrozenMap(found)
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict for ``config.json``."""
@@ -118,4 +163,4 @@ def make_optimizer(config: RunConfig) -> Transform:
         return optim.optoprime(config.k, seed=config.seed)
     if config.optimizer == "copro":
         return optim.copro(breadth=config.breadth, depth=max(1, config.iterations))
-    return optim.ablation(config.optimizer, config.k, seed=config.seed)
+    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param)

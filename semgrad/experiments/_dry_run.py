@@ -13,12 +13,12 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..backends.fake import HashLLM
+from ..backends.fake import HashLLM, reply_forward
 from ..core import FrozenMap, LLMRequest, LLMResponse
-from ._config import RunConfig
+from ._config import PROTOCOLS, RunConfig
 from ._run import load_run_tasks, run_experiment
 
-__all__ = ["DryRunReport", "dry_run", "estimate_tokens"]
+__all__ = ["DryRunReport", "dry_run", "dry_run_protocols", "estimate_tokens"]
 
 #: Assumed output tokens per purpose (a real model's replies are usually of this order).
 OUTPUT_TOKENS = FrozenMap(
@@ -84,7 +84,7 @@ class _Counter:
         self.tokens_out += size
         text = self.inner(request)
         if request.purpose == "forward":
-            text = f"{text} " + "lorem " * max(0, size - 4) + "\nAnswer: none of these"
+            text = reply_forward(request, "Answer: none of these", reasoning="lorem " * max(0, size - 4))
         return LLMResponse(text, {"input_tokens": 0, "output_tokens": 0}, "dry-run")
 
 
@@ -122,3 +122,34 @@ def _cost(config: RunConfig, counter: _Counter, prices: Mapping[str, tuple[float
     if price is None:
         return None
     return counter.tokens_in / 1e6 * price[0] + counter.tokens_out / 1e6 * price[1]
+
+
+def dry_run_protocols(
+    config: RunConfig,
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
+) -> FrozenMap[str, DryRunReport]:
+    """`dry_run` of `config` under each protocol ("official", "heldout"), by protocol name.
+
+    The official variant drops the config's validation size (that protocol has no validation
+    split); a protocol the splits cannot run (held-out without a validation split) is left out.
+    """
+    found = {}
+    for protocol in PROTOCOLS:
+        # The official protocol has no validation split: the config's validation size is the held-out one's.
+        variant = attrs.evolve(config, protocol=protocol, validation=None if protocol == "official" else config.validation)
+        if protocol == "heldout" and not all(t.split.validation for t in load_run_tasks(variant)):
+            continue
+        found[protocol] = dry_run(variant, prices=prices, output_tokens=output_tokens)
+    return FrozenMap(found)
+
+
+def protocols_table(reports: Mapping[str, DryRunReport]) -> str:
+    """Calls per purpose under each protocol, side by side."""
+    purposes = sorted({p for r in reports.values() for p in r.by_purpose()})
+    lines = [f"{'protocol':<10} " + " ".join(f"{p:>9}" for p in purposes) + f" {'total':>9}"]
+    for name, report in reports.items():
+        counts = report.by_purpose()
+        lines.append(f"{name:<10} " + " ".join(f"{counts.get(p, 0):>9}" for p in purposes) + f" {report.total_calls:>9}")
+    return "\n".join(lines)

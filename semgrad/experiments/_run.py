@@ -71,8 +71,7 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         train=config.train,
         validation=config.validation,
         test=config.test,
-        # the split protocol: RunConfig.protocol (issue 13, item 3) once the config has one
-        protocol=getattr(config, "protocol", "heldout"),
+        protocol=config.protocol,
     )
 
 
@@ -137,14 +136,21 @@ def run_stack(config: RunConfig, backend: Any) -> RunStack:
         max_tokens=config.max_tokens,
         concurrency=config.concurrency,
         cache=config.cache,
+        timeout=config.timeout,
     )
+
+
+def _runner_timeout(config: RunConfig) -> float | None:
+    # A real backend's stack gives each attempt its own deadline, under the retries; a deadline around
+    # the whole stack would cut the retries short. Other LLMs get the runner's.
+    return None if config.backend != "simulated" else config.timeout
 
 
 def _all(task: Task) -> tuple[Example, ...]:
     return task.split.train + task.split.validation + task.split.test
 
 
-async def preflight(llm: Any, task: Task) -> None:
+async def preflight(llm: Any, task: Task, options: Any = None) -> None:
     """Make one small forward (a call per LLM node) so a backend that cannot answer fails before the run starts.
 
     Raises:
@@ -153,7 +159,7 @@ async def preflight(llm: Any, task: Task) -> None:
     graph, params = task.build()
     example = task.split.train[0]
     runner = Runner(llm, timeout=60)
-    trace = await runner.run(forward(graph, params, example.inputs, sample="preflight"))
+    trace = await runner.run(forward(graph, params, example.inputs, sample="preflight", options=options))
     errors = [e for _, e in trace.errors if not isinstance(e, str)]
     if errors:
         message = " ".join(errors[0].message.split())
@@ -202,6 +208,7 @@ def run_experiment(
     out = Path(run_dir)
     _check_run_dir(config, out, resume)
     tasks = load_run_tasks(config)
+    _check_protocol(config, tasks)
     stack = run_stack(config, llm if llm is not None else build_llm(config, tasks))
     ledger = Ledger.load(out) if resume else Ledger(out)
 
@@ -209,7 +216,7 @@ def run_experiment(
         config.save(out)  # first, so a run killed in its preflight can be resumed
         if check_backend and config.backend != "simulated":
             try:
-                await preflight(stack.llm, tasks[0])
+                await preflight(stack.llm, tasks[0], config.sampling()["forward"])
             finally:
                 ledger.add(None, stack.tally.take())
                 ledger.save()
@@ -242,6 +249,15 @@ def _failed(summary: Mapping[str, Any], stack: RunStack) -> str | None:
             f"more than the {MAX_ERROR_SHARE:.0%} a run may lose; the results are not to be trusted"
         )
     return None
+
+
+def _check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:
+    if config.protocol == "heldout":
+        empty = [t.name for t in tasks if not t.split.validation]
+        if empty:
+            raise SetupError(
+                f"the held-out protocol needs a validation split, and {empty[0]} has none; pass --validation N"
+            )
 
 
 def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
@@ -286,7 +302,7 @@ async def _run_task(
         params,
         make_optimizer(config),
         train=task.split.train,
-        validation=task.split.validation,
+        validation=task.split.validation if config.protocol == "heldout" else (),
         llm=stack.llm,
         iterations=config.iterations,
         loss=loss,
@@ -294,13 +310,14 @@ async def _run_task(
         resume=ckpt if resume and ckpt.exists() else None,
         on_progress=progress,
         max_concurrency=config.concurrency,
-        timeout=config.timeout,
+        timeout=_runner_timeout(config),
+        options=config.sampling(),
     )
     keep()
     stopped = result.stopped
     if on_progress and not stopped:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
-    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=config.timeout)
+    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config))
     parts = task.split
     scores: dict[str, float | None] = {}
     tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
@@ -314,7 +331,7 @@ async def _run_task(
         if scores[split] is not None or not examples or stopped:
             continue
         refused = stack.budget.refused
-        evaluated = await runner.run(evaluate(graph, p, examples, loss))
+        evaluated = await runner.run(evaluate(graph, p, examples, loss, options=config.sampling()["forward"]))
         if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
             stopped = "budget" if stack.halted is None else "halted"
         else:

@@ -4,13 +4,15 @@ Every call a run makes -- the preflight, the training loop, the final
 evaluation -- goes through one `RunStack`, so its budget holds by
 construction::
 
-    tally( cached( limited( retrying( budgeted( accounted( backend ))))))
+    tally( cached( limited( retrying( deadline( budgeted( accounted( backend )))))))
 
 * `accounted` counts what reaches the provider (each retry too);
 * `budgeted` refuses calls past ``--max-calls`` / ``--max-tokens`` (reserving
   before each call, so calls in flight cannot pass it together); it sits below
   the retries and the cache, so a retry is paid for and a cache hit is free;
-* `retrying` and `limited` are added for real backends only;
+* `retrying`, `limited` and a per-attempt deadline (``--timeout``) are added
+  for real backends only; their calls get no runner timeout on top, which
+  would cut a call's retries short;
 * `cached` when the config names a cache file;
 * the tally, on top, counts every outcome a phase sees (calls, tokens and
   errors by kind, like `RunStatistics`) and *halts* the run when its first
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import anyio
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
 from ..effects import accounted, budgeted, cached, limited, retrying
@@ -150,11 +154,21 @@ class _Tally:
             self._count(request, None, failure.error)
             self._judge(failure.error)
             raise
+        except TimeoutError:  # the per-attempt deadline, after the last retry
+            error = LLMError("timeout", "no reply within the timeout, after retries", retryable=True)
+            self._count(request, None, error)
+            self._judge(error)
+            raise LLMFailure(error) from None
         except Exception as exc:  # a bug in a user's LLM: counted like the runner counts it
             error = LLMError("exception", f"{type(exc).__name__}: {exc}")
             self._count(request, None, error)
             self._judge(error)
             raise LLMFailure(error) from None
+        except anyio.get_cancelled_exc_class():  # the runner's timeout (it reports the call as a timeout)
+            error = LLMError("timeout", "no reply within the runner's timeout", retryable=True)
+            self._count(request, None, error)
+            self._judge(error)
+            raise
         self._count(request, response, None)
         self._judge(None)
         return response
@@ -206,6 +220,27 @@ class _Tally:
         return f"tally({self.inner!r})"
 
 
+class _Deadline:
+    """Each attempt of a call gets `timeout` seconds (under the retries, so a retry gets its own)."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, timeout: float) -> None:
+        self.inner, self.timeout = inner, timeout
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        with anyio.fail_after(self.timeout):
+            return await call(self.inner, request)
+
+    def __repr__(self) -> str:
+        return f"deadline({self.inner!r}, {self.timeout!r})"
+
+
 class RunStack:
     """The middleware stack of one run (see the module doc); use `llm` for every call of every phase.
 
@@ -214,6 +249,7 @@ class RunStack:
         real: Add retries with backoff and a concurrency limit (real backends).
         max_calls, max_tokens: The run's budget (None: no limit).
         concurrency: Calls in flight at most (real backends).
+        timeout: Seconds per attempt, under the retries (real backends; None: no deadline).
         cache: An SQLite file for `cached` (None: no cache).
         fail_fast: Halt when this many first calls all failed.
 
@@ -242,12 +278,13 @@ class RunStack:
         concurrency: int | None = None,
         cache: str | None = None,
         fail_fast: int = FAIL_FAST_CALLS,
+        timeout: float | None = None,
     ) -> None:
         self.accounting = accounted(backend)
         self.budget = budgeted(self.accounting, max_calls=max_calls, max_tokens=max_tokens)
         llm: Any = self.budget
         if real:
-            llm = limited(retrying(llm), max_concurrency=concurrency)
+            llm = limited(retrying(_Deadline(llm, timeout) if timeout else llm), max_concurrency=concurrency)
         self.cache = cached(llm, path=cache) if cache else None
         self.tally = _Tally(self.cache or llm, fail_fast)
         self.llm: Any = self.tally

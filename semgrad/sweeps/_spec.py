@@ -45,15 +45,40 @@ SETTINGS = (
     "max_calls",
     "max_tokens",
     "simulated_latency",
+    "protocol",
+    "temperature",
+    "max_output_tokens",
+    *(f"{role}_{option}" for role in ("forward", "backward", "optimizer") for option in ("temperature", "max_output_tokens")),
     "breadth",
 )
 _TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")
 _MODEL_KEYS = ("name", "model", "forward", "backward", "optimizer")
 _RESOURCE_KEYS = ("num_cpus", "cpus_per_run", "max_retries", "max_parallel", "lease_seconds")
 _RESOURCE_NUMBERS = ("cpus_per_run", "lease_seconds")
-_INTS = ("iterations", "k", "train", "validation", "test", "concurrency", "max_calls", "max_tokens", "breadth")
-_FLOATS = ("timeout", "simulated_latency")
-_TEXTS = ("data_dir", "backend", "base_url", "cache")
+_INTS = (
+    "iterations",
+    "k",
+    "train",
+    "validation",
+    "test",
+    "concurrency",
+    "max_calls",
+    "max_tokens",
+    "max_output_tokens",
+    "forward_max_output_tokens",
+    "backward_max_output_tokens",
+    "optimizer_max_output_tokens",
+    "breadth",
+)
+_FLOATS = (
+    "timeout",
+    "simulated_latency",
+    "temperature",
+    "forward_temperature",
+    "backward_temperature",
+    "optimizer_temperature",
+)
+_TEXTS = ("data_dir", "backend", "base_url", "cache", "protocol")
 
 
 class SweepError(ValueError):
@@ -129,7 +154,8 @@ class SweepSpec:
         name: The sweep's name (default: the spec file's stem).
         tasks: Task names, groups expanded (``bbh:all`` is the 27 BBH tasks).
         seeds: One run per seed.
-        optimizers: Names from `semgrad.experiments.OPTIMIZERS`.
+        optimizers: Names from `semgrad.experiments.OPTIMIZERS`; the one-parameter
+            ablation names its parameter: ``"one-parameter:answer.instruction"``.
         models: One or more model sets.
         settings: `RunConfig` fields shared by every run.
         max_concurrent_calls: Calls in flight at once across the whole sweep, per backend.
@@ -160,8 +186,15 @@ class SweepSpec:
         several = len(self.models) > 1
         return tuple(
             PlannedRun(
-                run_name(task, seed, optimizer, models.name if several else None),
-                RunConfig(task=task, seed=seed, optimizer=optimizer, **self.settings, **models.config_fields()),
+                run_name(task, seed, optimizer.replace(":", "-"), models.name if several else None),
+                RunConfig(
+                    task=task,
+                    seed=seed,
+                    optimizer=optimizer.partition(":")[0],
+                    param=optimizer.partition(":")[2] or None,
+                    **self.settings,
+                    **models.config_fields(),
+                ),
                 models.name if several else None,
             )
             for task in self.tasks
@@ -301,7 +334,12 @@ def _tasks(names: list[str]) -> tuple[str, ...]:
 
 def _optimizers(names: list[str]) -> tuple[str, ...]:
     for name in names:
-        if name not in OPTIMIZERS:
+        optimizer, colon, param = name.partition(":")
+        if colon and (optimizer != "one-parameter" or not param.strip()):
+            raise SweepError(f"optimizer {name!r}: only one-parameter takes a parameter (one-parameter:NAME)")
+        if optimizer == "one-parameter" and not colon:
+            raise SweepError("one-parameter trains one named parameter: write one-parameter:NAME in optimizers")
+        if optimizer not in OPTIMIZERS:
             raise SweepError(f"unknown optimizer {name!r} in optimizers; choose from: {', '.join(OPTIMIZERS)}")
     return _unique(names, "optimizers")
 

@@ -25,9 +25,11 @@ Fault = Any  # "hang" | "truncated" | "drop" | (status, headers, json_body)
 
 
 def default_text(body: dict[str, Any]) -> str:
-    """A deterministic reply derived from the request's messages, system and model."""
+    """A deterministic reply derived from the request's messages, system and model (its result tagged, as a
+    forward reply)."""
     blob = json.dumps([body.get("messages"), body.get("system"), body.get("model")], sort_keys=True)
-    return f"reply {hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    text = f"reply {hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    return f"{text}, after some reasoning.\n<result>{text}</result>"
 
 
 class FakeProvider:

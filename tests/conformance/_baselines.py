@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from semgrad.backends.fake import reply_backward, reply_rewrite, reply_rewrites
+from semgrad.backends.fake import reply_backward, reply_forward, reply_rewrite, reply_rewrites
 from semgrad.core import GraphBuilder, LLMRequest
 
 HINT_1 = "Work out an intermediate step that helps solve the problem (first)."
@@ -86,7 +86,7 @@ class SemgradFake:
         self.requests.append(request)
         if request.purpose == "forward":
             question = next(q for q, _, _ in SAMPLES if q in request.prompt)
-            return forward_value(str(request.node), question)
+            return reply_forward(request, forward_value(str(request.node), question))
         if request.purpose == "backward":
             qid = question_in(request.prompt)
             return reply_backward(request, {t: feedback_text(self.role(t), qid) for t in request.targets})

@@ -41,7 +41,9 @@ def pieces(call: Call, items: Sequence[Item]) -> list[str]:
             found.append(item.target)
     attempt = _ATTEMPT.search(call.text)
     if attempt:
-        found.append((attempt.group(1) or attempt.group(2)).strip())
+        # The official LIAR final node is read by its first word (Yes / No); the rest of the reply is
+        # the fake's filler, which semgrad's tagged result does not carry.
+        found.append((attempt.group(1) or attempt.group(2)).strip().removesuffix(" Decided from the hints.").rstrip("."))
     return found
 
 

@@ -17,7 +17,7 @@ from semgrad.effects import FitResult, fit
 from ._world import Call, Item, World
 
 #: Whether `fit` without a validation set gates on the training items and reuses that forward.
-GATES_ON_TRAIN = False
+GATES_ON_TRAIN = True
 
 _CURRENT = re.compile(r"<current>\s*(.*?)\s*</current>", re.S)
 

@@ -143,7 +143,7 @@ class _Fake(SemgradFake):
     """Our fake for COPRO: the same candidates and the same forward answers as DSPy's."""
 
     def __call__(self, request: LLMRequest) -> str:
-        from semgrad.backends.fake import reply_rewrites
+        from semgrad.backends.fake import reply_forward, reply_rewrites
 
         self.requests.append(request)
         if request.purpose == "rewrite":
@@ -151,7 +151,7 @@ class _Fake(SemgradFake):
             round_ = sum(1 for r in self.requests if r.purpose == "rewrite" and r.node == request.node)
             return reply_rewrites(request, {t: candidate(node, i, round_) for i, t in enumerate(request.targets, 1)})
         question = next(q for q, _, _ in SAMPLES if q in request.prompt)
-        return answer_for(str(request.node), question, request.system)
+        return reply_forward(request, answer_for(str(request.node), question, request.system))
 
 
 def _semgrad_run() -> dict[str, Any]:

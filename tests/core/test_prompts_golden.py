@@ -14,6 +14,7 @@ from semgrad.core import LLMRequest, forward
 from semgrad.core._prompts import (
     render_critique,
     render_examples,
+    render_forward_repair,
     render_neighbor_aware,
     render_per_edge,
     render_repair,
@@ -42,6 +43,7 @@ def _requests() -> dict[str, LLMRequest]:
     role = "the instruction of component 'answer'"
     return {
         "forward": hint,
+        "forward_repair": render_forward_repair(hint, "Add 3 and 4.", "the reply has no <result> block"),
         "backward_neighbor_aware": aware,
         "backward_per_edge": render_per_edge("answer", SHOWN[1], "Answer: 8", "The expected output is 7.", sample=3),
         "backward_repair": render_repair(aware, "no idea", "no feedback for 'hint_2'", ["hint_2"]),

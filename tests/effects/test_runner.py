@@ -172,7 +172,7 @@ def test_sync_llm_statistics_count_calls_by_purpose_and_tokens():
     graph, params = b.build(output="a")
     llm = ScriptedLLM(
         [
-            ({"node": "a"}, LLMResponse("A", {"input_tokens": 7, "output_tokens": 2})),
+            ({"node": "a"}, LLMResponse("<result>A</result>", {"input_tokens": 7, "output_tokens": 2})),
             ({"node": "b"}, LLMError("rate_limit", "slow down", True)),
         ]
     )

@@ -21,10 +21,12 @@ OPTIMIZERS = {
     "neighbor-sgd": "nothing (the full method)",
     "no-gradients": "the feedback: rewrites see inputs and outputs only",
     "no-neighbors": "the siblings: each hint's feedback is asked for alone",
-    "one-parameter": "all but one parameter",
+    "one-parameter": "all but one parameter (`--param hint_1.instruction`)",
     "no-gate": "the update gate",
 }
 ITERATIONS = 4
+#: The parameter the one-parameter ablation trains alone.
+ALONE = "hint_1.instruction"
 DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
 
 
@@ -36,7 +38,10 @@ def _skills(text: str) -> str:
 
 def outcome(optimizer: str, data_dir: Path, run_dir: Path) -> dict[str, Any]:
     """One simulated run's figures: decisions, accuracies and the skills each instruction ends with."""
-    config = RunConfig(task="bbh:navigate", data_dir=str(data_dir), optimizer=optimizer, iterations=ITERATIONS)
+    param = ALONE if optimizer == "one-parameter" else None
+    config = RunConfig(
+        task="bbh:navigate", data_dir=str(data_dir), optimizer=optimizer, param=param, iterations=ITERATIONS
+    )
     results = run_experiment(config, run_dir, check_backend=False)
     task = results["tasks"][0]
     return {

@@ -46,7 +46,8 @@ def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
     results = json.loads((out / "results.json").read_text())
     (task,) = results["tasks"]
     assert task["task"] == "bbh:navigate" and task["category"] == "algorithmic"
-    assert len(task["iterations"]) == 2 and task["sizes"] == {"train": 20, "validation": 20, "test": 210}
+    # The official protocol by default: BBH 20 training items and the rest as test, no validation split.
+    assert len(task["iterations"]) == 2 and task["sizes"] == {"train": 20, "validation": 0, "test": 230}
     assert results["simulated"] is True and "SIMULATED" in result.stderr
     assert set(task["accuracy"]) == {"train", "validation", "test", "initial_test"}
 

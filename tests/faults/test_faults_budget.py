@@ -97,6 +97,32 @@ async def test_a_budget_layer_inside_the_llm_stops_fit_cleanly():
     assert llm.calls == 6
 
 
+@settings(max_examples=10, deadline=None)
+@given(max_tokens=st.integers(1, 3000))
+async def test_fits_own_token_budget_holds_with_calls_in_flight(max_tokens):
+    """fit(budget={"max_tokens": ...}) with many concurrent calls, each using its estimate, never passes it."""
+    from semgrad.core import GraphBuilder, optim
+
+    b = GraphBuilder()
+    q = b.input("question")
+    h = [b.llm(f"hint_{i}", inputs=[q], instruction="Work out a step.") for i in range(3)]
+    b.llm("answer", inputs=[q, *h], instruction="Solve.")
+    graph, params = b.build(output="answer")
+    train = [{"inputs": {"question": f"question {i}"}, "target": "x"} for i in range(8)]
+    hashed, used = HashLLM(), []
+
+    async def slow(request: LLMRequest) -> LLMResponse:
+        await anyio.sleep(0.001)
+        used.append(estimate_tokens(request))
+        return LLMResponse(hashed(request), {"input_tokens": used[-1], "output_tokens": 0}, "m")
+
+    await fit(
+        graph, params, optim.neighbor_sgd(k=2), train=train, validation=train, llm=FunctionLLM(slow),
+        iterations=2, budget={"max_tokens": max_tokens},
+    )  # fmt: skip
+    assert sum(used) <= max_tokens
+
+
 def test_max_calls_caps_what_reaches_a_real_server(tmp_path, server):  # noqa: F811
     """`semgrad run --max-calls 20` against a server on 127.0.0.1: at most 20 requests arrive (preflight,
     retries and evaluation included), and the run says it stopped, keeps its results and exits with 3."""

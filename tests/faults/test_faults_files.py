@@ -360,3 +360,12 @@ def test_a_cache_row_with_a_damaged_usage_is_refused_naming_the_file(tmp_path):
     store.close()
     _one_line_naming(caught.value, path)
     assert "delete" in str(caught.value)
+
+
+def test_a_checkpoint_without_a_run_fingerprint_is_refused_saying_so(saved, tmp_path):
+    """A checkpoint from before run fingerprints (no belongs_to) is refused as unbound, not as another run's."""
+    fields = {k: v for k, v in saved["state"]["fields"].items() if k != "belongs_to"}
+    path = _write(tmp_path / "checkpoint.json", {**saved, "state": {**saved["state"], "fields": fields}})
+    with pytest.raises(CheckpointError, match="older semgrad") as caught:
+        _demo(resume=path, iterations=3)
+    _one_line_naming(caught.value, path)

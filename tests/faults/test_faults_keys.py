@@ -7,7 +7,8 @@ What it tries, and the figure it holds -- *no key in any output*:
   wrong and never showing the key; ``semgrad run`` exits 1 with that line and writes no checkpoint;
 * a server on 127.0.0.1 that answers 400/401/429/500 with the key echoed raw, stripped, repr-escaped,
   JSON-escaped, URL-encoded and as a bytes repr: no error message, repr, traceback, ``__context__`` or
-  ``__cause__`` (the whole chain) holds the key or a request header, for both backends.
+  ``__cause__`` (the whole chain) holds the key or a request header, for both backends;
+* ``fit`` against such a server: neither ``checkpoint.json`` nor the result holds any form of the key.
 """
 
 from __future__ import annotations
@@ -117,3 +118,32 @@ def test_semgrad_run_with_a_crlf_key_stops_in_one_line_without_the_key(tmp_path,
     assert "OPENAI_API_KEY" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert CORE[:8] not in result.stderr + result.stdout and CORE[8:] not in result.stderr + result.stdout
     assert not (out / "checkpoint.json").exists()
+
+
+@pytest.mark.parametrize("which", ["openai", "anthropic"])
+def test_a_checkpoint_written_while_the_server_echoes_the_key_holds_no_form_of_it(provider, tmp_path, which):  # noqa: F811
+    """fit over a server that rejects calls with the key echoed (raw and escaped): checkpoint.json, the result's
+    history and its repr hold no form of the key."""
+    from semgrad.core import GraphBuilder, optim
+    from semgrad.effects import fit_sync
+
+    b = GraphBuilder()
+    q = b.input("q")
+    b.llm("answer", inputs=[q], instruction="Answer.")
+    graph, params = b.build(output="answer")
+    provider.script(*[(400, {}, {"error": {"message": f"bad key: {_echoes(CORE)}"}})] * 40)
+    path = tmp_path / "checkpoint.json"
+    result = fit_sync(
+        graph,
+        params,
+        optim.neighbor_sgd(k=2),
+        train=[{"inputs": {"q": "2+2?"}, "target": "4"}, {"inputs": {"q": "3+3?"}, "target": "6"}],
+        validation=[{"inputs": {"q": "1+1?"}, "target": "2"}],
+        llm=build(which, CORE, provider.base_url),
+        iterations=1,
+        checkpoint=path,
+    )
+    written = path.read_text("utf-8")
+    assert provider.count > 0 and "***" in repr(result) + written
+    for text in (written, repr(result)):
+        assert not any(form in text for form in _forms(CORE))

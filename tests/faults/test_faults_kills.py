@@ -9,6 +9,8 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM
 from semgrad.core import LLMRequest
@@ -188,3 +190,30 @@ def test_a_damaged_ledger_is_refused_with_one_line_naming_it(tmp_path, damage):
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
     with pytest.raises(CheckpointError, match="ledger.json"):
         run_experiment(config, tmp_path / "run", llm=HashLLM(), resume=True)
+
+
+_KEYS = st.sampled_from(["$dict", "$tuple", "$attrs", "$map", "ledger", "tasks", "preflight", "calls", "fields"])
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats() | st.sampled_from(["$dict", "calls", "semgrad.x:y"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(content=_json)
+def test_any_ledger_content_loads_or_is_refused_in_one_line(tmp_path_factory, content):
+    """Whatever JSON a ledger.json holds, loading it gives a valid ledger or one CheckpointError naming the file."""
+    from semgrad.effects import CheckpointError
+    from semgrad.effects._checkpoint import FORMAT
+    from semgrad.experiments._ledger import Ledger
+
+    run_dir = tmp_path_factory.mktemp("run")
+    path = run_dir / "ledger.json"
+    path.write_text(json.dumps({"format": FORMAT, "ledger": content}), "utf-8")
+    try:
+        ledger = Ledger.load(run_dir)
+    except CheckpointError as error:
+        assert str(path) in str(error) and "\n" not in str(error)
+    else:
+        assert ledger.total()["calls"] >= 0

@@ -21,6 +21,7 @@ from semgrad.experiments import load_run_tasks, run_experiment
 from ._servers import (  # noqa: F401
     BAD_REQUEST,
     DATA,
+    ROOT,
     SERVER_ERROR,
     error_lines,
     needs_data,
@@ -158,3 +159,34 @@ async def test_fit_result_counts_errors_by_kind():
     )
     assert result.errors == result.statistics.errors > 0
     assert dict(result.errors_by_kind) == {"server": result.errors}
+
+
+def test_the_help_and_the_readme_document_the_failure_rules():
+    """`semgrad run --help` and the README state N (fail fast), the error share and the budget's exit code."""
+    from semgrad.cli import EXIT_BUDGET, build_parser
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    text = " ".join(run.format_help().split())
+    assert f"first {FAIL_FAST_CALLS} calls all failed" in text and f"more than {MAX_ERROR_SHARE:.0%}" in text
+    assert f"{EXIT_BUDGET} the budget" in text
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    assert f"first **{FAIL_FAST_CALLS}** calls all fail" in readme
+    assert f"more than **{MAX_ERROR_SHARE * 100:.0f} %**" in readme
+
+
+def test_calls_the_runner_times_out_are_counted_as_timeouts(tmp_path):
+    """Calls that hang past the run's timeout are counted in results.json as errors of kind 'timeout'."""
+    import anyio
+
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, validation=4, test=4, iterations=1, timeout=0.2)
+    stuck = load_run_tasks(config)[0].split.test[0].id
+    hashed = HashLLM()
+
+    async def hangs_on_one_item(request):
+        if request.sample == stuck:
+            await anyio.sleep(30)
+        return hashed(request)
+
+    summary = run_experiment(config, tmp_path / "run", llm=FunctionLLM(hangs_on_one_item))
+    assert summary["errors_by_kind"].get("timeout", 0) >= 2  # the item's hints, in the test and initial_test splits
+    assert summary["tasks"][0]["errors_by_kind"] == summary["errors_by_kind"]

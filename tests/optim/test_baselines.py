@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM
+from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward
 from semgrad.core import Example, backward, exact_match, forward, optim, plan_backward, rules
 from semgrad.core.optim import Step
 from semgrad.core.optim._named import format_named, parse_named
@@ -167,7 +167,8 @@ def test_copro_takes_the_best_candidate_and_shows_attempts_in_increasing_order()
     def llm(request):
         if request.purpose == "rewrite":
             return format_named("improved", {t: f"Try {t}." for t in request.targets})
-        return right if "Try candidate 2." in request.system and request.node == "answer" else "Answer: 5"
+        value = right if "Try candidate 2." in request.system and request.node == "answer" else "Answer: 5"
+        return reply_forward(request, value)
 
     step = scored_step(graph, params, llm, 1)
     step = Step(graph, 0, (Example({"question": "What is 0 + 0?"}, "4", id=0),), step.traces, step.scores,

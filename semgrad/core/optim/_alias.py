@@ -8,10 +8,12 @@ Each is just a `chain` of stages; every ablation is a one-argument change.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from .._graph import Params
 from .._rules import Rule, neighbor_aware, per_edge
 from ._base import Transform
-from ._combining import chain
+from ._combining import chain, masked
 from ._stages import (
     aggregate,
     backward,
@@ -36,10 +38,11 @@ def neighbor_sgd(
     gradients: bool = True,
     via_feedback: bool = False,
     update: str | float = "full",
-    gate: bool = True,
+    gate: bool | str = True,
     min_gain: float = 0.0,
     history: int = 0,
     constraints: Sequence[str] = (),
+    only: Sequence[str] | None = None,
 ) -> Transform:
     """Semantic gradient descent as the paper runs it.
 
@@ -51,15 +54,22 @@ def neighbor_sgd(
         seed: Seeds sample selection (and sampled updates).
         rule: The backward rule (default `rules.neighbor_aware()`; `rules.per_edge()`
             is the "no neighbours" ablation).
-        gradients: False skips backpropagation: instructions are rewritten from
-            examples whose only feedback is the output's (the "no gradients" ablation).
+        gradients: False skips backpropagation and shows no feedback at all: every
+            instruction, the output's included, is rewritten from its inputs and outputs
+            on the error samples only (the "no gradients" ablation, as the paper ran it).
         via_feedback: Ask for an explicit critique of each instruction first.
         update: "full", "one" (one parameter at a time), or a probability for
             a seeded random subset.
-        gate: Keep the validation gate (False: the "no gate" ablation).
+        gate: True keeps the update gate; "always" scores each candidate but accepts it
+            whatever its score (the "no gate" ablation as the official code runs it, so
+            the candidate's forward still serves the next iteration); False drops the
+            gate stage (each iteration then forwards the training set itself).
         min_gain: How much the candidate must beat the best score by.
         history: With n > 0, show the last n gradients and rejected attempts (momentum).
         constraints: Stated in every rewrite prompt (e.g. "Keep the output format.").
+        only: Train these parameters only (by name; the others are never rewritten):
+            ``only=["answer.instruction"]`` is the "one parameter" ablation, with one
+            rewrite per iteration. Backpropagation still runs through the whole graph.
 
     Examples:
         >>> neighbor_sgd(k=2).name
@@ -68,22 +78,27 @@ def neighbor_sgd(
     stages = [select_error_samples(k, seed=seed)]
     if gradients:
         stages.append(backward(rule if rule is not None else neighbor_aware()))
-    stages.append(aggregate(require_gradients=gradients))
+    rewrite = [aggregate(require_gradients=gradients, feedback=gradients)]
     if via_feedback:
-        stages.append(critique())
+        rewrite.append(critique())
     if history:
-        stages.append(momentum(history=history))
-    stages.append(propose_rewrite(constraints=constraints))
+        rewrite.append(momentum(history=history))
+    rewrite.append(propose_rewrite(constraints=constraints))
     if update == "full":
-        stages.append(full_update())
+        rewrite.append(full_update())
     elif update == "one":
-        stages.append(one_at_a_time(seed=seed))
+        rewrite.append(one_at_a_time(seed=seed))
     elif isinstance(update, (int, float)) and not isinstance(update, bool):
-        stages.append(sample_update(float(update), seed=seed))
+        rewrite.append(sample_update(float(update), seed=seed))
     else:
         raise ValueError(f"update must be 'full', 'one' or a probability, got {update!r}")
-    if gate:
+    stages.extend(rewrite if only is None else [_only(chain(*rewrite), only)])
+    if gate == "always":
+        stages.append(validation_gate(always_accept=True))
+    elif gate is True:
         stages.append(validation_gate(min_gain=min_gain))
+    elif gate is not False:
+        raise ValueError(f"gate must be True, False or 'always', got {gate!r}")
     return chain(*stages)
 
 
@@ -112,12 +127,39 @@ def tgd(k: int = 2, *, seed: int = 0, gate: bool = False, constraints: Sequence[
 ABLATIONS = ("full", "no-gradients", "no-neighbors", "one-parameter", "no-gate")
 
 
-def ablation(name: str, k: int = 2, *, seed: int = 0) -> Transform:
-    """One of the paper's LIAR variants by name: full, no-gradients, no-neighbors,
-    one-parameter, no-gate.
+def _only(inner: Transform, names: Sequence[str]) -> Transform:
+    """`masked(inner, names)`, refusing names that are not trainable parameters of the params it starts from."""
+    if isinstance(names, str):
+        raise TypeError("only: pass a sequence of parameter names, not a single string")
+    wanted = tuple(names)
+    if not wanted:
+        raise ValueError("only: name at least one parameter to train")
+    masked_inner = masked(inner, wanted)
+
+    def init(params: Params) -> Any:
+        unknown = [n for n in wanted if n not in params.trainable()]
+        if unknown:
+            raise ValueError(
+                f"no trainable parameter {unknown[0]!r}; choose from: {', '.join(params.trainable())}"
+            )
+        return masked_inner.init(params)
+
+    return Transform(init, masked_inner.update, f"only({', '.join(wanted)}: {inner.name})")
+
+
+def ablation(name: str, k: int = 2, *, seed: int = 0, param: str | None = None) -> Transform:
+    """One of the paper's LIAR variants by name, as the paper ran them.
+
+    * ``full``: the method;
+    * ``no-gradients``: no feedback reaches any node (the output included); each
+      instruction is rewritten from its inputs and outputs on the error samples;
+    * ``no-neighbors``: per-edge backward, siblings hidden;
+    * ``one-parameter``: only `param` (e.g. ``"answer.instruction"``) is trained, for
+      the whole run, with one rewrite per iteration;
+    * ``no-gate``: every candidate is scored and accepted.
 
     Examples:
-        >>> ablation("no-gate").name.endswith("full_update)")
+        >>> ablation("no-gate").name.endswith("full_update, validation_gate)")
         True
     """
     if name == "full":
@@ -127,7 +169,13 @@ def ablation(name: str, k: int = 2, *, seed: int = 0) -> Transform:
     if name == "no-neighbors":
         return neighbor_sgd(k, seed=seed, rule=per_edge())
     if name == "one-parameter":
-        return neighbor_sgd(k, seed=seed, update="one")
+        if not param:
+            raise ValueError("the one-parameter ablation trains one named parameter: pass param=NAME")
+        return neighbor_sgd(k, seed=seed, only=(param,))
+    if param is not None:
+        raise ValueError(f"param= is for the one-parameter ablation, not {name!r}")
     if name == "no-gate":
-        return neighbor_sgd(k, seed=seed, gate=False)
+        # As the official code runs it: the candidate is still scored (its forward serves the next
+        # iteration) but always accepted.
+        return neighbor_sgd(k, seed=seed, gate="always")
     raise ValueError(f"unknown ablation {name!r}; choose one of: {', '.join(ABLATIONS)}")

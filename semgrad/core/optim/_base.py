@@ -111,10 +111,16 @@ class Step:
         history: Past gradients and rejected attempts shown to the rewrite (momentum).
         proposals: The optimizer's proposed values.
         updates: The new values to apply.
-        candidate_score: The validation score of the params with `updates` applied.
+        candidate_score: The gate's score of the params with `updates` applied (on
+            the validation set, or on the training items when there is none).
+        candidate_results: The candidate's ``(trace, score)`` per training item, when
+            the gate scored it on the training items (`fit` reuses them as the next
+            iteration's forward, so the official protocol makes no extra call).
         accepted: The gate's verdict (None: no gate ran).
         active: Parameters the current stages may touch (set by `masked`).
         report: One `StageReport` per stage that ran.
+        options: Sampling options per engine ("forward", "backward", "optimizer") for
+            the requests the stages make (`fit` sets them; a stage's own options win).
     """
 
     graph: Graph
@@ -134,9 +140,11 @@ class Step:
     proposals: FrozenMap[str, Proposal] | None = None
     updates: FrozenMap[str, Any] | None = None
     candidate_score: float | None = None
+    candidate_results: tuple[tuple[Trace, Score], ...] | None = None
     accepted: bool | None = None
     active: tuple[str, ...] | None = None
     report: tuple[StageReport, ...] = ()
+    options: FrozenMap[str, FrozenMap[str, Any]] = attrs.field(factory=FrozenMap, converter=freeze)
 
     def trainable(self, params: Params) -> tuple[str, ...]:
         """Trainable parameters the current stage may touch, in order."""

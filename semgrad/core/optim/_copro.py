@@ -31,6 +31,7 @@ from .._frozen import FrozenMap
 from .._graph import Params
 from .._program import Program, ask, bind, gather, map_, pure
 from .._requests import LLMRequest, Message
+from .._sampling import merged_options
 from ._base import Proposal, Step, Transform
 from ._named import named_form, parse_named
 from ._stages import evaluate, mean_score
@@ -164,15 +165,17 @@ def copro(
             raise ValueError("copro needs step.train and step.loss (fit sets them)")
         names = step.trainable(params)
         current = {n: state.current.get(n, params.value(n)) for n in names}
+        asking = merged_options(step.options.get(engine), options)
+        forward_options = step.options.get("forward")
 
         def generate(name: str) -> Program[tuple[str, tuple[str, ...]]]:
             if state.round == 0:
                 request = render_copro(
-                    name, breadth - 1, current=str(current[name]), engine=engine, options=options
+                    name, breadth - 1, current=str(current[name]), engine=engine, options=asking
                 )
             else:
                 attempts = _best_attempts(state.evaluated.get(name, ()), breadth)
-                request = render_copro(name, breadth, attempts=attempts, engine=engine, options=options)
+                request = render_copro(name, breadth, attempts=attempts, engine=engine, options=asking)
             return map_(ask(request), lambda reply: (name, _read_candidates(reply, request.targets)))
 
         def scored(generated: tuple[tuple[str, tuple[str, ...]], ...]) -> Program[tuple[Step, CoproState]]:
@@ -196,7 +199,7 @@ def copro(
 
                 def score(candidate: str) -> Program[float]:
                     trial = params.with_values({**chosen, name: candidate})
-                    return map_(evaluate(step.graph, trial, step.train, loss), mean_score)
+                    return map_(evaluate(step.graph, trial, step.train, loss, options=forward_options), mean_score)
 
                 def take(scores: tuple[float, ...]) -> Program[tuple[Step, CoproState]]:
                     table = evaluated[name]

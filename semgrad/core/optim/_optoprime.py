@@ -24,6 +24,7 @@ from .._frozen import FrozenMap
 from .._graph import Graph, Params
 from .._program import Program, ask, map_, pure
 from .._requests import LLMRequest, Message
+from .._sampling import merged_options
 from ._base import EmptyState, Proposal, Step, Transform, require
 from ._combining import chain
 from ._named import named_form, parse_named
@@ -165,7 +166,9 @@ def optoprime_update(*, engine: str = "optimizer", options: Mapping[str, Any] | 
         if not names or not runs:
             new = attrs.evolve(step, proposals=FrozenMap()).noted("optoprime_update", "nothing to optimize")
             return pure((new, state))
-        request = render_optoprime(step.graph, params, names, runs, engine=engine, options=options)
+        request = render_optoprime(
+            step.graph, params, names, runs, engine=engine, options=merged_options(step.options.get(engine), options)
+        )
 
         def read(reply: Any) -> tuple[Step, EmptyState]:
             if not isinstance(reply, Success):

@@ -20,7 +20,8 @@ from .._graph import Graph, Params
 from .._parse import parse_tagged
 from .._program import Program, ask, bind, gather, map_, pure
 from .._prompts import render_critique, render_examples, render_rewrite
-from .._rules import Rule
+from .._rules import Rule, neighbor_aware
+from .._sampling import merged_options
 from .._scoring import Loss, Score
 from .._trace import Trace
 from ._base import EmptyState, InstructionExample, ParamGradient, Proposal, Step, Transform, apply_updates, require
@@ -93,8 +94,9 @@ def backward(rule: Rule | None = None) -> Transform:
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         selected = require(step, "selected", "backward", "select_error_samples()")
+        used = _with_options(rule if rule is not None else neighbor_aware(), step.options.get("backward"))
         programs = [
-            backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, rule) for i in selected
+            backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, used) for i in selected
         ]
 
         def done(parts: tuple[Gradients, ...]) -> tuple[Step, EmptyState]:
@@ -105,6 +107,19 @@ def backward(rule: Rule | None = None) -> Transform:
         return map_(gather(*programs), done)
 
     return Transform(lambda params: EmptyState(), update, "backward")
+
+
+def _with_options(rule: Rule, options: Any) -> Rule:
+    """`rule` with the run's backward options under its own (and its aggregator's, if it calls an LLM)."""
+    if not options:
+        return rule
+    changes: dict[str, Any] = {}
+    if isinstance(getattr(rule, "options", None), FrozenMap):
+        changes["options"] = merged_options(options, rule.options)  # type: ignore[attr-defined]
+    aggregator = getattr(rule, "aggregate", None)
+    if isinstance(getattr(aggregator, "options", None), FrozenMap):
+        changes["aggregate"] = attrs.evolve(aggregator, options=merged_options(options, aggregator.options))
+    return attrs.evolve(rule, **changes) if changes and attrs.has(type(rule)) else rule
 
 
 def _examples(step: Step, node: str, grads: Gradients | None) -> tuple[InstructionExample, ...]:
@@ -126,21 +141,32 @@ def _examples(step: Step, node: str, grads: Gradients | None) -> tuple[Instructi
     return tuple(examples)
 
 
-def aggregate(*, examples: bool = True, require_gradients: bool = True, max_chars: int | None = None) -> Transform:
+def _received(grads: Gradients, name: str) -> list[str]:
+    """What `name` received, per sample: its gradient as the rule's aggregator made it (a graph
+    node), else its partials (an instruction under per-edge with instructions: one per sample)."""
+    told = [str(f.value) for f in grads.feedback_for(name) if f.value is not None]
+    return told if told else [p.text for p in grads.for_node(name)]
+
+
+def aggregate(
+    *, examples: bool = True, require_gradients: bool = True, max_chars: int | None = None, feedback: bool = True
+) -> Transform:
     """Gather, per trainable parameter, what it will be rewritten from.
 
     An instruction gets its node's examples (inputs, output and feedback per
     selected sample -- the paper's gradient); any parameter that received
     partials (a free parameter, or an instruction under per-edge with
-    instructions) gets them concatenated in (sample, source) order; a free
-    parameter that is itself the output gets the seed feedback.
+    instructions) gets, per sample, its gradient as the backward rule's
+    aggregator made it, joined in sample order; a free parameter that is
+    itself the output gets the seed feedback.
 
     Args:
         examples: Include instruction examples (False: partials only, as TextGrad).
         require_gradients: Without a backward stage, fail (True) or build examples
-            whose only feedback is the output's seed feedback (False; the "no
-            gradients" ablation).
+            whose only feedback is the output's seed feedback (False).
         max_chars: Bound each parameter's concatenated feedback.
+        feedback: False shows no feedback at all, not even the output's: examples
+            are inputs and outputs only (the "no gradients" ablation, as the paper ran it).
     """
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
@@ -150,12 +176,15 @@ def aggregate(*, examples: bool = True, require_gradients: bool = True, max_char
         for name in step.trainable(params):
             param = params[name]
             found = _examples(step, param.node, grads) if examples and param.node else ()
-            texts = [p.text for p in grads.for_node(name)] if grads is not None else []
-            if name == step.graph.output:
-                texts = [step.scores[i].feedback for i in step.selected or ()] + texts
-            feedback = concat_texts(texts, max_chars=max_chars)
-            if found or feedback:
-                result[name] = ParamGradient(name, found, feedback)
+            if not feedback:
+                found, texts = tuple(attrs.evolve(e, feedback=None) for e in found), []
+            elif name == step.graph.output:
+                texts = [step.scores[i].feedback for i in step.selected or ()]
+            else:
+                texts = _received(grads, name) if grads is not None else []
+            joined = concat_texts(texts, max_chars=max_chars)
+            if found or joined:
+                result[name] = ParamGradient(name, found, joined)
         note = f"gradients for {', '.join(result) or 'no parameter'}"
         return pure((attrs.evolve(step, param_gradients=FrozenMap(result)).noted("aggregate", note), state))
 
@@ -175,7 +204,14 @@ def critique(*, engine: str = "optimizer", options: dict[str, Any] | None = None
 
         def one(name: str) -> Program[tuple[str, Any]]:
             p = params[name]
-            request = render_critique(name, p.role, p.value, _example_text(grads[name]), engine=engine, options=options)
+            request = render_critique(
+                name,
+                p.role,
+                p.value,
+                _example_text(grads[name]),
+                engine=engine,
+                options=merged_options(step.options.get(engine), options),
+            )
             return map_(ask(request), lambda reply: (name, _tagged(reply, "critique")))
 
         def done(results: tuple[tuple[str, Any], ...]) -> tuple[Step, EmptyState]:
@@ -230,7 +266,7 @@ def propose_rewrite(
                 history=step.history.get(name, ()),
                 constraints=constraints,
                 engine=engine,
-                options=options,
+                options=merged_options(step.options.get(engine), options),
             )
             return map_(ask(request), lambda reply: _proposal(name, _tagged(reply, "improved"), max_chars))
 
@@ -305,13 +341,21 @@ def one_at_a_time(*, seed: int = 0) -> Transform:
 
 
 def evaluate(
-    graph: Graph, params: Params, examples: Sequence[Example], loss: Loss
+    graph: Graph,
+    params: Params,
+    examples: Sequence[Example],
+    loss: Loss,
+    *,
+    options: Any = None,
 ) -> Program[tuple[tuple[Trace, Score], ...]]:
-    """Forward and score each example; each sample is scored the moment its trace exists."""
+    """Forward and score each example; each sample is scored the moment its trace exists.
+
+    `options` are the forward requests' sampling options.
+    """
 
     def one(example: Example) -> Program[tuple[Trace, Score]]:
         return bind(
-            forward(graph, params, example.inputs, sample=example.id),
+            forward(graph, params, example.inputs, sample=example.id, options=options),
             lambda t: map_(loss(example, t), lambda s: (t, s)),
         )
 
@@ -330,40 +374,68 @@ class GateState:
     best: float | None = None
 
 
-def validation_gate(*, min_gain: float = 0.0) -> Transform:
-    """Accept the updates only if the candidate beats the best validation score so far.
+def validation_gate(*, min_gain: float = 0.0, always_accept: bool = False) -> Transform:
+    """Accept the updates only if the candidate beats the best score so far.
 
-    The candidate (params with the updates applied) is scored on
-    ``step.validation`` with ordinary forward calls; it is accepted when its
-    score exceeds the best by more than `min_gain` (strictly). The best so far
-    comes from the gate's state, else ``step.best_score`` (which `fit` sets by
-    scoring the initial params once), else the gate scores the current params too.
+    The candidate (params with the updates applied) is scored with ordinary
+    forward calls on ``step.validation`` (the held-out protocol) or, when there
+    is no validation set, on the training items (the official protocol). It is
+    accepted when its score exceeds the best by more than `min_gain` (strictly).
+
+    * On a validation set, the best so far comes from the gate's state, else
+      ``step.best_score`` (which `fit` sets by scoring the initial params once),
+      else the gate scores the current params too.
+    * On the training items, the best so far is the mean of ``step.scores`` (the
+      current params' training forward, which `fit` reuses from the previous
+      iteration), and the candidate's traces and scores are kept in
+      ``step.candidate_results`` for `fit` to reuse as the next iteration's forward.
+
+    Args:
+        min_gain: How much the candidate must beat the best score by.
+        always_accept: Score the candidate but accept it whatever its score (the
+            "no gate" ablation as the official code runs it: the candidate's forward
+            still serves as the next iteration's).
     """
 
     def update(step: Step, state: GateState, params: Params) -> Program[tuple[Step, GateState]]:
         updates = require(step, "updates", "validation_gate", "an update stage such as full_update()")
-        if not step.validation or step.loss is None:
-            raise ProtocolError("validation_gate needs step.validation and step.loss; pass validation=... to fit")
-        if not updates:
-            new = attrs.evolve(step, accepted=False).noted("validation_gate", "nothing to update; rejected")
+        on_train = not step.validation
+        if step.loss is None or (on_train and not step.train):
+            raise ProtocolError("validation_gate needs step.loss and step.validation or step.train; run it under fit")
+        if not updates and not on_train:
+            verdict = "accepted" if always_accept else "rejected"
+            new = attrs.evolve(step, accepted=always_accept).noted("validation_gate", f"nothing to update; {verdict}")
             return pure((new, state))
-        best = state.best if state.best is not None else step.best_score
-        candidate = evaluate(step.graph, apply_updates(params, updates), step.validation, step.loss)
-        baseline = (
-            pure(best)
-            if best is not None
-            else map_(evaluate(step.graph, params, step.validation, step.loss), mean_score)
-        )
+        # On the training items even an unchanged candidate is scored, as the official loop does: its
+        # forward is the next iteration's either way, so the counts per iteration never vary.
+        examples = step.train if on_train else step.validation
+        forward_options = step.options.get("forward")
+        candidate = evaluate(step.graph, apply_updates(params, updates), examples, step.loss, options=forward_options)
+        if on_train:
+            current = require(step, "scores", "validation_gate", "fit (which scores the training batch)")
+            baseline: Program[float] = pure(sum(s.value for s in current) / len(current))
+        else:
+            best = state.best if state.best is not None else step.best_score
+            baseline = (
+                pure(best)
+                if best is not None
+                else map_(evaluate(step.graph, params, examples, step.loss, options=forward_options), mean_score)
+            )
 
         def decide(pair: tuple[Any, float]) -> tuple[Step, GateState]:
             results, base = pair
             score = mean_score(results)
-            accepted = score > base + min_gain
+            accepted = always_accept or score > base + min_gain
             verdict = "accepted" if accepted else "rejected"
             new = attrs.evolve(
-                step, candidate_score=score, accepted=accepted, best_score=max(base, score) if accepted else base
+                step,
+                candidate_score=score,
+                candidate_results=tuple(results) if on_train else None,
+                accepted=accepted,
+                best_score=score if accepted else base,
             )
-            new = new.noted("validation_gate", f"candidate {score:.3f} vs best {base:.3f}: {verdict}")
+            where = "training items" if on_train else "validation"
+            new = new.noted("validation_gate", f"candidate {score:.3f} vs best {base:.3f} on {where}: {verdict}")
             return new, GateState(score if accepted else base)
 
         return map_(gather(candidate, baseline), decide)

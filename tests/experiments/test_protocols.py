@@ -1,0 +1,70 @@
+"""The official and held-out protocols of `semgrad run`: what each costs, in a dry run and on the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from semgrad.backends.fake import HashLLM, RecordingLLM
+from semgrad.cli import main
+from semgrad.experiments import RunConfig, dry_run_protocols, load_run_tasks, run_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+
+
+@needs_data
+def test_dry_run_reports_each_protocols_counts():
+    """Official: 3N forward once, then 3N per iteration; held-out: 3N + 3V per iteration plus 3V once;
+    both make k backward and 3 rewrites per iteration."""
+    config = RunConfig(
+        "bbh:navigate", data_dir=str(DATA), iterations=2, train=6, validation=4, test=5, protocol="heldout"
+    )
+    reports = dry_run_protocols(config)
+    (task,) = load_run_tasks(config)
+    n, v, t = len(task.split.train), len(task.split.validation), len(task.split.test)
+    assert (n, v, t) == (6, 4, 5)
+    # After the run both score the train, validation (held-out only), test and initial test splits.
+    assert reports["official"].by_purpose() == {"forward": 3 * n * 3 + 3 * (n + 2 * t), "backward": 4, "rewrite": 6}
+    assert reports["heldout"].by_purpose() == {
+        "forward": 2 * (3 * n + 3 * v) + 3 * v + 3 * (n + v + 2 * t),
+        "backward": 4,
+        "rewrite": 6,
+    }
+
+
+@needs_data
+def test_the_official_protocol_is_the_default_and_a_run_makes_its_counts(tmp_path):
+    """`RunConfig` defaults to the official protocol, and a real run (a recording fake) makes the counts the
+    dry run reports for it."""
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=2, train=6, test=5)
+    assert config.protocol == "official"
+    rec = RecordingLLM(HashLLM())
+    run_experiment(config, tmp_path / "run", llm=rec)
+    evaluation = 3 * (6 + 5 + 5)  # the final train and test scores, and the initial test score
+    counts = dict(rec.counts())
+    assert counts == dry_run_protocols(config)["official"].by_purpose()
+    assert counts == {"forward": 3 * 6 * 3 + evaluation, "backward": 4, "rewrite": 6}
+
+
+def test_an_unknown_protocol_is_refused():
+    """RunConfig names the valid protocols when given another."""
+    with pytest.raises(ValueError, match="official, heldout"):
+        RunConfig("gsm8k", protocol="paper")
+
+
+@needs_data
+def test_cli_protocol_flag_and_dry_run_table(capsys):
+    """`semgrad run --protocol heldout --dry-run` runs, and prints a line per protocol with its total."""
+    args = ["run", "bbh:navigate", "--data-dir", str(DATA), "--iterations", "1", "--train", "4", "--validation", "2"]
+    assert main([*args, "--protocol", "heldout", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.split()[:1] in (["official"], ["heldout"])}
+    reports = dry_run_protocols(
+        RunConfig("bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=2, protocol="heldout")
+    )
+    assert lines["official"][-1] == str(reports["official"].total_calls)
+    assert lines["heldout"][-1] == str(reports["heldout"].total_calls)
+    assert "this run: heldout" in out
