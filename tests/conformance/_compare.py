@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ._world import FIX, SKILL, Call, Item
+from ._world import FIX, REASONING, SKILL, Call, Item
 
 _NOTES = re.compile(r"Notes[ (][^\n]*")
 _ATTEMPT = re.compile(r"Output attempt in response to the task:\n\t([^\n]*)|Answered: ([^\n]*)")
@@ -41,9 +41,7 @@ def pieces(call: Call, items: Sequence[Item]) -> list[str]:
             found.append(item.target)
     attempt = _ATTEMPT.search(call.text)
     if attempt:
-        # The official LIAR final node is read by its first word (Yes / No); the rest of the reply is
-        # the fake's filler, which semgrad's tagged result does not carry.
-        found.append((attempt.group(1) or attempt.group(2)).strip().removesuffix(" Decided from the hints.").rstrip("."))
+        found.append((attempt.group(1) or attempt.group(2)).strip())
     return found
 
 
@@ -67,6 +65,9 @@ def assert_same_information(official: Sequence[Call], ours: Sequence[Call]) -> N
             and (theirs.item is None or (c.item is not None and c.item.key == theirs.item.key))
         ]
         assert candidates, f"no semgrad {theirs.purpose} call in {theirs.phase} for {theirs.node}"
+        if REASONING not in theirs.text:  # the official code passes on the tagged output, not the reasoning
+            shown = [c for c in candidates if REASONING in c.text]
+            assert not shown, f"{theirs.phase}, {theirs.purpose}: semgrad passes on a forward reply's reasoning"
         matching = [c for c in candidates if tokens(c.text) == tokens(theirs.text) and all(p in c.text for p in wanted)]
         if not matching:
             best = candidates[0]

@@ -14,10 +14,7 @@ from semgrad.core import Example, Graph, LLMRequest, Params
 from semgrad.core.optim import Transform
 from semgrad.effects import FitResult, fit
 
-from ._world import Call, Item, World
-
-#: Whether `fit` without a validation set gates on the training items and reuses that forward.
-GATES_ON_TRAIN = True
+from ._world import REASONING, Call, Item, World
 
 _CURRENT = re.compile(r"<current>\s*(.*?)\s*</current>", re.S)
 
@@ -51,9 +48,8 @@ class SemgradSide:
         self.requests.append(request)
         if request.purpose == "forward":
             assert item is not None, request
-            if node_kind == "final":
-                return fake.reply_forward(request, self.world.answer(item, text))
-            return fake.reply_forward(request, self.world.notes(item, text))
+            value = self.world.answer(item, text) if node_kind == "final" else self.world.notes(item, text)
+            return fake.reply_forward(request, value, reasoning=REASONING)  # only the result may flow on
         if request.purpose == "backward":
             assert item is not None, request
             alone = len(request.targets) == 1 and self.world.hints > 1
@@ -85,16 +81,12 @@ def run_semgrad(
         if event.phase == "forward" or event.phase == "scoring initial params":
             side.phase = f"iteration {event.iteration}"
 
-    # Until fit gates on the training items without a validation set (issue 13, item 3), the
-    # training items stand in as the validation set: the same decisions, twice the gate's forward.
-    validation = () if GATES_ON_TRAIN else train
     result = anyio.run(
         lambda: fit(
             graph,
             params,
             optimizer,
             train=train,
-            validation=validation,
             llm=side,
             iterations=iterations,
             on_progress=progress,

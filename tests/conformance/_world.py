@@ -25,6 +25,8 @@ import attrs
 
 SKILL = re.compile(r"\bSKILL-(\d+)\b")
 FIX = re.compile(r"\bFIX-(\d+)\b")
+#: The reasoning a forward reply gives before its tagged output; only the output flows on.
+REASONING = "Thinking it through, one step at a time."
 
 
 def shows(text: str, piece: str) -> bool:
@@ -126,13 +128,15 @@ class World:
         text = call.text
         liar = text.startswith("# Task") or "desired answer is" in text
         if call.purpose == "forward":
-            if call.node == "hint":
+            if call.node == "hint" and liar:
                 return self.notes(call.item, text)
+            if call.node == "hint":
+                return f"{REASONING}\n<output statement>{self.notes(call.item, text)}</output statement>"
             assert call.item is not None
             value = self.answer(call.item, text)
-            if liar:
-                return f"{value}. Decided from the hints."
-            return f"Reasoning.\n<output statement>{value}</output statement>"
+            if liar:  # the official LIAR prompt asks for the label alone, and its reply is passed on whole
+                return value
+            return f"{REASONING}\n<output statement>{value}</output statement>"
         if call.purpose == "backward":
             assert call.item is not None
             alone = "One of the hints is:" in text
