@@ -66,7 +66,7 @@ def machine_info() -> dict[str, Any]:
 
 
 def textgrad_available() -> bool:
-    """True when `textgrad` can be imported here (it is never a project dependency)."""
+    """True when `textgrad` can be imported here (never a runtime dependency; the test extra has it)."""
     import importlib.util
 
     return importlib.util.find_spec("textgrad") is not None

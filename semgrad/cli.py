@@ -1,4 +1,4 @@
-"""The ``semgrad`` command line: demo, run, report, graph, sweep."""
+"""The ``semgrad`` command line: demo, run, compare, report, graph, sweep."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def _config(args: argparse.Namespace) -> Any:
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
         simulated_latency=args.simulated_latency,
+        breadth=args.breadth,
         protocol=args.protocol,
         param=args.param,
         temperature=args.temperature,
@@ -212,6 +213,54 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BUDGET
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .experiments import RunConfig, compare, parse_optimizers
+
+    optimizers = parse_optimizers(args.optimizers)
+    config = RunConfig(
+        task=args.task,
+        data_dir=args.data_dir,
+        backend=args.backend,
+        iterations=args.iterations,
+        k=args.k,
+        seed=args.seed,
+        train=args.train,
+        validation=args.validation,
+        test=args.test,
+        base_url=args.base_url,
+        model=args.model,
+        forward_model=args.forward_model,
+        backward_model=args.backward_model,
+        optimizer_model=args.optimizer_model,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        cache=args.cache,
+        breadth=args.breadth,
+    )
+    prices = _prices(args.prices)
+    if not args.dry_run and config.backend != "simulated" and not args.yes:
+        raise ValueError("a comparison on a real backend calls it for every optimizer; check it with --dry-run, "
+                         "then pass --yes")
+    if config.backend == "simulated" and not args.quiet:
+        print("The LLM is SIMULATED (offline, deterministic): scores say nothing about real models.", file=sys.stderr)
+    out = Path(args.out)
+
+    def show(optimizer: str, task: str, event: Any) -> None:
+        if not args.quiet and event.phase in ("done", "evaluating"):
+            print(f"{optimizer}: {task} {event.phase} {event.iteration}/{event.iterations} ({event.calls} calls)",
+                  file=sys.stderr, flush=True)
+
+    summary = compare(config, optimizers, out, dry_run_only=args.dry_run, prices=prices, on_progress=show)
+    from .report._compare import compare_table
+
+    if args.dry_run:
+        print(f"Dry run ({config.task}, {config.backend}, {config.iterations} iterations): nothing was called.")
+    print(compare_table(summary))
+    if not args.dry_run:
+        print(f"Wrote {out / 'compare.json'}, {out / 'compare.md'} and {out / 'compare.html'}")
     return 0
 
 
@@ -448,9 +497,43 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="start without the confirmation prompt")
     run.add_argument("--confirm-above", type=float, default=1.0, help="ask before runs estimated above this many USD")
     run.add_argument("--confirm-calls", type=int, default=20000, help="ask before runs of more calls than this")
+    run.add_argument("--breadth", type=int, default=10, help="COPRO's candidates per round (--optimizer copro)")
     run.add_argument("--simulated-latency", type=float, default=0.0, help=argparse.SUPPRESS)
     run.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     run.set_defaults(func=_run)
+
+    cmp = sub.add_parser(
+        "compare", help="run several optimizers on one task (same splits and seed) and tabulate them side by side"
+    )
+    cmp.add_argument("task", help="the task, e.g. bbh:navigate, gsm8k")
+    cmp.add_argument(
+        "--optimizers",
+        default="neighbor-sgd,textgrad,optoprime,copro",
+        help=f"comma-separated, from: {', '.join(OPTIMIZERS)} (default neighbor-sgd,textgrad,optoprime,copro)",
+    )
+    cmp.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
+    cmp.add_argument("--backend", default="simulated", choices=BACKENDS)
+    cmp.add_argument("--out", default="runs/compare", help="the comparison directory (default runs/compare)")
+    cmp.add_argument("--iterations", type=int, default=4)
+    cmp.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
+    cmp.add_argument("--breadth", type=int, default=10, help="COPRO's candidates per round (default 10)")
+    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--train", type=int, help="training items (default: the paper's)")
+    cmp.add_argument("--validation", type=int, help="validation items")
+    cmp.add_argument("--test", type=int, help="test items (default: all held out)")
+    cmp.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
+    cmp.add_argument("--model", help="the model for every role")
+    cmp.add_argument("--forward-model", help="the model for forward calls")
+    cmp.add_argument("--backward-model", help="the model for backward calls")
+    cmp.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    cmp.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
+    cmp.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    cmp.add_argument("--cache", help="a SQLite file caching replies")
+    cmp.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
+    cmp.add_argument("--dry-run", action="store_true", help="each optimizer's calls, tokens and cost; call nothing")
+    cmp.add_argument("--yes", action="store_true", help="allow a real backend (check the cost with --dry-run first)")
+    cmp.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    cmp.set_defaults(func=_compare)
 
     report = sub.add_parser("report", help="(re)write report.html of a run directory")
     report.add_argument("run_dir")

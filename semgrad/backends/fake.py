@@ -20,6 +20,7 @@ import anyio
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, request_key
 from ..core._parse import format_backward, format_result, format_tagged
+from ..core.optim._named import format_named
 
 __all__ = [
     "FunctionLLM",
@@ -31,6 +32,7 @@ __all__ = [
     "reply_critique",
     "reply_forward",
     "reply_rewrite",
+    "reply_rewrites",
     "reply_summary",
 ]
 
@@ -62,6 +64,12 @@ def reply_backward(request: LLMRequest, feedback: Mapping[str, str]) -> str:
 def reply_rewrite(request: LLMRequest, new_value: str) -> str:
     """A rewrite reply proposing `new_value` for the parameter."""
     return format_tagged("improved", new_value)
+
+
+def reply_rewrites(request: LLMRequest, values: Mapping[str, str]) -> str:
+    """A rewrite reply with one value per target of the request (OptoPrime's variables,
+    COPRO's candidates); targets missing from `values` are left out of the reply."""
+    return format_named("improved", {t: values[t] for t in request.targets if t in values})
 
 
 def reply_critique(request: LLMRequest, text: str) -> str:
@@ -143,6 +151,8 @@ class HashLLM:
         text = f"{request.node or request.purpose}#{_digest(request, self.salt)[:10]}"
         if request.purpose == "backward":
             return reply_backward(request, {t: f"{text} says improve {t}" for t in request.targets})
+        if request.purpose == "rewrite" and request.targets:
+            return reply_rewrites(request, {t: f"Improved instruction {text} ({t})." for t in request.targets})
         if request.purpose == "rewrite":
             return reply_rewrite(request, f"Improved instruction {text}.")
         if request.purpose == "critique":

@@ -23,6 +23,10 @@ method works on real models. Its rules, all derived from the text each prompt *s
   oldest beyond capacity; told to keep the instruction, it keeps it. Shown no feedback
   at all (the "no gradients" ablation), it can only rephrase: it adds no skill. A final
   node's rewrite adds `VERIFY` when it is shown an expected answer.
+* **Several values in one reply** (the baselines' requests with ``targets``): OptoPrime's
+  call shows every run, so it finds the questions' missing skills as a backward call with
+  siblings would and gives each to the least-loaded hint; COPRO's generation call shows no
+  question, so each candidate adds a guessed skill (or `VERIFY`), left to the scoring.
 
 So with neighbours, the hints split the skills between them; without, they all get the
 same guesses; without gradients, nothing is learned; with one parameter, the other nodes
@@ -41,6 +45,7 @@ from typing import Any
 
 from ..core import FrozenMap, LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
+from ..core.optim._named import format_named
 from .fake import HashLLM, reply_backward, reply_forward
 
 __all__ = ["CAPACITY", "SKILLS", "VERIFY", "SimulatedLLM"]
@@ -64,7 +69,7 @@ _ASK = "Add this step to the instruction: "
 _KEEP = "Keep this input as it is"
 _REPHRASE = "Be thorough."
 #: The version of the rules above, part of `SimulatedLLM.identity` so a cache never mixes two versions.
-_RULES = 2
+_RULES = 3
 
 
 def _digest(text: str) -> int:
@@ -244,14 +249,19 @@ class SimulatedLLM:
         return [s for s, _ in sorted(counts.items(), key=lambda kv: (-kv[1], self.skills.index(kv[0])))]
 
     def _rewrite(self, request: LLMRequest) -> str:
-        text = self._text(request)
+        if request.targets:
+            return self._rewrite_each(request)
         current = parse_tagged(request.prompt, ["current"]).value_or("")
-        node = (request.node or "").removesuffix(".instruction")
+        return format_tagged("improved", self._improve(request.node or "", current, self._text(request)))
+
+    def _improve(self, name: str, current: str, text: str) -> str:
+        """The rewrite of parameter `name` whose value is `current`, from what `text` shows."""
+        node = name.removesuffix(".instruction")
         if node in self.final_nodes:
             shown_expected = "expected output is" in _flat(text.replace(current, ""))
             if shown_expected and _flat(VERIFY).rstrip(".") not in _flat(current):
-                return format_tagged("improved", f"{current} {VERIFY}".strip())
-            return format_tagged("improved", current)
+                return f"{current} {VERIFY}".strip()
+            return current
         held = self._shown_skills(current)
         base = current
         for skill in held:
@@ -261,9 +271,54 @@ class SimulatedLLM:
         asks = self._asks(shown)
         if not asks and _flat(_KEEP) not in _flat(shown):  # no feedback at all: it can only rephrase
             reworded = base if _REPHRASE in base else f"{base} {_REPHRASE}"
-            return format_tagged("improved", " ".join([reworded, *held]).strip())
+            return " ".join([reworded, *held]).strip()
         if not asks:  # told to keep it
-            return format_tagged("improved", current)
+            return current
         kept = [s for s in held if s not in asks] + asks
         kept = kept[-CAPACITY:]
-        return format_tagged("improved", " ".join([base, *kept]).strip())
+        return " ".join([base, *kept]).strip()
+
+    def _rewrite_each(self, request: LLMRequest) -> str:
+        """A reply with one value per target (named blocks).
+
+        OptoPrime's variables (each shown in a ``<variable name=...>`` block beside the whole
+        execution): the questions shown give the missing skills, as a backward call that sees
+        them does; each goes to the hint whose instruction holds the fewest skills, the other
+        hints keep theirs, and a final node is rewritten as usual. COPRO's candidates (shown
+        the current instruction or the attempts, never the questions): each candidate adds a
+        guessed skill (a hint) or, every other candidate, `VERIFY` (a final node).
+        """
+        text = self._text(request)
+        name = request.node or ""
+        if all(t.startswith("candidate ") for t in request.targets):
+            current = parse_tagged(request.prompt, ["current"]).value_or("")
+            tried = re.findall(r"(?m)^Instruction: (.*)$", request.prompt)
+            base = current or (tried[-1] if tried else "")
+            values = {}
+            for index, target in enumerate(request.targets):
+                if name.removesuffix(".instruction") in self.final_nodes:
+                    values[target] = self._improve(name, base, "expected output is" if index % 2 else "")
+                    continue
+                guess = self.skills[_digest(f"candidate:{self.seed}:{name}:{base}:{index}") % len(self.skills)]
+                values[target] = self._improve(name, base, _ASK + guess)
+            return format_named("improved", values)
+        current = {}
+        for target in request.targets:
+            shown = re.search(rf'<variable name="{re.escape(target)}">\n?(.*?)\n?</variable>', text, re.DOTALL)
+            current[target] = shown.group(1).strip() if shown else ""
+        hints = [t for t in request.targets if t.removesuffix(".instruction") not in self.final_nodes]
+        load = {t: len(self._shown_skills(current[t])) for t in hints}
+        asked: dict[str, list[str]] = {t: [] for t in hints}
+        needs = list(dict.fromkeys(self.needed(q) for q in self._by_length if q and q in text))
+        for need in needs:
+            if hints and not any(need in self._shown_skills(current[t]) for t in hints):
+                chosen = min(hints, key=lambda t: (load[t] + len(asked[t]), hints.index(t)))
+                asked[chosen].append(need)
+        values = {}
+        for target in request.targets:
+            if target in asked:
+                told = " ".join(_ASK + s for s in asked[target]) or _KEEP
+                values[target] = self._improve(target, current[target], told)
+            else:
+                values[target] = self._improve(target, current[target], text)
+        return format_named("improved", values)

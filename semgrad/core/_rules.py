@@ -9,8 +9,10 @@ How a node's incoming partials become its gradient is the rule's `aggregate`.
 * `neighbor_aware()` -- the paper: one request per (node, sample) that shows the
   node's task, ALL of its inputs, its output and its gradient, and asks for one
   partial per input that needs one.
-* `per_edge()` -- TextGrad's behaviour: one request per edge, showing only that
-  input, the node's output and its gradient.
+* `per_edge()` -- the formal per-edge special case (DESIGN 1.2): one request per
+  edge, showing only that input, the node's output and its gradient. It is not
+  TextGrad's behaviour: TextGrad 0.1.8 also shows the node's instruction and whole
+  input; `textgrad()` (in `_textgrad`) is that rule.
 * `numeric()` -- the same traversal over numbers: each function node's
   vector-Jacobian product, aggregated by sum; i.e. reverse-mode autodiff.
 * `pass_through()` -- a plain-function node hands its gradient to its inputs
@@ -360,7 +362,7 @@ _NO_FEEDBACK: FrozenMap[str, str] = FrozenMap()
 
 @attrs.frozen
 class PerEdge(_Base):
-    """TextGrad's rule; build it with `per_edge`."""
+    """The formal per-edge rule; build it with `per_edge`."""
 
     def backward(self, context: BackwardContext) -> Program[NodeResult]:
         return map_(gather(*(self._edge(context, t) for t in context.targets)), NodeResult.combine)
@@ -455,10 +457,12 @@ def per_edge(
     options: Mapping[str, Any] | None = None,
     repair: bool = True,
 ) -> PerEdge:
-    """TextGrad's backward rule: one request per edge, showing only that input.
+    """The formal per-edge rule: one request per edge, showing only that input,
+    the node's output and its gradient (the (u, w, grad w) form of DESIGN 1.2).
 
     With `include_instructions`, each LLM node also sends one request for its own
-    instruction (the instruction parameter then receives partials), as TextGrad does.
+    instruction (the instruction parameter then receives partials). TextGrad itself
+    shows more (the instruction and the node's whole input): see `textgrad()`.
     """
     return PerEdge(
         aggregate or Concat(),

@@ -4,6 +4,8 @@ Examples:
     >>> from semgrad.core import rules
     >>> rules.neighbor_aware().include_instructions, rules.per_edge(include_instructions=True).include_instructions
     (False, True)
+    >>> rules.textgrad().include_instructions
+    True
 """
 
 from ._aggregate import Concat, Summarize, Total, concat, concat_texts, summarize, total
@@ -20,6 +22,7 @@ from ._rules import (
     pass_through,
     per_edge,
 )
+from ._textgrad import TextGrad, textgrad
 
 __all__ = [
     "BackwardContext",
@@ -31,6 +34,7 @@ __all__ = [
     "PerEdge",
     "Rule",
     "Summarize",
+    "TextGrad",
     "Total",
     "concat",
     "concat_texts",
@@ -39,5 +43,6 @@ __all__ = [
     "pass_through",
     "per_edge",
     "summarize",
+    "textgrad",
     "total",
 ]

@@ -49,10 +49,10 @@ def allowed_types() -> FrozenMap[str, type]:
         True
     """
     from ..core import _graph
-    from ..core.optim import _base, _combining, _stages
+    from ..core.optim import _base, _combining, _copro, _stages
     from . import _fit
 
-    modules: tuple[types.ModuleType, ...] = (_graph, _base, _stages, _combining, _fit)
+    modules: tuple[types.ModuleType, ...] = (_graph, _base, _stages, _combining, _copro, _fit)
     return FrozenMap((_tag(cls), cls) for module in modules for cls in module.CHECKPOINT_TYPES)
 
 

@@ -13,13 +13,15 @@ from .._files import write_text_atomically
 from ..core import ENGINES, FrozenMap, optim
 from ..core.optim import Transform
 
-__all__ = ["BACKENDS", "OPTIMIZERS", "PROTOCOLS", "RunConfig", "make_optimizer"]
+__all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "PROTOCOLS", "RunConfig", "make_optimizer"]
 
 BACKENDS = ("simulated", "openai-compatible", "anthropic")
 #: "official": the gate scores candidates on the training items and that forward is reused
 #: (the official code's loop); "heldout": the gate scores them on a disjoint validation split.
 PROTOCOLS = ("official", "heldout")
-OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"])
+#: The paper's baselines as their packages run them (see `semgrad.core.optim`).
+BASELINES = ("textgrad", "optoprime", "copro")
+OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"], *BASELINES)
 
 
 def _choice(allowed: tuple[str, ...], what: str) -> Any:
@@ -82,6 +84,7 @@ class RunConfig:
     data: str | None = None
     metric: str = attrs.field(default="exact", validator=_choice(("exact", "numeric", "judge"), "metric"))
     criteria: str | None = None
+    breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
 
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (
@@ -161,4 +164,10 @@ def make_optimizer(config: RunConfig) -> Transform:
         return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True)
     if config.optimizer == "tgd":
         return optim.tgd(config.k, seed=config.seed)
+    if config.optimizer == "textgrad":
+        return optim.textgrad(config.k, seed=config.seed)
+    if config.optimizer == "optoprime":
+        return optim.optoprime(config.k, seed=config.seed)
+    if config.optimizer == "copro":
+        return optim.copro(breadth=config.breadth, depth=max(1, config.iterations))
     return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param)

@@ -49,6 +49,7 @@ SETTINGS = (
     "temperature",
     "max_output_tokens",
     *(f"{role}_{option}" for role in ("forward", "backward", "optimizer") for option in ("temperature", "max_output_tokens")),
+    "breadth",
 )
 _TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")
 _MODEL_KEYS = ("name", "model", "forward", "backward", "optimizer")
@@ -67,6 +68,7 @@ _INTS = (
     "forward_max_output_tokens",
     "backward_max_output_tokens",
     "optimizer_max_output_tokens",
+    "breadth",
 )
 _FLOATS = (
     "timeout",

@@ -1,8 +1,10 @@
 """Composable optimizers over semantic gradients (optax-style transforms).
 
 A transform is ``init(params) -> state`` and ``update(step, state, params) ->
-Program[(step, state)]``; `chain` composes them; `neighbor_sgd` (the paper) and
-`tgd` (TextGrad) are just chains. Write one small transform, never a subclass.
+Program[(step, state)]``; `chain` composes them; `neighbor_sgd` (the paper) and the
+baselines -- `textgrad` (TextGrad 0.1.8), `optoprime` (Trace) and `copro` (DSPy) --
+are just chains; `tgd` is the formal per-edge special case. Write one small
+transform, never a subclass.
 """
 
 from ._alias import ABLATIONS, ablation, neighbor_sgd, tgd
@@ -20,6 +22,8 @@ from ._base import (
     stateless,
 )
 from ._combining import EveryKState, apply_if, chain, every_k, masked, named_chain
+from ._copro import CoproState, copro
+from ._optoprime import optoprime, optoprime_update
 from ._stages import (
     GateState,
     MomentumState,
@@ -37,9 +41,11 @@ from ._stages import (
     select_error_samples,
     validation_gate,
 )
+from ._textgrad import textgrad, textgrad_gradients
 
 __all__ = [
     "ABLATIONS",
+    "CoproState",
     "EmptyState",
     "EveryKState",
     "GateState",
@@ -57,6 +63,7 @@ __all__ = [
     "apply_updates",
     "backward",
     "chain",
+    "copro",
     "critique",
     "evaluate",
     "every_k",
@@ -68,11 +75,15 @@ __all__ = [
     "named_chain",
     "neighbor_sgd",
     "one_at_a_time",
+    "optoprime",
+    "optoprime_update",
     "propose_rewrite",
     "require",
     "sample_update",
     "select_error_samples",
     "stateless",
+    "textgrad",
+    "textgrad_gradients",
     "tgd",
     "validation_gate",
 ]

@@ -1,4 +1,6 @@
-"""Ready-made optimizers: the paper's `neighbor_sgd`, TextGrad's `tgd`, and the LIAR ablations.
+"""Ready-made optimizers: the paper's `neighbor_sgd`, the formal per-edge `tgd`, and the LIAR ablations.
+
+The baselines as their packages run them are in `_textgrad`, `_optoprime` and `_copro`.
 
 Each is just a `chain` of stages; every ablation is a one-argument change.
 """
@@ -101,10 +103,13 @@ def neighbor_sgd(
 
 
 def tgd(k: int = 2, *, seed: int = 0, gate: bool = False, constraints: Sequence[str] = ()) -> Transform:
-    """TextGrad's textual gradient descent as a baseline.
+    """Textual gradient descent with the formal per-edge rule (DESIGN 1.2's special case).
 
-    Per-edge backward (each input judged alone, instructions included), every
-    parameter rewritten from its own aggregated partials, no gate by default.
+    Per-edge backward (each input judged alone with only the node's output and
+    gradient, instructions included), every parameter rewritten from its own
+    aggregated partials, no gate by default. This is not TextGrad's behaviour:
+    TextGrad's backward calls also show the node's instruction and whole input, and
+    its loss makes a backward call of its own; that is `optim.textgrad()`.
     """
     stages = [
         select_error_samples(k, seed=seed),

@@ -1,0 +1,194 @@
+"""``semgrad compare``: several optimizers on the same task, splits and seed, side by side.
+
+Each optimizer is an ordinary run (`run_experiment`) in its own subdirectory of the
+comparison directory; `compare` adds ``compare.json``, ``compare.md`` (the table)
+and ``compare.html`` (the table and a chart of the score per iteration). With
+``dry_run=True`` nothing is called: each optimizer's calls, tokens and cost come
+from `dry_run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .._files import write_text_atomically
+from ..core import LLMRequest
+from ..effects import FitProgress
+from ..report._compare import compare_table, render_compare
+from ._config import OPTIMIZERS, RunConfig
+from ._dry_run import dry_run, estimate_tokens
+from ._run import build_llm, estimate_cost, load_run_tasks, run_experiment
+
+__all__ = ["PurposeMeter", "compare", "parse_optimizers"]
+
+TOKEN_NOTE = "Tokens the backend did not report are estimated at four characters per token."
+
+
+def parse_optimizers(text: str) -> tuple[str, ...]:
+    """The optimizers of a comma-separated list, checked and without repeats.
+
+    Examples:
+        >>> parse_optimizers("neighbor-sgd, textgrad")
+        ('neighbor-sgd', 'textgrad')
+        >>> parse_optimizers("adam")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown optimizer 'adam'; choose from: neighbor-sgd, tgd, via-feedback, no-gradients, \
+no-neighbors, one-parameter, no-gate, textgrad, optoprime, copro
+    """
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--optimizers needs at least one name")
+    for name in names:
+        if name not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {name!r}; choose from: {', '.join(OPTIMIZERS)}")
+    return tuple(dict.fromkeys(names))
+
+
+class PurposeMeter:
+    """Wraps an LLM and counts tokens by request purpose and engine.
+
+    The reply's reported usage is used when there is one; otherwise the tokens are
+    estimated (four characters per token) and `estimated` becomes True.
+    """
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.identity = getattr(llm, "identity", None)
+        self.is_async = True
+        self.by_purpose: dict[str, list[int]] = {}
+        self.by_engine: dict[str, list[int]] = {}
+        self.estimated = False
+
+    async def __call__(self, request: LLMRequest) -> Any:
+        from ..effects._protocol import is_async_llm
+
+        result = self.llm(request)
+        if is_async_llm(self.llm) or hasattr(result, "__await__"):
+            result = await result
+        usage = getattr(result, "usage", None) or {}
+        text = result if isinstance(result, str) else getattr(result, "text", "")
+        used_in = int(usage.get("input_tokens", 0) or 0)
+        used_out = int(usage.get("output_tokens", 0) or 0)
+        if not used_in and not used_out:
+            self.estimated = True
+            used_in = sum(estimate_tokens(m.content) for m in request.messages)
+            used_out = estimate_tokens(text or "")
+        for table, key in ((self.by_purpose, request.purpose), (self.by_engine, request.engine)):
+            row = table.setdefault(key, [0, 0])
+            row[0] += used_in
+            row[1] += used_out
+        return result
+
+
+def _scores(summary: Mapping[str, Any]) -> list[float | None]:
+    """The mean training score per iteration over the run's tasks, then the final one."""
+    tasks = summary.get("tasks") or []
+    n = max((len(t.get("iterations") or []) for t in tasks), default=0)
+    scores: list[float | None] = []
+    for i in range(n):
+        found = [t["iterations"][i]["train_score"] for t in tasks if len(t.get("iterations") or []) > i]
+        scores.append(sum(found) / len(found) if found else None)
+    finals = [t["accuracy"]["train"] for t in tasks if (t.get("accuracy") or {}).get("train") is not None]
+    if finals:
+        scores.append(sum(finals) / len(finals))
+    return scores
+
+
+def _initial_test(summary: Mapping[str, Any]) -> float | None:
+    tasks = summary.get("tasks") or []
+    found = [t["accuracy"]["initial_test"] for t in tasks if t["accuracy"]["initial_test"] is not None]
+    return sum(found) / len(found) if found else None
+
+
+def compare(
+    config: RunConfig,
+    optimizers: Sequence[str],
+    out: str | os.PathLike[str],
+    *,
+    dry_run_only: bool = False,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    llm_factory: Callable[[RunConfig], Any] | None = None,
+    on_progress: Callable[[str, str, FitProgress], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, Any]:
+    """Run (or dry-run) each optimizer on `config`'s task, splits and seed; write the comparison.
+
+    Args:
+        config: The shared settings; its `optimizer` is replaced by each of `optimizers`.
+        optimizers: Names from `OPTIMIZERS`.
+        out: The comparison directory; each optimizer's run goes to ``out/<optimizer>``.
+        dry_run_only: Count calls, tokens and cost per optimizer; call nothing, run nothing.
+        prices: USD per million (input, output) tokens by model.
+        llm_factory: Builds the LLM of each run (default: the one the config names; a fresh
+            one per optimizer, so the simulated LLM starts from the same state each time).
+        on_progress: Called with the optimizer, the task and each `FitProgress`.
+        clock: Seconds, for the wall time of each run.
+
+    Returns:
+        The comparison summary (also written to ``out/compare.json``).
+    """
+    root = Path(out)
+    tasks = load_run_tasks(config)  # fail on bad data before anything runs
+    methods = []
+    for name in optimizers:
+        cfg = attrs.evolve(config, optimizer=name)
+        if dry_run_only:
+            report = dry_run(cfg, prices=prices)
+            methods.append(
+                {
+                    "optimizer": name,
+                    "calls": report.total_calls,
+                    "calls_by_purpose": report.by_purpose(),
+                    "input_tokens": report.input_tokens,
+                    "output_tokens": report.output_tokens,
+                    "cost_usd": report.cost_usd,
+                }
+            )
+            continue
+        meter = PurposeMeter(llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks))
+        progress = (lambda task, event, name=name: on_progress(name, task, event)) if on_progress else None
+        started = clock()
+        summary = run_experiment(cfg, root / name, llm=meter, on_progress=progress, prices=prices)
+        wall = clock() - started
+        tokens = {role: (used[0], used[1]) for role, used in meter.by_engine.items()}
+        methods.append(
+            {
+                "optimizer": name,
+                "scores": _scores(summary),
+                "test": summary["averages"]["overall"],
+                "initial_test": _initial_test(summary),
+                "calls": sum(summary["calls"]["by_purpose"].values()),
+                "calls_by_purpose": summary["calls"]["by_purpose"],
+                "tokens_by_purpose": {p: used[0] + used[1] for p, used in meter.by_purpose.items()},
+                "input_tokens": sum(u[0] for u in meter.by_purpose.values()),
+                "output_tokens": sum(u[1] for u in meter.by_purpose.values()),
+                "cost_usd": summary.get("cost_usd") or estimate_cost(cfg, tokens, prices),
+                "wall_s": round(wall, 3),
+                "run_dir": name,
+            }
+        )
+    result = {
+        "task": config.task,
+        "backend": config.backend,
+        "simulated": config.backend == "simulated",
+        "seed": config.seed,
+        "iterations": config.iterations,
+        "k": config.k,
+        "dry_run": dry_run_only,
+        "token_note": "" if dry_run_only else TOKEN_NOTE,
+        "methods": methods,
+    }
+    if not dry_run_only:
+        root.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(root / "compare.json", json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+        write_text_atomically(root / "compare.md", compare_table(result) + "\n")
+        write_text_atomically(root / "compare.html", render_compare(result))
+    return result

@@ -1,0 +1,169 @@
+"""The side-by-side page of ``semgrad compare``: one table and one chart for several optimizers.
+
+Self-contained like the run report: inline CSS and SVG, no script, nothing fetched,
+every string escaped. `compare_chart` draws the training score per iteration, one
+line per optimizer; `compare_table` is the table in Markdown (README, terminal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._format import esc, percent
+from ._style import CSS
+
+__all__ = ["compare_chart", "compare_table", "render_compare"]
+
+#: Colour-blind-safe colours (Okabe-Ito), one per optimizer.
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+_WIDTH, _HEIGHT = 640, 300
+_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 40, 44
+_PLOT_W, _PLOT_H = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
+_SIMULATED = "The LLM was SIMULATED (offline, deterministic): these figures say nothing about real models."
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _y(score: float) -> float:
+    return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
+
+
+def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
+    """An SVG line chart: the score per iteration (x) for each optimizer (one line each).
+
+    Examples:
+        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]})
+        >>> svg.startswith("<svg") and svg.count("<polyline") == 2 and "75.0 %" in svg
+        True
+    """
+    n = max((len(s) for s in series.values()), default=0)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT}" '
+        f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="score per iteration and optimizer">'
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = _y(tick)
+        parts.append(f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}"/>')
+        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+    bottom = _TOP + _PLOT_H
+    parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')
+    for i in range(n):
+        x = _LEFT + _PLOT_W * (i + 0.5) / max(n, 1)
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{i + 1}</text>')
+    parts.append(
+        f'<text class="axis-label" x="{_LEFT + _PLOT_W / 2:.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
+        "iteration (training score at its start)</text>"
+    )
+    x_legend = float(_LEFT)
+    for k, (name, scores) in enumerate(series.items()):
+        colour = _PALETTE[k % len(_PALETTE)]
+        parts.append(f'<rect x="{x_legend:.1f}" y="12" width="12" height="12" fill="{colour}"/>')
+        parts.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="22">{esc(name)}</text>')
+        x_legend += 28 + 7 * len(name)
+        points = []
+        for i, score in enumerate(scores):
+            if score is None:
+                continue
+            x, y = _LEFT + _PLOT_W * (i + 0.5) / max(n, 1), _y(score)
+            points.append(f"{x:.1f},{y:.1f}")
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}">'
+                f"<title>{esc(name)}, iteration {i + 1}: {percent(score)}</title></circle>"
+            )
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}"/>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _num(value: Any) -> str:
+    return "\u2014" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
+
+
+def _money(value: Any) -> str:
+    return "\u2014" if value is None else f"${value:,.4f}"
+
+
+def _purposes(methods: Sequence[Mapping[str, Any]], field: str) -> list[str]:
+    order = ("forward", "backward", "rewrite", "critique", "evaluate", "summarize")
+    seen = {p for m in methods for p in (m.get(field) or {})}
+    return [p for p in order if p in seen] + sorted(seen - set(order))
+
+
+def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    methods = list(summary.get("methods") or ())
+    calls = _purposes(methods, "calls_by_purpose")
+    tokens = _purposes(methods, "tokens_by_purpose")
+    dry = bool(summary.get("dry_run"))
+    head = ["optimizer"]
+    if not dry:
+        head += ["score per iteration", "test", "initial test"]
+    head += [f"{p} calls" for p in calls] + ["calls"]
+    head += [f"{p} tokens" for p in tokens] + ["tokens in", "tokens out", "cost"]
+    if not dry:
+        head.append("wall time")
+    rows = []
+    for m in methods:
+        row = [str(m.get("optimizer"))]
+        if not dry:
+            scores = " \u2192 ".join(percent(s) for s in (m.get("scores") or ()))
+            row += [scores or "\u2014", percent(m.get("test")), percent(m.get("initial_test"))]
+        row += [_num((m.get("calls_by_purpose") or {}).get(p, 0)) for p in calls] + [_num(m.get("calls"))]
+        row += [_num((m.get("tokens_by_purpose") or {}).get(p, 0)) for p in tokens]
+        row += [_num(m.get("input_tokens")), _num(m.get("output_tokens")), _money(m.get("cost_usd"))]
+        if not dry:
+            row.append(f"{m.get('wall_s', 0.0):.2f} s")
+        rows.append(row)
+    return head, rows
+
+
+def compare_table(summary: Mapping[str, Any]) -> str:
+    """The comparison as a Markdown table (one row per optimizer).
+
+    Examples:
+        >>> print(compare_table({"dry_run": True, "methods": [{"optimizer": "textgrad", "calls": 9,
+        ...     "calls_by_purpose": {"backward": 6, "rewrite": 3}}]}).splitlines()[2])
+        | textgrad | 6 | 3 | 9 | — | — | — |
+    """
+    head, rows = _rows(summary)
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_compare(summary: Mapping[str, Any]) -> str:
+    """The comparison page: settings, the table and the chart.
+
+    Examples:
+        >>> page = render_compare({"task": "<b>t</b>", "simulated": True, "methods": []})
+        >>> "&lt;b&gt;t&lt;/b&gt;" in page and "SIMULATED" in page and "<script" not in page
+        True
+    """
+    head, rows = _rows(summary)
+    table = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    table += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+    table.append("</tbody></table>")
+    series = {str(m.get("optimizer")): list(m.get("scores") or ()) for m in summary.get("methods") or ()}
+    facts = (
+        f"Task {esc(summary.get('task'))}, backend {esc(summary.get('backend'))}, seed {esc(summary.get('seed'))}, "
+        f"{esc(summary.get('iterations'))} iterations; every optimizer ran on the same splits and seed."
+    )
+    notes = esc(summary.get("token_note") or "")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            f"<title>Optimizers compared on {esc(summary.get('task'))}</title><style>{CSS}</style></head>",
+            "<body><main>",
+            f"<h1>Optimizers compared on {esc(summary.get('task'))}</h1>",
+            f'<p class="notice">{_SIMULATED}</p>' if summary.get("simulated") else "",
+            f"<p>{facts}</p>",
+            "<h2>Side by side</h2>",
+            "\n".join(table),
+            f"<p>{notes}</p>" if notes else "",
+            "" if summary.get("dry_run") else "<h2>Training score per iteration</h2>",
+            "" if summary.get("dry_run") else compare_chart(series),
+            "</main></body></html>",
+            "",
+        ]
+    )

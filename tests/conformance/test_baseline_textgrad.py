@@ -1,0 +1,220 @@
+"""`optim.textgrad()` against the real TextGrad 0.1.8, offline, on the paper's graph.
+
+TextGrad side: the graph as `FormattedLLMCall`s with trainable system prompts, an
+exact-match `StringBasedFunction` loss per error sample, ``tg.sum(losses).backward()``
+and one `TextualGradientDescent.step()`, all on a recording `EngineLM` (no network;
+TextGrad's logs go to a scratch folder through ``$TEXTGRAD_LOG_DIR``). Our side: the
+same two error samples through ``optim.textgrad(k=2)`` with a fake that gives the same
+forward outputs and the same feedback texts. We compare the calls per purpose and
+check that every piece of information each TextGrad prompt shows is in ours.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from semgrad.core import Example, exact_match, forward, optim
+from semgrad.core.optim import Step
+from semgrad.effects import run_sync
+
+from ._baselines import (
+    HINT_1,
+    HINT_2,
+    SAMPLES,
+    SOLVE,
+    SemgradFake,
+    feedback_text,
+    forward_value,
+    import_peer,
+    new_value,
+    paper_graph,
+    pieces_missing,
+    question_in,
+)
+
+# The peer's own warnings (deprecations in its dependencies) are not ours to fail on.
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+CONSTRAINTS = ("Keep the instruction under 60 words.",)
+TAGS = ("<IMPROVED_VARIABLE>", "</IMPROVED_VARIABLE>")
+NODE_OF = {HINT_1: "hint_1", HINT_2: "hint_2", SOLVE: "answer"}
+
+
+def _span(tag: str, text: str) -> list[str]:
+    return [s.strip() for s in re.findall(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)]
+
+
+def _textgrad_run() -> dict[str, Any]:
+    """Forward both samples, backward their exact-match losses, one TGD step; the recorded calls."""
+    tg = import_peer("textgrad")
+    from textgrad.autograd import FormattedLLMCall
+    from textgrad.autograd.llm_backward_prompts import BACKWARD_SYSTEM_PROMPT
+    from textgrad.autograd.string_based_ops import StringBasedFunction
+    from textgrad.engine import EngineLM
+    from textgrad.optimizer import TextualGradientDescent
+
+    graph, params = paper_graph()
+
+    class RecordingEngine(EngineLM):
+        """Answers like our fake; records (purpose, prompt, system prompt) per call."""
+
+        def __init__(self) -> None:
+            self.model_string = "recording-fake"
+            self.calls: list[tuple[str, str, str | None]] = []
+
+        def generate(self, prompt: str, system_prompt: str | None = None, **kwargs: Any) -> str:
+            if system_prompt == BACKWARD_SYSTEM_PROMPT:
+                role = _span("ROLE", prompt)[0]
+                self.calls.append(("backward", prompt, system_prompt))
+                return feedback_text(role, question_in(prompt))
+            if system_prompt in NODE_OF:
+                self.calls.append(("forward", prompt, system_prompt))
+                question = next(q for q, _, _ in SAMPLES if q in prompt)
+                return forward_value(NODE_OF[system_prompt], question)
+            self.calls.append(("rewrite", prompt, system_prompt))
+            role = _span("ROLE", prompt)[0]
+            return f"{TAGS[0]}{new_value(role)}{TAGS[1]}"
+
+        def __call__(self, prompt: str, **kwargs: Any) -> str:
+            return self.generate(prompt, **kwargs)
+
+    engine = RecordingEngine()
+    instructions = {
+        name: tg.Variable(params.value(f"{name}.instruction"), requires_grad=True,
+                          role_description=params[f"{name}.instruction"].role)
+        for name in ("hint_1", "hint_2", "answer")
+    }  # fmt: skip
+
+    def matches(prediction: Any, ground_truth_answer: Any) -> str:
+        return str(int(prediction.value.rsplit("Answer:", 1)[-1].strip() == ground_truth_answer.value))
+
+    loss_fn = StringBasedFunction(matches, function_purpose="checks whether the answer equals the expected output")
+    losses = []
+    for question, target, _ in SAMPLES:
+        q = tg.Variable(question, requires_grad=False, role_description=graph["question"].role)
+        hints = [
+            FormattedLLMCall(engine, "{question}", {"question": None}, system_prompt=instructions[name])(
+                inputs={"question": q}, response_role_description=graph[name].role
+            )
+            for name in ("hint_1", "hint_2")
+        ]
+        answer = FormattedLLMCall(
+            engine,
+            "question:\n{question}\n\nhint_1:\n{hint_1}\n\nhint_2:\n{hint_2}",
+            {"question": None, "hint_1": None, "hint_2": None},
+            system_prompt=instructions["answer"],
+        )(
+            inputs={"question": q, "hint_1": hints[0], "hint_2": hints[1]},
+            response_role_description=graph["answer"].role,
+        )
+        y = tg.Variable(target, requires_grad=False, role_description="the expected output")
+        losses.append(loss_fn(inputs={"prediction": answer, "ground_truth_answer": y}))
+    assert [v.value for v in losses] == ["0", "0"]
+    tg.sum(losses).backward(engine)
+    TextualGradientDescent(engine=engine, parameters=list(instructions.values()), constraints=list(CONSTRAINTS)).step()
+    return {"calls": engine.calls, "graph": graph, "params": params}
+
+
+def _semgrad_run() -> dict[str, Any]:
+    """The same two error samples through ``optim.textgrad(k=2)``; the recorded requests."""
+    graph, params = paper_graph()
+    fake = SemgradFake(graph, params)
+    train = tuple(Example({"question": q}, t, id=i) for q, t, i in SAMPLES)
+    traces = tuple(run_sync(forward(graph, params, e.inputs, sample=e.id), fake) for e in train)
+    loss = exact_match()
+    scores = tuple(run_sync(loss(e, t), fake) for e, t in zip(train, traces))
+    assert not any(s.correct for s in scores)
+    fake.requests.clear()
+    opt = optim.textgrad(k=2, constraints=CONSTRAINTS)
+    run_sync(opt.update(Step(graph, 0, train, traces, scores, (), loss), opt.init(params), params), fake)
+    return {"fake": fake, "graph": graph, "params": params}
+
+
+@pytest.fixture(scope="module")
+def runs() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both runs, once for the module."""
+    return _textgrad_run(), _semgrad_run()
+
+
+def _counts(calls: list[tuple[str, str, str | None]]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for purpose, _, _ in calls:
+        found[purpose] = found.get(purpose, 0) + 1
+    return found
+
+
+def test_same_calls_per_purpose(runs: Any) -> None:
+    """Ours makes TextGrad's backward and update calls: 6 backward per error sample, one update per instruction."""
+    theirs, ours = runs
+    counts = _counts(theirs["calls"])
+    assert counts == {"forward": 6, "backward": 12, "rewrite": 3}
+    assert ours["fake"].counts() == {"backward": counts["backward"], "rewrite": counts["rewrite"]}
+    per_sample: dict[str, int] = {}
+    for request in ours["fake"].requests:
+        if request.purpose == "backward":
+            per_sample[str(request.sample)] = per_sample.get(str(request.sample), 0) + 1
+    assert per_sample == {"q0": 6, "q1": 6}
+
+
+def _our_backward(ours: dict[str, Any], role: str, qid: str) -> str:
+    fake = ours["fake"]
+    found = [
+        r
+        for r in fake.requests
+        if r.purpose == "backward" and r.sample == qid and [fake.role(t) for t in r.targets] == [role]
+    ]
+    assert len(found) == 1, (role, qid, len(found))
+    return "\n".join(m.content for m in found[0].messages)
+
+
+def _input_values(text: str) -> list[str]:
+    """The values inside an LM_INPUT span of our answer node's template (or the whole span)."""
+    parts = re.split(r"(?m)^(?:question|hint_1|hint_2):\n", text)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def test_every_backward_prompt_shows_what_textgrads_shows(runs: Any) -> None:
+    """Each TextGrad backward call's information (instruction, whole input, output, feedback, variable) is in ours."""
+    theirs, ours = runs
+    backward = [(p, s) for purpose, p, s in theirs["calls"] if purpose == "backward"]
+    assert backward
+    for prompt, _ in backward:
+        role, qid = _span("ROLE", prompt)[0], question_in(prompt)
+        mine = _our_backward(ours, role, qid)
+        pieces = [role, *_span("VARIABLE", prompt)]
+        if "<LM_SYSTEM_PROMPT>" in prompt:  # an LLM call's backward
+            pieces += _span("LM_SYSTEM_PROMPT", prompt) + _span("LM_OUTPUT", prompt)
+            for span in _span("LM_INPUT", prompt):
+                pieces += _input_values(span)
+            pieces += re.findall(r"The <LM_OUTPUT> was later used as (.*?)\.\n", prompt)
+            pieces += re.findall(r"feedback on the LM_OUTPUT: (.*?) </OBJECTIVE_FUNCTION>", prompt, re.DOTALL)
+        else:  # the loss's own backward call: the prediction and the ground truth, with their roles
+            shown = r"\*\*[^*]*\(role: ([^)]*)\)\*\*: (.*?)(?:\n\n|</INPUTS_TO_FUNCTION>|$)"
+            inputs = re.findall(shown, prompt, re.DOTALL)
+            assert len(inputs) == 2
+            pieces += [inputs[0][0]] + [value.strip() for _, value in inputs]
+        assert pieces_missing(pieces, mine) == [], (role, qid)
+
+
+def test_every_update_prompt_shows_what_tgd_shows(runs: Any) -> None:
+    """Each TGD update's information (role, value, every gradient with its conversation, constraints) is in ours."""
+    theirs, ours = runs
+    fake = ours["fake"]
+    updates = [p for purpose, p, _ in theirs["calls"] if purpose == "rewrite"]
+    assert len(updates) == 3
+    for prompt in updates:
+        role = _span("ROLE", prompt)[0]
+        mine = [r for r in fake.requests if r.purpose == "rewrite" and fake.role(str(r.node)) == role]
+        assert len(mine) == 1, role
+        text = "\n".join(m.content for m in mine[0].messages)
+        pieces = [role, *_span("VARIABLE", prompt), *_span("FEEDBACK", prompt)]
+        pieces += _span("LM_SYSTEM_PROMPT", prompt) + _span("LM_OUTPUT", prompt)
+        for span in _span("LM_INPUT", prompt):
+            pieces += _input_values(span)
+        pieces += re.findall(r"The output is used as (.*?)\n", prompt)
+        pieces += [c.split(": ", 1)[1] for c in _span("CONSTRAINTS", prompt)[0].splitlines()]
+        assert len(_span("FEEDBACK", prompt)) == 2  # one gradient per error sample
+        assert pieces_missing(pieces, text) == [], role

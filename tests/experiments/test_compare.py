@@ -1,0 +1,77 @@
+"""`semgrad compare`: the baselines from the command line, side by side, dry runs first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from semgrad.cli import main
+from semgrad.experiments import OPTIMIZERS, RunConfig, compare, make_optimizer, parse_optimizers
+from semgrad.sweeps import parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+SMALL = ["--train", "4", "--validation", "2", "--test", "3", "--iterations", "2", "--breadth", "3"]
+
+
+@pytest.mark.parametrize("name", ["textgrad", "optoprime", "copro"])
+def test_baselines_are_optimizers_of_runs_and_sweeps(name):
+    """Each baseline is a `--optimizer` choice, builds its chain, and is accepted by a sweep spec."""
+    assert name in OPTIMIZERS
+    assert name.replace("optoprime", "optoprime_update") in make_optimizer(RunConfig("gsm8k", optimizer=name)).name
+    spec = parse_spec({"tasks": ["gsm8k"], "seeds": [0], "optimizers": [name], "settings": {"breadth": 3}})
+    assert spec.runs()[0].config.optimizer == name and spec.runs()[0].config.breadth == 3
+
+
+def test_parse_optimizers_rejects_unknown_names():
+    """An unknown optimizer name is a one-line error naming the choices."""
+    with pytest.raises(ValueError, match="unknown optimizer 'adam'; choose from: neighbor-sgd"):
+        parse_optimizers("textgrad,adam")
+
+
+@needs_data
+def test_dry_run_gives_each_methods_calls_before_anything_is_called(tmp_path, capsys):
+    """`compare --dry-run` prints each method's calls by purpose and writes nothing."""
+    out = tmp_path / "cmp"
+    code = main(["compare", "bbh:navigate", "--data-dir", str(DATA), "--dry-run", "--out", str(out), "-q", *SMALL])
+    printed = capsys.readouterr().out
+    assert code == 0 and not out.exists()
+    rows = {line.split("|")[1].strip(): line for line in printed.splitlines() if line.startswith("| ")}
+    assert set(rows) >= {"neighbor-sgd", "textgrad", "optoprime", "copro"}
+    summary = compare(
+        RunConfig("bbh:navigate", data_dir=str(DATA), train=4, validation=2, test=3, iterations=2, breadth=3),
+        ["textgrad", "optoprime"],
+        out,
+        dry_run_only=True,
+    )
+    by_name = {m["optimizer"]: m["calls_by_purpose"] for m in summary["methods"]}
+    assert by_name["textgrad"]["backward"] == 2 * 6 * 2 and by_name["textgrad"]["rewrite"] == 2 * 3
+    assert by_name["optoprime"]["rewrite"] == 2 and "backward" not in by_name["optoprime"]
+
+
+@needs_data
+def test_compare_on_the_simulated_backend_writes_one_table_and_chart(tmp_path, capsys):
+    """`compare` runs every method on the same splits and seed and writes compare.json, .md and .html."""
+    out = tmp_path / "cmp"
+    code = main(
+        ["compare", "bbh:navigate", "--data-dir", str(DATA), "--optimizers", "neighbor-sgd,textgrad,optoprime,copro",
+         "--out", str(out), "-q", *SMALL]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads((out / "compare.json").read_text())
+    assert summary["simulated"] is True
+    assert [m["optimizer"] for m in summary["methods"]] == ["neighbor-sgd", "textgrad", "optoprime", "copro"]
+    sizes = {json.dumps(json.loads((out / m / "results.json").read_text())["tasks"][0]["sizes"]) for m in
+             ("neighbor-sgd", "textgrad", "optoprime", "copro")}  # fmt: skip
+    assert len(sizes) == 1
+    for method in summary["methods"]:
+        assert len(method["scores"]) == 3 and method["wall_s"] >= 0
+        assert sum(method["calls_by_purpose"].values()) == method["calls"]
+        assert set(method["tokens_by_purpose"]) == set(method["calls_by_purpose"])
+    table = (out / "compare.md").read_text()
+    page = (out / "compare.html").read_text()
+    assert sum(line.startswith("| ") for line in table.splitlines()) == 5 and "backward calls" in table
+    assert "<polyline" in page and "SIMULATED" in page and "<script" not in page
