@@ -240,7 +240,9 @@ def _compare(args: argparse.Namespace) -> int:
         cache=args.cache,
         breadth=args.breadth,
     )
-    prices = _prices(args.prices)
+    from .experiments._prices import load_prices
+
+    prices = load_prices(args.prices).models
     if not args.dry_run and config.backend != "simulated" and not args.yes:
         raise ValueError("a comparison on a real backend calls it for every optimizer; check it with --dry-run, "
                          "then pass --yes")
