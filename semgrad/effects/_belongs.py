@@ -32,6 +32,7 @@ PARTS = FrozenMap(
         "validation": "the validation data",
         "optimizer": "the optimizer or its settings",
         "loss": "the loss",
+        "options": "the sampling options",
     }
 )
 
@@ -107,8 +108,12 @@ def run_fingerprint(
     validation: Iterable[Example],
     optimizer: Any,
     loss: Any,
+    options: Mapping[str, Any] | None = None,
 ) -> FrozenMap[str, str]:
-    """A short digest of each part of a run (`PARTS`), for a checkpoint to be bound to."""
+    """A short digest of each part of a run (`PARTS`), for a checkpoint to be bound to.
+
+    `options` are the sampling options per engine the run sends (as `fit` resolves them).
+    """
     return FrozenMap(
         {
             "graph": graph.fingerprint,
@@ -117,6 +122,7 @@ def run_fingerprint(
             "validation": _digest(describe(tuple(validation))),
             "optimizer": _digest(describe(optimizer)),
             "loss": _digest(describe(loss)),
+            "options": _digest(describe(options)),
         }
     )
 

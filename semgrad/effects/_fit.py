@@ -267,7 +267,7 @@ async def fit(
     guard = _Guard(llm, _as_budget(budget))
     runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply)
     checkpoint = checkpoint if checkpoint is not None else resume
-    belongs = run_fingerprint(graph, params, train_set, validation_set, optimizer, loss)
+    belongs = run_fingerprint(graph, params, train_set, validation_set, optimizer, loss, per_engine)
     state = (
         _RunState.start(graph, params, optimizer, belongs)
         if resume is None

@@ -229,11 +229,12 @@ def test_a_damaged_or_edited_checkpoint_is_refused_in_one_line_naming_the_file(s
         ({"loss": normalized_match()}, "loss"),
         ({"train": [Example({"question": "2+2?"}, "4")]}, "training data"),
         ({"validation": ()}, "validation data"),
+        ({"options": {"forward": {"temperature": 0.7}}}, "sampling options"),
     ],
-    ids=["tgd", "k", "seed", "loss", "train", "validation"],
+    ids=["tgd", "k", "seed", "loss", "train", "validation", "options"],
 )
 def test_another_runs_checkpoint_is_refused_saying_what_differs(tmp_path, options, words):
-    """A checkpoint of the same graph and params but another optimizer, setting, loss or data is refused by name."""
+    """Another run's checkpoint (same graph and params; other optimizer, settings, loss, data or options) is refused."""
     path = tmp_path / "checkpoint.json"
     _demo(checkpoint=path, iterations=1)
     with pytest.raises(CheckpointError, match=words) as caught:
