@@ -8,6 +8,7 @@ from typing import Any
 
 from .._files import write_text_atomically
 from ._html import render_report
+from ._samples import errors_json
 
 __all__ = ["fit_results", "write_html"]
 
@@ -34,6 +35,7 @@ def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dic
         "params": {"initial": dict(fit_result.initial_params.texts()), "final": dict(fit_result.params.texts())},
         "graph": _graph_json(graph) if graph is not None else None,
         "published": None,
+        **errors_json(stats),
     }
     return {
         "task": name,

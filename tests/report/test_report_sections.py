@@ -112,3 +112,27 @@ def test_a_fit_results_statistics_give_the_error_fields():
     stats = RunStatistics(calls=9, errors=2, errors_by_kind=FrozenMap({"timeout": 1, "parse": 1}))
     task = {"task": "fit", **errors_json(stats)}
     assert "Failed calls: 2 (timeout 1, parse 1)" in parse(render_report({"tasks": [task]})).all_text()
+
+
+def test_write_html_of_a_fit_shows_its_failed_calls(tmp_path):
+    """write_html of a fit whose LLM failed calls shows the failed calls by kind from the FitResult's statistics."""
+    from semgrad.backends import fake
+    from semgrad.core import LLMError, LLMFailure, optim
+    from semgrad.effects import fit_sync
+    from semgrad.report import write_html
+    from semgrad.topologies import paper_graph
+
+    graph, params = paper_graph()
+
+    def answer(request):
+        if request.purpose == "backward":
+            raise LLMFailure(LLMError("server", "boom", retryable=False))
+        return fake.reply_forward(request, "7")
+
+    items = [{"inputs": {"question": "What is 3 + 4?"}, "target": "8"}]
+    result = fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=False), train=items, llm=fake.FunctionLLM(answer),
+                      iterations=1)
+    n = result.statistics.errors
+    assert n >= 1
+    text = parse(write_html(result, tmp_path / "r.html", graph=graph).read_text("utf-8")).all_text()
+    assert f"Failed calls: {n} (server {n})" in text
