@@ -239,6 +239,11 @@ def _compare(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         cache=args.cache,
         breadth=args.breadth,
+        protocol=args.protocol,
+        temperature=args.temperature,
+        max_output_tokens=args.max_output_tokens,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
     )
     from .experiments._prices import load_prices
 
@@ -263,7 +268,11 @@ def _compare(args: argparse.Namespace) -> int:
     print(compare_table(summary))
     if not args.dry_run:
         print(f"Wrote {out / 'compare.json'}, {out / 'compare.md'} and {out / 'compare.html'}")
-    return 0
+    stopped = [m for m in summary["methods"] if m.get("stopped")]
+    for method in stopped:
+        detail = method.get("stopped_detail") or method["stopped"]
+        print(f"semgrad: {method['optimizer']} stopped early: {detail}; its row is partial", file=sys.stderr)
+    return EXIT_BUDGET if any(m["stopped"] == "budget" for m in stopped) else 0
 
 
 def _errors_text(task: dict[str, Any]) -> str:
@@ -531,6 +540,19 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
     cmp.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     cmp.add_argument("--cache", help="a SQLite file caching replies")
+    cmp.add_argument(
+        "--protocol",
+        choices=("official", "heldout"),
+        help="as for semgrad run (default official, unless --validation is given)",
+    )
+    cmp.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call (default 0)")
+    cmp.add_argument(
+        "--max-output-tokens", type=int, default=1024, help="reply length cap of every call (default 1024)"
+    )
+    cmp.add_argument(
+        "--max-calls", type=int, help="each optimizer's run sends at most this many requests; then it stops cleanly"
+    )
+    cmp.add_argument("--max-tokens", type=int, help="each optimizer's run uses at most this many tokens")
     cmp.add_argument("--prices", help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]}")
     cmp.add_argument("--dry-run", action="store_true", help="each optimizer's calls, tokens and cost; call nothing")
     cmp.add_argument("--yes", action="store_true", help="allow a real backend (check the cost with --dry-run first)")

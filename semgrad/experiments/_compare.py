@@ -173,6 +173,8 @@ def compare(
                 "cost_usd": summary.get("cost_usd") or estimate_cost(cfg, tokens, prices),
                 "wall_s": round(wall, 3),
                 "run_dir": name,
+                "stopped": summary.get("stopped"),
+                "stopped_detail": summary.get("stopped_detail"),
             }
         )
     result = {

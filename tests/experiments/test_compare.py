@@ -75,3 +75,22 @@ def test_compare_on_the_simulated_backend_writes_one_table_and_chart(tmp_path, c
     page = (out / "compare.html").read_text()
     assert sum(line.startswith("| ") for line in table.splitlines()) == 5 and "backward calls" in table
     assert "<polyline" in page and "SIMULATED" in page and "<script" not in page
+
+
+@needs_data
+def test_compare_caps_each_method_and_says_when_one_stopped(tmp_path, capsys):
+    """With --max-calls, no method's run sends more requests than the cap; a stopped method is named, exit 3."""
+    out = tmp_path / "cmp"
+    code = main(
+        ["compare", "bbh:navigate", "--data-dir", str(DATA), "--optimizers", "neighbor-sgd,textgrad", "--max-calls",
+         "20", "--out", str(out), "-q", *SMALL]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3
+    for name in ("neighbor-sgd", "textgrad"):
+        assert f"{name} stopped early: the budget is spent" in err
+        saved = json.loads((out / name / "results.json").read_text())
+        refused = saved["errors_by_kind"].get("budget", 0)
+        assert saved["stopped"] == "budget" and saved["counters"]["calls"] - refused <= 20
+    summary = json.loads((out / "compare.json").read_text())
+    assert [m["stopped"] for m in summary["methods"]] == ["budget", "budget"]
