@@ -159,7 +159,7 @@ class _Static:
     collecting: tuple[bool, ...]
     #: Every sample's first inbox array (no partials yet, all awaited) and running array
     #: (no step): persistent values, so all samples start from the same two.
-    inbox: PVec[tuple[tuple[Partial, ...], int]]
+    inbox: PVec[tuple[Any, ...]]
     idle: PVec[Program[Any] | None]
 
     @classmethod
@@ -175,7 +175,7 @@ class _Static:
         stepping = tuple(n in steps for n in order)
         collecting = tuple(n not in steps and plan.awaits[n] > 0 for n in order)
         awaits = tuple(plan.awaits[n] for n in order)
-        inbox = PVec([((), count) for count in awaits])
+        inbox = PVec([(count,) for count in awaits])
         idle: PVec[Program[Any] | None] = PVec([None] * len(order))
         return cls(plan, stepping, awaits, dict(index), where, delivers, collecting, inbox, idle)
 
@@ -183,10 +183,15 @@ class _Static:
 class BackwardMachine(Program[Gradients]):
     """The backward state machine for one sample; build it with `backward`.
 
-    Per node (by topological position) it keeps its inbox (the partials received so far
-    and how many it still awaits) and its running step, in persistent arrays (`PVec`); the
-    partials, failures and feedback found so far are append-only `Chain`s. A reply
-    therefore costs O(the node's targets), never O(the graph).
+    Per node (by topological position) it keeps its inbox (how many steps it still
+    awaits, and the partials received so far) and its running step -- once the step is over, the
+    `NodeFeedback` it was given -- in persistent arrays (`PVec`). A reply therefore
+    costs O(the node's targets), never O(the graph).
+
+    The result is read from those two arrays at the end: the inboxes hold every partial
+    for a graph node, so only partials for other targets (instructions) and failures are
+    kept in append-only `Chain`s -- a pass allocates no per-step log, which the cyclic
+    garbage collector would otherwise scan for as long as the sample runs.
     """
 
     __slots__ = (
@@ -200,7 +205,7 @@ class BackwardMachine(Program[Gradients]):
         "_n_running",
         "_partials",
         "_failures",
-        "_feedback",
+        "_seed",
         "emitted",
     )
 
@@ -211,12 +216,12 @@ class BackwardMachine(Program[Gradients]):
         trace: Trace,
         rule: Rule,
         static: _Static,
-        inbox: PVec[tuple[tuple[Partial, ...], int]],
+        inbox: PVec[tuple[Any, ...]],
         running: PVec[Program[Any] | None],
         n_running: int,
         partials: Chain[Partial],
         failures: Chain[BackwardFailure],
-        feedback: Chain[NodeFeedback],
+        seed: NodeFeedback,
         emitted: Emitted,
     ) -> None:
         self.graph = graph
@@ -229,7 +234,7 @@ class BackwardMachine(Program[Gradients]):
         self._n_running = n_running
         self._partials = partials
         self._failures = failures
-        self._feedback = feedback
+        self._seed = seed
         self.emitted: Emitted = emitted  # type: ignore[misc]
 
     @classmethod
@@ -257,7 +262,7 @@ class BackwardMachine(Program[Gradients]):
             0,
             Chain(),
             Chain(),
-            Chain().append(NodeFeedback(graph.output, feedback, trace.sample)),
+            NodeFeedback(graph.output, feedback, trace.sample),
             (),
         )
         steps = plan.steps
@@ -267,39 +272,39 @@ class BackwardMachine(Program[Gradients]):
 
     def _with(
         self,
-        inbox: PVec[tuple[tuple[Partial, ...], int]],
+        inbox: PVec[tuple[Any, ...]],
         running: PVec[Program[Any] | None],
         n_running: int,
         partials: Chain[Partial],
         failures: Chain[BackwardFailure],
-        feedback: Chain[NodeFeedback],
         emitted: Emitted,
     ) -> BackwardMachine:
         return BackwardMachine(
             self.graph, self.params, self.trace, self.rule, self._static,
-            inbox, running, n_running, partials, failures, feedback, emitted,
+            inbox, running, n_running, partials, failures, self._seed, emitted,
         )  # fmt: skip
 
     @property
     def in_progress(self) -> tuple[str, ...]:
         """Nodes whose backward step is under way, in topological order."""
         names = self.graph.topological_order
-        return tuple(names[pos] for pos, step in enumerate(self._running.tolist()) if step is not None)
+        return tuple(names[pos] for pos, step in enumerate(self._running.tolist()) if isinstance(step, Program))
 
     def feed(self, token: Token, reply: Reply) -> Program[Gradients]:
         node = token[0] if token else None
         pos = self.graph._index._data.get(node, -1) if isinstance(node, str) else -1
         current = self._running.get(pos) if pos >= 0 else None
-        if current is None:
+        if not isinstance(current, Program):
             raise ProtocolError(f"backward machine got a reply for {token!r}, which it is not waiting for")
         step = current.feed(token[1:], reply)
         if not step.done:
             return self._with(
                 self._inbox, self._running.set(pos, step), self._n_running,
-                self._partials, self._failures, self._feedback,
+                self._partials, self._failures,
                 tuple(((node, *t), r) for t, r in step.emitted),
             )  # fmt: skip
-        return self._advance(self._running.set(pos, None), self._n_running - 1, [(node, step.value)], {}, [])
+        # `_advance` overwrites the finished step's slot (with its feedback, or None).
+        return self._advance(self._running, self._n_running - 1, [(node, step.value)], {}, [])
 
     def _advance(
         self,
@@ -315,32 +320,38 @@ class BackwardMachine(Program[Gradients]):
         local variables, and one new state is built at the end.
         """
         inbox = self._inbox
-        partials, failures, feedback = self._partials, self._failures, self._feedback
+        partials, failures = self._partials, self._failures
         static = self._static
         position = static.positions.__getitem__
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
                 # Deliver: the partials to their targets, and one fewer awaited step to each
-                # (a node's inbox is ``(partials received, steps still awaited)``: one copy of
-                # the array's path per reply, for both).
-                changed: dict[int, tuple[tuple[Partial, ...], int]] = {}
+                # (a node's inbox is one tuple, ``(steps still awaited, *partials received)``:
+                # one copy of the array's path per reply, for both).
+                changed: dict[int, tuple[Any, ...]] = {}
                 for partial in result.partials:
                     pos = static.positions.get(partial.target)
-                    if pos is not None:  # instruction targets are not graph nodes, and never step
-                        got, count = changed.get(pos) or inbox.get(pos)
-                        changed[pos] = (got + (partial,), count)
+                    if pos is not None:
+                        changed[pos] = (changed.get(pos) or inbox.get(pos)) + (partial,)
+                    else:  # instruction targets are not graph nodes: no inbox, and they never step
+                        partials = partials.append(partial)
                 for target, pos in static.delivers.get(node, ()):
-                    got, count = changed.get(pos) or inbox.get(pos)
-                    changed[pos] = (got, count - 1)
+                    entry = changed.get(pos) or inbox.get(pos)
+                    count = entry[0]
+                    changed[pos] = (count - 1, *entry[1:])
                     if count == 1 and (static.stepping[pos] or static.collecting[pos]):
-                        ready[target] = _Launch(None, got)
+                        ready[target] = _Launch(None, entry[1:])
                 if changed:
                     inbox = inbox.set_many(changed)
-                if node != self.graph.output and (gradient is not None or not static.collecting[position(node)]):
-                    feedback = feedback.append(_node_feedback(node, gradient, self.trace.sample))
-                partials = partials.extend(result.partials)
-                failures = failures.extend(result.failures)
+                pos = position(node)
+                if node != self.graph.output and (gradient is not None or not static.collecting[pos]):
+                    # The finished step's slot keeps the feedback it was given, for `_result`.
+                    running = running.set(pos, _node_feedback(node, gradient, self.trace.sample))
+                elif running.get(pos) is not None:
+                    running = running.set(pos, None)
+                if result.failures:
+                    failures = failures.extend(result.failures)
                 continue
             node = next(iter(ready)) if len(ready) == 1 else min(ready, key=position)
             step = self._step(node, ready.pop(node))
@@ -350,7 +361,7 @@ class BackwardMachine(Program[Gradients]):
                 running = running.set(position(node), step)
                 n_running += 1
                 emitted.extend(((node, *t), r) for t, r in step.emitted)
-        state = self._with(inbox, running, n_running, partials, failures, feedback, tuple(emitted))
+        state = self._with(inbox, running, n_running, partials, failures, tuple(emitted))
         return Done(state._result()) if n_running == 0 else state
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
@@ -400,10 +411,14 @@ class BackwardMachine(Program[Gradients]):
 
     def _result(self) -> Gradients:
         where = self._static.where
-        partials = tuple(sorted(self._partials.items(), key=lambda p: (where[p.target], p.target, where[p.source])))
+        found = [partial for entry in self._inbox.tolist() for partial in entry[1:]]
+        found.extend(self._partials.items())
+        found.sort(key=lambda p: (where[p.target], p.target, where[p.source]))
         failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
-        feedback = tuple(sorted(self._feedback.items(), key=lambda f: -where[f.node]))
-        return Gradients(partials, feedback, failures)
+        given = [self._seed]
+        given.extend(slot for slot in self._running.tolist() if type(slot) is NodeFeedback)
+        given.sort(key=lambda f: -where[f.node])
+        return Gradients(tuple(found), tuple(given), failures)
 
 
 def _collected(gradient: Any) -> tuple[Any, NodeResult]:

@@ -252,13 +252,15 @@ class ForwardMachine(Program[Trace]):
                 run = _node_run(name, "llm", asked.shown, None, asked.request, text, error)  # type: ignore[arg-type]
         else:
             run = _node_run(name, "llm", asked.shown, None, asked.request, None, reply.failure())  # type: ignore[arg-type]
-        cells = cells.set(pos, run)
+        # The run and each successor's count of inputs still missing, in one copy of the
+        # array's paths (successors are mostly near the node: often the same leaf).
+        changes = {pos: run}
         ready = []
         for succ in self.graph.successor_positions[pos]:
-            left = cells.get(succ) - 1
-            cells = cells.set(succ, left)
+            left = changes[succ] = cells.get(succ) - 1
             if left == 0:
                 ready.append(succ)
+        cells = cells.set_many(changes)
         if not ready and self.unfinished > 1:
             # Nothing became ready (the common case in a wide graph): no rendering to do.
             return ForwardMachine(
@@ -269,6 +271,7 @@ class ForwardMachine(Program[Trace]):
     def _advance(self, cells: PVec[Any], ready: list[int], unfinished: int) -> Program[Trace]:
         """Run the function nodes and emit the requests of the LLM nodes that became ready."""
         emitted: list[tuple[int, Token, LLMRequest]] = []
+        asked: dict[int, _Asked] = {}  # written into `cells` at the end, in one copy of the paths
         graph = self.graph
         names = graph._order  # (the property, without the call)
         nodes = graph.nodes._data  # the FrozenMap's dict: C-speed lookups
@@ -293,7 +296,7 @@ class ForwardMachine(Program[Trace]):
                 request = forward_request(
                     node.name, self._system(node), labelled, self.sample, self.engine, self.options
                 )
-                cells = cells.set(pos, _Asked(request, shown))
+                asked[pos] = _Asked(request, shown)
                 emitted.append((pos, (node.name,), request))
                 continue
             else:
@@ -304,6 +307,8 @@ class ForwardMachine(Program[Trace]):
                 cells = cells.set(succ, left)
                 if left == 0:
                     ready.append(succ)
+        if asked:
+            cells = cells.set_many(asked)
         if unfinished == 0:
             return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, cells.tolist()))))
         if len(emitted) == 1:

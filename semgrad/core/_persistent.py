@@ -104,6 +104,9 @@ class PVec(Generic[T]):
             >>> PVec([0, 0, 0, 0]).set_many({1: 5, 3: 7}).tolist()
             [0, 5, 0, 7]
         """
+        if len(changes) == 1:
+            (index, value), = changes.items()
+            return self.set(index, value)
         size = self._size
         for index in changes:
             if not 0 <= index < size:
