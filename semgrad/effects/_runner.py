@@ -9,8 +9,10 @@ a `Failure(LLMError)` reply, and the core decides what it means.
 
 Theory of operation
 -------------------
-`Runner.run` hands the program to a `_Pool` and waits until the program is
-done (or has failed). The pool's workers do everything else: a worker makes a
+`Runner.run` hands the program to a `_Pool`, in a task group, and becomes the
+pool's first worker itself (its first call goes out without a task start); it
+returns when every worker has, once the program is done (or has failed). The
+pool's workers do everything else: a worker makes a
 call, feeds the reply to the program itself -- `Program.feed` is a pure,
 synchronous step, and only one task runs at a time -- and queues the requests
 that made ready, then takes the next request off the queue, often the one it
@@ -33,10 +35,12 @@ the last of them tops up again to the number now in a call: calls in flight
 about double per event-loop pass, so a wave of N requests is all in flight
 after about log2(N) passes. When calls return without suspending, no other
 worker is ever in a call, so one worker drains the queue while the one it made
-pending waits its turn, finds the queue empty and parks -- two tasks in all,
+pending waits its turn, finds the queue empty and returns -- two tasks in all,
 not one per request. Never more than `max_concurrency` workers exist.
 
-When the program is done, only parked and pending workers are left: the pool
+A worker that finds nothing queued parks only while fewer workers are parked
+than are in a call; otherwise it returns (a later wave starts new ones). When
+the program is done, only parked and pending workers are left: the pool
 wakes the parked ones, every worker then sees the run is over and returns, and
 the task group ends with its last worker -- a plain return per worker, which
 costs far less than cancelling each one (with 64 parked workers, cancellation
@@ -172,8 +176,11 @@ class Runner:
             return self._drive_sync(program)
         async with anyio.create_task_group() as tg:
             pool = _Pool(self, tg, program)
-            pool.start()
-            # The workers end themselves once the program is done (see `_Pool._finish`).
+            if pool.start():
+                # This task is the first worker: the first call goes out now, not after a
+                # task start and an event-loop pass. Every worker, this one too, returns
+                # once the program is done (see `_Pool._finish`).
+                await pool._work()
         if pool.error is not None:
             raise pool.error
         return pool.program.value
@@ -276,11 +283,14 @@ class _Pool:
         self.over = False  # set once the program is done or has failed
         self.error: BaseException | None = None
 
-    def start(self) -> None:
-        """Queue the program's first requests (there must be some) and start workers for them."""
+    def start(self) -> bool:
+        """Queue the program's first requests (there must be some); True when the caller's
+        task is then to run `_work` as the first worker (counted as pending until it does)."""
         self._emitted(self.program.emitted)
-        if not self.over:
-            self._fill()
+        if self.over:
+            return False
+        self.workers = self.pending = 1
+        return True
 
     def _emitted(self, requests: tuple[tuple[Token, LLMRequest], ...]) -> None:
         if requests:
@@ -376,6 +386,13 @@ class _Pool:
                 # after every other reply of the same event-loop pass has been fed too.
                 self._deliver(token, reply)
             if self.over:
+                return
+            calling = self.workers - len(self.idle) - self.pending - 1  # this worker runs: it is not calling
+            if len(self.idle) >= calling:
+                # No more parked workers than calls in flight (whose replies are what wakes a
+                # parked worker): a surplus one returns now, while calls are out, rather than
+                # being woken to return when the run ends, on its critical path.
+                self.workers -= 1
                 return
             wake = self.new_event()
             self.idle.append(wake)
