@@ -323,6 +323,7 @@ class BackwardMachine(Program[Gradients]):
         partials, failures = self._partials, self._failures
         static = self._static
         position = static.positions.__getitem__
+        slots: dict[int, Any] = {}  # changes to `running`, written in one copy of the paths at the end
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
@@ -347,9 +348,9 @@ class BackwardMachine(Program[Gradients]):
                 pos = position(node)
                 if node != self.graph.output and (gradient is not None or not static.collecting[pos]):
                     # The finished step's slot keeps the feedback it was given, for `_result`.
-                    running = running.set(pos, _node_feedback(node, gradient, self.trace.sample))
-                elif running.get(pos) is not None:
-                    running = running.set(pos, None)
+                    slots[pos] = _node_feedback(node, gradient, self.trace.sample)
+                elif (slots[pos] if pos in slots else running.get(pos)) is not None:
+                    slots[pos] = None
                 if result.failures:
                     failures = failures.extend(result.failures)
                 continue
@@ -358,9 +359,11 @@ class BackwardMachine(Program[Gradients]):
             if step.done:
                 finished.append((node, step.value))
             else:
-                running = running.set(position(node), step)
+                slots[position(node)] = step
                 n_running += 1
                 emitted.extend(((node, *t), r) for t, r in step.emitted)
+        if slots:
+            running = running.set_many(slots)
         state = self._with(inbox, running, n_running, partials, failures, tuple(emitted))
         return Done(state._result()) if n_running == 0 else state
 

@@ -329,7 +329,10 @@ class ForwardMachine(Program[Trace]):
 
     def _system(self, node: Node) -> Message:
         """The node's rendered system message, shared by every sample run with these params."""
-        systems = self.params._memo.setdefault("forward_system", {})
+        memo = self.params._memo
+        systems = memo.get("forward_system")
+        if systems is None:
+            systems = memo["forward_system"] = {}
         system = systems.get(node.name)
         if system is None:
             system = systems[node.name] = forward_system(self.params.value(node.instruction))  # type: ignore[arg-type]

@@ -261,7 +261,10 @@ class NeighborAware(_Base):
         # form filled in, split around the per-sample fields; each input's heading; the siblings;
         # the reply's labels -- is worked out once per params. The request is the same one
         # `render_neighbor_aware` builds (a property test compares them).
-        fixed = context.params._memo.setdefault("neighbor_aware", {})
+        memo = context.params._memo
+        fixed = memo.get("neighbor_aware")
+        if fixed is None:
+            fixed = memo["neighbor_aware"] = {}
         key = (context.node, context.targets)
         parts = fixed.get(key)
         if parts is None:
