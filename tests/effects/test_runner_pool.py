@@ -112,6 +112,43 @@ async def test_no_worker_task_outlives_its_run():
         assert len(anyio.get_running_tasks()) == before
 
 
+async def test_a_one_request_program_is_answered_by_the_task_that_runs_it():
+    """The task that calls run makes the first call itself: a one-request program starts no task."""
+    graph, params = chain_graph(1)
+    host = anyio.get_current_task().id
+    before = len(anyio.get_running_tasks())
+    seen = []
+
+    async def llm(request):
+        seen.append((anyio.get_current_task().id, len(anyio.get_running_tasks())))
+        await anyio.sleep(0.001)
+        return "ok"
+
+    await Runner(FunctionLLM(llm)).run(forward(graph, params, {"q": "x"}))
+    assert seen == [(host, before)]
+
+
+async def test_workers_park_only_while_fewer_are_parked_than_are_calling():
+    """As a wave of calls ends one by one, a worker with nothing to do parks only while fewer are parked than
+    are still calling; the rest return, so about half the wave's workers are left when its last call ends."""
+    graph, params = chain_graph(1)
+    width = 20
+    before = len(anyio.get_running_tasks())
+    alive_at_last = []
+
+    async def llm(request):
+        i = int(request.sample)
+        await anyio.sleep(0.002 * (i + 1))  # the calls end in sample order
+        if i == width - 1:
+            alive_at_last.append(len(anyio.get_running_tasks()) - before)
+        return "ok"
+
+    await Runner(FunctionLLM(llm)).run(batch(graph, params, width))
+    # Parking every idle worker would leave all `width` workers; the bound leaves the parked
+    # ones (fewer than half) plus the last call's own.
+    assert alive_at_last and alive_at_last[0] <= width // 2 + 1
+
+
 async def test_a_timeout_the_llm_raises_itself_keeps_its_message():
     """Without a runner timeout, a TimeoutError from the LLM is a retryable timeout error with its own message."""
     graph, params = chain_graph(1)
