@@ -132,7 +132,9 @@ def backward(
     if trace.graph != graph.fingerprint:
         raise ProtocolError("the trace was produced by a different graph")
     rule = rule if rule is not None else NeighborAware()
-    statics = params._memo.setdefault("backward", {})
+    statics = params._memo.get("backward")
+    if statics is None:
+        statics = params._memo["backward"] = {}
     key = (graph.fingerprint, rule.include_instructions)
     static = statics.get(key)  # the plan depends only on the structure and the params
     if static is None:

@@ -193,7 +193,9 @@ class ForwardMachine(Program[Trace]):
         options: FrozenMap[str, Any],
     ) -> Program[Trace]:
         """The machine's first state; raises `InputError` for missing or unexpected inputs or params."""
-        starts = params._memo.setdefault("forward_start", {})
+        starts = params._memo.get("forward_start")
+        if starts is None:
+            starts = params._memo["forward_start"] = {}
         begin = starts.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
         if begin is None:
             begin = starts[graph.fingerprint] = _start(graph, params)
