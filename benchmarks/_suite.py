@@ -261,7 +261,9 @@ def format_table(report: dict[str, Any]) -> str:
                         "-",
                         "-",
                         f"<= {row['target']['seconds_at_spec_samples_max']:g} s",
-                        "yes" if row["seconds_at_spec_samples"] <= row["target"]["seconds_at_spec_samples_max"] else "MISS",
+                        "yes"
+                        if row["seconds_at_spec_samples"] <= row["target"]["seconds_at_spec_samples_max"]
+                        else "MISS",
                     )
                 )
             elif key == "W7":

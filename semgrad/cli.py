@@ -10,6 +10,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._loaded import systems_loaded_once
+
 __all__ = ["EXIT_BUDGET", "build_parser", "main"]
 
 #: The exit code of a run that stopped because its budget (--max-calls / --max-tokens) was spent.
@@ -620,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv
     try:
-        with _event_loop_choice(no_uvloop=args.no_uvloop):
+        with _event_loop_choice(no_uvloop=args.no_uvloop), systems_loaded_once():
             return int(args.func(args))
     except KeyboardInterrupt:
         print("semgrad: interrupted", file=sys.stderr)

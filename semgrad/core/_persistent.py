@@ -105,7 +105,7 @@ class PVec(Generic[T]):
             [0, 5, 0, 7]
         """
         if len(changes) == 1:
-            (index, value), = changes.items()
+            ((index, value),) = changes.items()
             return self.set(index, value)
         size = self._size
         for index in changes:

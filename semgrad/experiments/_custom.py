@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._loaded import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
 from ..core import (
     Example,
@@ -59,6 +60,7 @@ __all__ = [
     "custom_task",
     "is_system_spec",
     "load_system",
+    "systems_loaded_once",
     "parse_system_spec",
     "read_items",
 ]
@@ -112,21 +114,22 @@ def canonical_spec(spec: str) -> str:
 def load_system(spec: str) -> tuple[Graph, Params]:
     """Import the file or module `spec` names and call its function; return ``(graph, params)``.
 
-    Call this only with a spec the user typed: it runs their code. A spec is
-    loaded once per process; later calls return the same ``(graph, params)``.
+    Call this only with a spec the user typed: it runs their code. Inside
+    `systems_loaded_once` (the ``semgrad`` command and each sweep run use it) a
+    spec is loaded once and later calls return the same ``(graph, params)``;
+    outside it every call loads the code again, so an edited file is read anew.
 
     Raises:
         SystemSpecError: The file or module, or the function in it, cannot be found, or
             the function does not return ``(graph, params)``.
     """
+    loaded = _LOADED.get()
+    if loaded is None:
+        return _load(spec)
     key = canonical_spec(spec)
-    if key not in _LOADED:
-        _LOADED[key] = _load(spec)
-    return _LOADED[key]
-
-
-#: Systems loaded in this process, by canonical spec (the CLI asks for one several times: plan, check, run).
-_LOADED: dict[str, tuple[Graph, Params]] = {}
+    if key not in loaded:
+        loaded[key] = _load(spec)
+    return loaded[key]
 
 
 def _load(spec: str) -> tuple[Graph, Params]:

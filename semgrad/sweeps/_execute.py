@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from .._loaded import systems_loaded_once
 from ..experiments import RunConfig, build_llm, load_run_tasks, run_experiment
 from ..tasks import bbh_category
 from ._slots import SlotsClient, slotted
@@ -157,6 +158,13 @@ def execute_run(
 
 
 def _run(
+    run: PlannedRun, run_dir: Path, resume: bool, slots: SlotsClient | None, instrument: Instrument | None
+) -> None:
+    with systems_loaded_once():  # checked, then run: a system the user typed is loaded once per run
+        _run_loaded(run, run_dir, resume, slots, instrument)
+
+
+def _run_loaded(
     run: PlannedRun, run_dir: Path, resume: bool, slots: SlotsClient | None, instrument: Instrument | None
 ) -> None:
     llm = build_llm(run.config, load_run_tasks(run.config))

@@ -166,3 +166,31 @@ def test_write_html_writes_the_report_of_any_fit(tmp_path):
     page = write_html(result, tmp_path / "r.html", graph=graph).read_text()
     assert "hint.instruction" in page and "solve.instruction" in page and "Solve it." in page
     assert "<svg" in page and "digraph" in page
+
+
+def test_a_system_is_loaded_once_inside_a_block_and_anew_outside_it(tmp_path):
+    """Inside systems_loaded_once a spec's code runs once; outside one, every load runs it again."""
+    from semgrad._loaded import systems_loaded_once
+
+    runs = tmp_path / "runs.txt"
+    system = tmp_path / "counted.py"
+    system.write_text(
+        "from pathlib import Path\n"
+        "from semgrad.core import GraphBuilder\n"
+        f"RUNS = Path({str(runs)!r})\n"
+        "def build():\n"
+        "    RUNS.write_text(RUNS.read_text() + 'x' if RUNS.exists() else 'x')\n"
+        "    b = GraphBuilder(); q = b.input('question')\n"
+        "    b.llm('answer', inputs=[q], instruction='Answer.')\n"
+        "    return b.build(output='answer')\n"
+    )
+    spec = f"{system}:build"
+    with systems_loaded_once():
+        first = load_system(spec)
+        with systems_loaded_once():  # nested blocks share the outer one's systems
+            assert load_system(spec) is first
+        assert load_system(spec) is first
+    assert runs.read_text() == "x"
+    load_system(spec)
+    load_system(spec)
+    assert runs.read_text() == "xxx"
