@@ -11,6 +11,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -126,19 +127,19 @@ def run_suite(
 
     for latency in settings.latencies:
         if "W1" in only:
-            step(_key("W1", latency), lambda: w.w1_forward(settings, latency))
+            step(_key("W1", latency), partial(w.w1_forward, settings, latency))
         if "W2" in only:
-            row = step(_key("W2", latency), lambda: w.w2_iteration(settings, latency))
+            row = step(_key("W2", latency), partial(w.w2_iteration, settings, latency))
             if "skipped" in row:
                 echo(f"  note: W2 skipped: {row['skipped']}")
                 note = f"W2 skipped: {row['skipped']}"
                 if note not in report["notes"]:
                     report["notes"].append(note)
         if "W4" in only:
-            step(_key("W4", latency), lambda: w.w4_deep(settings, latency))
+            step(_key("W4", latency), partial(w.w4_deep, settings, latency))
         if "W5" in only:
             for base in ("W1", "W4"):
-                step(_key("W5", latency, base), lambda: w.w5_jitter(settings, latency, base))
+                step(_key("W5", latency, base), partial(w.w5_jitter, settings, latency, base))
     if "W3" in only:
         step("W3", lambda: w.w3_overhead(settings))
     if "W6" in only:
@@ -214,7 +215,8 @@ def format_table(report: dict[str, Any]) -> str:
             ok = "-" if "met" not in row else ("yes" if row["met"] else "MISS")
             if key == "W3":
                 target = f"<= {row['target']['us_per_call_max']:g} us" if "target" in row else "-"
-                us = f"{_fmt(row.get('us_per_call_sync'), '.1f')} sync / {_fmt(row.get('us_per_call_async'), '.1f')} async"
+                sync, asynchronous = _fmt(row.get("us_per_call_sync"), ".1f"), _fmt(row.get("us_per_call_async"), ".1f")
+                us = f"{sync} sync / {asynchronous} async"
                 if "us_per_call_sync" not in row:
                     us = _fmt(row.get("us_per_call"), ".1f")
                 lines.append((key, system, "-", "-", "-", _calls(row.get("calls")), "-", us, target, ok))
@@ -329,9 +331,10 @@ def format_markdown(report: dict[str, Any]) -> str:
     lines = format_table(report).splitlines()
     head, rows = lines[0], lines[2:]
     widths = [len(c) for c in lines[1].split("  ")]
-    cut = lambda line: [
-        line[sum(widths[:i]) + 2 * i : sum(widths[: i + 1]) + 2 * i].strip() for i in range(len(widths))
-    ]  # noqa: E731
+
+    def cut(line: str) -> list[str]:
+        return [line[sum(widths[:i]) + 2 * i : sum(widths[: i + 1]) + 2 * i].strip() for i in range(len(widths))]
+
     out = ["| " + " | ".join(cut(head)) + " |", "|" + "---|" * len(widths)]
     out += ["| " + " | ".join(cut(row.ljust(sum(widths) + 2 * len(widths)))) + " |" for row in rows]
     return "\n".join(out)
@@ -410,7 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"note: {note}")
     m = report["machine"]
     print(
-        f"\n{report['date']}  {m['platform']}  {m['usable_cpus']} CPUs  Python {m['python']}  load at start {m['load_average_at_start']}"
+        f"\n{report['date']}  {m['platform']}  {m['usable_cpus']} CPUs  Python {m['python']}"
+        f"  load at start {m['load_average_at_start']}"
     )
     print(f"total {report['elapsed_s']} s" + (f"; written to {output}" if output else ""))
     return 0

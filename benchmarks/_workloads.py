@@ -687,7 +687,8 @@ def w6_scale(settings: Settings) -> dict[str, Any]:
     note = None
     if samples < settings.w6_samples:
         note = (
-            f"ran {samples} samples instead of {settings.w6_samples} to stay within the {settings.w6_budget_s:.0f} s budget; "
+            f"ran {samples} samples instead of {settings.w6_samples} "
+            f"to stay within the {settings.w6_budget_s:.0f} s budget; "
             f"seconds_at_spec_samples = seconds_per_sample x {settings.w6_samples}"
         )
     return {

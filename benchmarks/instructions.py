@@ -121,7 +121,15 @@ def _ir(args: list[str], *, collect_gc: bool) -> int:
         out = os.path.join(tmp, "callgrind.out")
         env = dict(os.environ, PYTHONHASHSEED="0", SEMGRAD_INSTRUCTIONS_GC="1" if collect_gc else "0")
         subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m", "benchmarks.instructions", *args],
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-m",
+                "benchmarks.instructions",
+                *args,
+            ],
             env=env,
             check=True,
             stdout=subprocess.DEVNULL,
