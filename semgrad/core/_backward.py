@@ -36,7 +36,7 @@ import attrs
 
 from ._errors import ProtocolError
 from ._frozen import FrozenMap
-from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, _node_feedback
+from ._gradients import BackwardFailure, Gradients, Partial, _FeedbackRow, _gradients
 from ._graph import Graph, Params
 from ._persistent import Chain, PVec
 from ._program import Done, Emitted, Program, Token, bind, map_
@@ -143,6 +143,11 @@ def backward(
     return BackwardMachine.start(graph, params, trace, feedback, rule, static.plan, static=static)
 
 
+#: A node's slot in the running array: its step while it runs, then the feedback it was
+#: given (a `Gradients` feedback row), or None.
+_Slot = Program[Any] | _FeedbackRow | None
+
+
 @attrs.frozen(eq=False)
 class _Static:
     """What every sample's backward pass shares for one graph, params and plan (compared by identity)."""
@@ -162,7 +167,7 @@ class _Static:
     #: Every sample's first inbox array (no partials yet, all awaited) and running array
     #: (no step): persistent values, so all samples start from the same two.
     inbox: PVec[tuple[Any, ...]]
-    idle: PVec[Program[Any] | None]
+    idle: PVec[_Slot]
 
     @classmethod
     def of(cls, graph: Graph, params: Params, plan: BackwardPlan) -> _Static:
@@ -178,7 +183,7 @@ class _Static:
         collecting = tuple(n not in steps and plan.awaits[n] > 0 for n in order)
         awaits = tuple(plan.awaits[n] for n in order)
         inbox = PVec([(count,) for count in awaits])
-        idle: PVec[Program[Any] | None] = PVec([None] * len(order))
+        idle: PVec[_Slot] = PVec([None] * len(order))
         return cls(plan, stepping, awaits, dict(index), where, delivers, collecting, inbox, idle)
 
 
@@ -187,7 +192,7 @@ class BackwardMachine(Program[Gradients]):
 
     Per node (by topological position) it keeps its inbox (how many steps it still
     awaits, and the partials received so far) and its running step -- once the step is over, the
-    `NodeFeedback` it was given -- in persistent arrays (`PVec`). A reply therefore
+    feedback it was given, as a `Gradients` feedback row -- in persistent arrays (`PVec`). A reply therefore
     costs O(the node's targets), never O(the graph).
 
     The result is read from those two arrays at the end: the inboxes hold every partial
@@ -219,11 +224,11 @@ class BackwardMachine(Program[Gradients]):
         rule: Rule,
         static: _Static,
         inbox: PVec[tuple[Any, ...]],
-        running: PVec[Program[Any] | None],
+        running: PVec[_Slot],
         n_running: int,
         partials: Chain[Partial],
         failures: Chain[BackwardFailure],
-        seed: NodeFeedback,
+        seed: _FeedbackRow,
         emitted: Emitted,
     ) -> None:
         self.graph = graph
@@ -264,7 +269,7 @@ class BackwardMachine(Program[Gradients]):
             0,
             Chain(),
             Chain(),
-            NodeFeedback(graph.output, feedback, trace.sample),
+            (graph.output, feedback, trace.sample),
             (),
         )
         steps = plan.steps
@@ -275,7 +280,7 @@ class BackwardMachine(Program[Gradients]):
     def _with(
         self,
         inbox: PVec[tuple[Any, ...]],
-        running: PVec[Program[Any] | None],
+        running: PVec[_Slot],
         n_running: int,
         partials: Chain[Partial],
         failures: Chain[BackwardFailure],
@@ -310,7 +315,7 @@ class BackwardMachine(Program[Gradients]):
 
     def _advance(
         self,
-        running: PVec[Program[Any] | None],
+        running: PVec[_Slot],
         n_running: int,
         finished: list[tuple[str, Any]],
         ready: dict[str, _Launch],
@@ -350,7 +355,7 @@ class BackwardMachine(Program[Gradients]):
                 pos = position(node)
                 if node != self.graph.output and (gradient is not None or not static.collecting[pos]):
                     # The finished step's slot keeps the feedback it was given, for `_result`.
-                    slots[pos] = _node_feedback(node, gradient, self.trace.sample)
+                    slots[pos] = (node, gradient, self.trace.sample)  # a feedback row: the one tuple in `running`
                 elif (slots[pos] if pos in slots else running.get(pos)) is not None:
                     slots[pos] = None
                 if result.failures:
@@ -421,9 +426,11 @@ class BackwardMachine(Program[Gradients]):
         found.sort(key=lambda p: (where[p.target], p.target, where[p.source]))
         failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
         given = [self._seed]
-        given.extend(slot for slot in self._running.tolist() if type(slot) is NodeFeedback)
-        given.sort(key=lambda f: -where[f.node])
-        return Gradients(tuple(found), tuple(given), failures)
+        given.extend(slot for slot in self._running.tolist() if type(slot) is tuple)
+        given.sort(key=lambda row: -where[row[0]])
+        return _gradients(
+            tuple([(p.target, p.source, p.value, p.siblings, p.sample) for p in found]), tuple(given), failures
+        )
 
 
 def _collected(gradient: Any) -> tuple[Any, NodeResult]:

@@ -92,7 +92,22 @@ class BackwardFailure:
     sample: SampleId = None
 
 
-@attrs.frozen
+#: A partial as the fields of `Partial`, ``(target, source, value, siblings, sample)``, and a
+#: node's feedback as those of `NodeFeedback`, ``(node, value, sample)``: how `Gradients`
+#: keeps them (see its docstring).
+_PartialRow = tuple[str, str, Any, tuple[str, ...], SampleId]
+_FeedbackRow = tuple[str, Any, SampleId]
+
+
+def _partial_row(p: Partial) -> _PartialRow:
+    return (p.target, p.source, p.value, p.siblings, p.sample)
+
+
+def _feedback_row(f: NodeFeedback) -> _FeedbackRow:
+    return (f.node, f.value, f.sample)
+
+
+@attrs.frozen(init=False, repr=False)
 class Gradients:
     """The result of backpropagation over one or more samples.
 
@@ -104,19 +119,52 @@ class Gradients:
         feedback: The aggregated gradient each node that ran a backward step (or
             that collects gradients, such as a free parameter) was given.
         failures: What could not be computed, and why.
+
+    `partials` and `feedback` are kept as plain tuples of their fields and built
+    as `Partial` and `NodeFeedback` values when read. A tuple of text is an object
+    CPython's cyclic garbage collector stops tracking, so gradients kept for many
+    samples (three objects per node and sample, otherwise) cost its full passes
+    nothing; equality, hashing and the repr are those of the values.
+
+    Examples:
+        >>> g = Gradients((Partial("x", "y", "more", sample=0),), (NodeFeedback("y", "fix", 0),))
+        >>> g.partials
+        (Partial(target='x', source='y', value='more', siblings=(), sample=0),)
+        >>> g.for_node("x")[0].text, g.feedback_for("y")[0].value
+        ('more', 'fix')
     """
 
-    partials: tuple[Partial, ...] = ()
-    feedback: tuple[NodeFeedback, ...] = ()
-    failures: tuple[BackwardFailure, ...] = ()
+    _partial_rows: tuple[_PartialRow, ...]
+    _feedback_rows: tuple[_FeedbackRow, ...]
+    failures: tuple[BackwardFailure, ...]
+
+    def __init__(
+        self,
+        partials: Iterable[Partial] = (),
+        feedback: Iterable[NodeFeedback] = (),
+        failures: Iterable[BackwardFailure] = (),
+    ) -> None:
+        _G_PARTIALS(self, tuple(map(_partial_row, partials)))
+        _G_FEEDBACK(self, tuple(map(_feedback_row, feedback)))
+        _G_FAILURES(self, tuple(failures))
+
+    @property
+    def partials(self) -> tuple[Partial, ...]:
+        """Every partial gradient computed."""
+        return tuple(_partial(*row) for row in self._partial_rows)
+
+    @property
+    def feedback(self) -> tuple[NodeFeedback, ...]:
+        """The aggregated gradient each node that ran a backward step was given."""
+        return tuple(_node_feedback(*row) for row in self._feedback_rows)
 
     def for_node(self, name: str) -> tuple[Partial, ...]:
         """The partials `name` received, ordered by (sample, source); ``()`` when none."""
-        return tuple(p for p in self.partials if p.target == name)
+        return tuple(_partial(*row) for row in self._partial_rows if row[0] == name)
 
     def feedback_for(self, name: str) -> tuple[NodeFeedback, ...]:
         """The aggregated gradient `name` was given, per sample."""
-        return tuple(f for f in self.feedback if f.node == name)
+        return tuple(_node_feedback(*row) for row in self._feedback_rows if row[0] == name)
 
     def failures_for(self, name: str) -> tuple[BackwardFailure, ...]:
         """Failures that left `name` without a partial it should have had."""
@@ -126,6 +174,25 @@ class Gradients:
     def ok(self) -> bool:
         """True when nothing failed."""
         return not self.failures
+
+    def __repr__(self) -> str:
+        return f"Gradients(partials={self.partials!r}, feedback={self.feedback!r}, failures={self.failures!r})"
+
+
+_G_PARTIALS, _G_FEEDBACK, _G_FAILURES = slot_setters(Gradients, "_partial_rows", "_feedback_rows", "failures")
+
+
+def _gradients(
+    partial_rows: tuple[_PartialRow, ...],
+    feedback_rows: tuple[_FeedbackRow, ...],
+    failures: tuple[BackwardFailure, ...],
+) -> Gradients:
+    """`Gradients` from rows already built, for the backward machine."""
+    grads = object.__new__(Gradients)
+    _G_PARTIALS(grads, partial_rows)
+    _G_FEEDBACK(grads, feedback_rows)
+    _G_FAILURES(grads, failures)
+    return grads
 
 
 def merge_gradients(parts: Iterable[Gradients]) -> Gradients:
@@ -138,8 +205,8 @@ def merge_gradients(parts: Iterable[Gradients]) -> Gradients:
         ['more', 'less']
     """
     parts = tuple(parts)
-    return Gradients(
-        tuple(p for g in parts for p in g.partials),
-        tuple(f for g in parts for f in g.feedback),
+    return _gradients(
+        tuple(row for g in parts for row in g._partial_rows),
+        tuple(row for g in parts for row in g._feedback_rows),
         tuple(f for g in parts for f in g.failures),
     )

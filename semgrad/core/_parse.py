@@ -183,8 +183,11 @@ def _parse_backward(
 ) -> Result[FrozenMap[str, str], ParseError]:
     """`parse_backward` with the labels (`_backward_lookup`) already built; `lookup` is only read."""
     found: dict[str, str] = {}
+    get = lookup.get
     for label, body in _TAG_RE.findall(text):
-        name = lookup.get(label.strip().strip("[]").casefold())
+        # The label as written is usually a key already (a name in lower case); otherwise it is
+        # looked up as "[2]", "2" or in any case.
+        name = get(label) or get(label.strip("[]").casefold())
         if name is not None:
             body = body.strip()
             if body:
@@ -192,7 +195,8 @@ def _parse_backward(
     if len(found) < len(targets):
         for name, body in _sections(text, lookup).items():
             found.setdefault(name, body)
-    ordered = {t: found[t] for t in targets if t in found}
+    # `found`'s names are targets: when it has them all in order, it is the result as it is.
+    ordered = found if tuple(found) == tuple(targets) else {t: found[t] for t in targets if t in found}
     if len(ordered) < len(targets):
         missing = tuple(t for t in targets if t not in found)
         if missing:

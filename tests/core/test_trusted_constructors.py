@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Success
@@ -10,13 +12,16 @@ from semgrad.backends.fake import HashLLM
 from semgrad.core import (
     BackwardFailure,
     FrozenMap,
+    Gradients,
     LLMRequest,
     LLMResponse,
     Message,
     NodeFeedback,
     NodeRun,
     Partial,
+    backward,
     forward,
+    merge_gradients,
 )
 from semgrad.core._gradients import _node_feedback, _partial
 from semgrad.core._requests import _message, _request, _response, _success
@@ -24,6 +29,7 @@ from semgrad.core._rules import BackwardContext, NodeResult, _context, _node_res
 from semgrad.core._trace import _node_run
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for
+from semgrad.topologies import paper_graph
 
 texts = st.text(max_size=20)
 samples = st.one_of(st.none(), st.integers(), texts)
@@ -114,3 +120,49 @@ def test_trusted_node_result_equals_public_node_result(partials, reasons):
     fs = tuple(BackwardFailure("n", ("a",), reason) for reason in reasons)
     fast, public = _node_result(ps, fs), NodeResult(ps, fs)
     assert fast == public and hash(fast) == hash(public) and repr(fast) == repr(public)
+
+
+partials_st = st.lists(
+    st.builds(Partial, texts, texts, st.one_of(texts, st.integers()), st.lists(texts, max_size=2).map(tuple), samples),
+    max_size=4,
+)
+feedback_st = st.lists(st.builds(NodeFeedback, texts, st.one_of(texts, st.integers()), samples), max_size=3)
+failures_st = st.lists(st.builds(BackwardFailure, texts, st.lists(texts, max_size=2).map(tuple), texts), max_size=2)
+
+
+@given(partials_st, feedback_st, failures_st)
+def test_gradients_give_back_the_values_they_were_built_from(partials, feedback, failures):
+    """`Gradients` keeps rows but reads back equal partials, feedback and failures, in order, with a readable repr."""
+    grads = Gradients(partials, feedback, failures)
+    assert grads.partials == tuple(partials) and grads.feedback == tuple(feedback)
+    assert grads.failures == tuple(failures)
+    for name in {p.target for p in partials} | {"absent"}:
+        assert grads.for_node(name) == tuple(p for p in partials if p.target == name)
+    for name in {f.node for f in feedback} | {"absent"}:
+        assert grads.feedback_for(name) == tuple(f for f in feedback if f.node == name)
+    assert repr(grads) == (
+        f"Gradients(partials={tuple(partials)!r}, feedback={tuple(feedback)!r}, failures={tuple(failures)!r})"
+    )
+
+
+@given(partials_st, feedback_st, partials_st, feedback_st)
+def test_gradients_equality_and_hash_follow_their_values(p1, f1, p2, f2):
+    """Two `Gradients` are equal (with equal hashes) exactly when their partials, feedback and failures are."""
+    a, b = Gradients(p1, f1), Gradients(p2, f2)
+    assert (a == b) == (tuple(p1) == tuple(p2) and tuple(f1) == tuple(f2))
+    if a == b:
+        assert hash(a) == hash(b)
+    assert merge_gradients([a, b]) == Gradients(p1 + p2, f1 + f2)
+
+
+def test_kept_gradients_cost_the_cyclic_collector_nothing():
+    """Once collected, a backward pass's gradients hold no object the cyclic collector still tracks."""
+    graph, params = paper_graph()
+    llm = HashLLM()
+    trace = run_sync(forward(graph, params, {"question": "2+2?"}), llm)
+    grads = run_sync(backward(graph, params, trace, "The expected output is 4."), llm)
+    assert grads._partial_rows and grads._feedback_rows
+    for _ in range(3):  # a pass stops tracking a tuple of untracked items: one nesting level per pass
+        gc.collect()
+    assert not gc.is_tracked(grads._partial_rows) and not gc.is_tracked(grads._feedback_rows)
+    assert grads.for_node("hint_1")[0].source == "answer"
