@@ -104,34 +104,34 @@ class PVec(Generic[T]):
             >>> PVec([0, 0, 0, 0]).set_many({1: 5, 3: 7}).tolist()
             [0, 5, 0, 7]
         """
-        if len(changes) == 1:
-            ((index, value),) = changes.items()
-            return self.set(index, value)
         size = self._size
-        for index in changes:
-            if not 0 <= index < size:
-                raise IndexError(f"index {index} out of range for a PVec of {size}")
         new: PVec[T] = PVec.__new__(PVec)
         new._shift = shift = self._shift
         new._size = size
         root = self._root
+        if shift == _BITS:  # two levels (up to 1,024 items), the usual case: written out
+            top: list[Any] = list(root)
+            for index, value in changes.items():
+                if not 0 <= index < size:
+                    raise IndexError(f"index {index} out of range for a PVec of {size}")
+                leaf = top[index >> _BITS]
+                if type(leaf) is tuple:  # not copied yet: a leaf touched twice is copied once
+                    leaf = top[index >> _BITS] = list(leaf)
+                leaf[index & _MASK] = value
+            for index in changes:
+                leaf = top[index >> _BITS]
+                if type(leaf) is list:
+                    top[index >> _BITS] = tuple(leaf)
+            new._root = tuple(top)
+            return new
+        for index in changes:
+            if not 0 <= index < size:
+                raise IndexError(f"index {index} out of range for a PVec of {size}")
         if not shift:
             leaf = list(root)
             for index, value in changes.items():
                 leaf[index] = value
             new._root = tuple(leaf)
-        elif shift == _BITS:
-            top = list(root)
-            leaves: dict[int, list[Any]] = {}
-            for index, value in changes.items():
-                slot = index >> _BITS
-                copy = leaves.get(slot)
-                if copy is None:
-                    copy = leaves[slot] = list(root[slot])
-                copy[index & _MASK] = value
-            for slot, copy in leaves.items():
-                top[slot] = tuple(copy)
-            new._root = tuple(top)
         else:
             for index, value in changes.items():
                 root = _assoc(root, shift, index, value)
