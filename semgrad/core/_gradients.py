@@ -132,10 +132,14 @@ class Gradients:
         (Partial(target='x', source='y', value='more', siblings=(), sample=0),)
         >>> g.for_node("x")[0].text, g.feedback_for("y")[0].value
         ('more', 'fix')
+        >>> attrs.evolve(g, failures=(BackwardFailure("y", ("z",), "no reply"),)).partials == g.partials
+        True
     """
 
-    _partial_rows: tuple[_PartialRow, ...]
-    _feedback_rows: tuple[_FeedbackRow, ...]
+    # The aliases are the constructor's argument names, so `attrs.evolve` works as before
+    # (it passes the rows, which the constructor keeps as they are).
+    _partial_rows: tuple[_PartialRow, ...] = attrs.field(alias="partials")
+    _feedback_rows: tuple[_FeedbackRow, ...] = attrs.field(alias="feedback")
     failures: tuple[BackwardFailure, ...]
 
     def __init__(
@@ -144,8 +148,8 @@ class Gradients:
         feedback: Iterable[NodeFeedback] = (),
         failures: Iterable[BackwardFailure] = (),
     ) -> None:
-        _G_PARTIALS(self, tuple(map(_partial_row, partials)))
-        _G_FEEDBACK(self, tuple(map(_feedback_row, feedback)))
+        _G_PARTIALS(self, tuple(p if type(p) is tuple else _partial_row(p) for p in partials))
+        _G_FEEDBACK(self, tuple(f if type(f) is tuple else _feedback_row(f) for f in feedback))
         _G_FAILURES(self, tuple(failures))
 
     @property
