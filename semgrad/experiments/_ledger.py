@@ -2,7 +2,8 @@
 
 ``ledger.json`` in a run directory holds, per task, the call counters of every
 process so far (`semgrad.experiments._stack.empty_counters`) and the score of
-each evaluation split already done, with a digest of the params it scored.
+each evaluation split already done, with a digest of the params it scored (and,
+for the test split, its per-sample predictions, so a resumed run reports them).
 `fit`'s checkpoint makes training resumable; the ledger does the same for the
 final evaluation (a resumed run repeats no split it finished, unless the
 params changed) and keeps ``results.json``'s counts cumulative. A process
@@ -67,14 +68,41 @@ def _check_counters(value: Any) -> bool:
     )
 
 
+def _is_plain(value: Any) -> bool:
+    return value is None or type(value) in (str, int, bool) or (type(value) is float and math.isfinite(value))
+
+
+#: The fields of a prediction (`semgrad.experiments._predictions.predictions_json`), and their checks.
+_PREDICTION_FIELDS = {
+    "sample": _is_plain,
+    "inputs": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _is_plain(x) for k, x in v.items()),
+    "output": _is_plain,
+    "target": _is_plain,
+    "answer": _is_plain,
+    "correct": lambda v: type(v) is bool,
+    "score": lambda v: type(v) in (int, float) and math.isfinite(v),
+    "errors": lambda v: isinstance(v, list) and all(isinstance(e, str) for e in v),
+}
+
+
+def _check_predictions(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(entry, dict)
+        and set(entry) <= set(_PREDICTION_FIELDS)
+        and all(_PREDICTION_FIELDS[k](v) for k, v in entry.items())
+        for entry in value
+    )
+
+
 def _check_split(value: Any) -> bool:
     return (
         isinstance(value, dict)
-        and set(value) == {"params", "score"}
+        and set(value) in ({"params", "score"}, {"params", "score", "predictions"})
         and isinstance(value["params"], str)
         and type(value["score"]) in (int, float)
         and math.isfinite(value["score"])
         and 0 <= value["score"] <= 1
+        and ("predictions" not in value or _check_predictions(value["predictions"]))
     )
 
 
@@ -153,9 +181,31 @@ class Ledger:
         saved = self._task(task)["evaluation"].get(split)
         return saved["score"] if saved is not None and saved["params"] == params_digest(params) else None
 
-    def evaluated(self, task: str, split: str, params: Params, score: float) -> None:
-        """Record the score of `split` for `params`."""
-        self._task(task)["evaluation"][split] = {"params": params_digest(params), "score": score}
+    def evaluated(
+        self, task: str, split: str, params: Params, score: float, predictions: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Record the score of `split` for `params`, and its per-sample `predictions` when given."""
+        entry: dict[str, Any] = {"params": params_digest(params), "score": score}
+        if predictions is not None:
+            entry["predictions"] = predictions
+        self._task(task)["evaluation"][split] = entry
+
+    def predictions(self, task: str, split: str, params: Params) -> list[dict[str, Any]] | None:
+        """The per-sample predictions recorded with `split`'s score for `params`, if any.
+
+        Examples:
+            >>> from semgrad.core import GraphBuilder
+            >>> b = GraphBuilder(); q = b.input("q"); _ = b.llm("a", inputs=[q], instruction="Solve.")
+            >>> _, params = b.build(output="a")
+            >>> ledger = Ledger(Path("unused"))
+            >>> ledger.evaluated("t", "test", params, 1.0, [{"sample": 0, "correct": True}])
+            >>> ledger.predictions("t", "test", params), ledger.predictions("t", "train", params)
+            ([{'sample': 0, 'correct': True}], None)
+        """
+        saved = self._task(task)["evaluation"].get(split)
+        if saved is None or saved["params"] != params_digest(params):
+            return None
+        return saved.get("predictions")
 
     def total(self) -> dict[str, Any]:
         """The counters of the whole run: the preflight's and every task's."""

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
@@ -340,7 +339,7 @@ async def _run_task(
     runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=on_reply)
     parts = task.split
     scores: dict[str, float | None] = {}
-    tested: tuple[Any, ...] = ()  # the test split's (trace, score) pairs, for the predictions
+    predictions: list[dict[str, Any]] = []  # the test split's, for results.json and the report
     for split, p, examples in (
         ("train", result.params, parts.train),
         ("validation", result.params, parts.validation),
@@ -348,6 +347,8 @@ async def _run_task(
         ("initial_test", params, parts.test),
     ):
         scores[split] = ledger.evaluation(task.name, split, p) if examples else None
+        if scores[split] is not None and split == "test":  # scored by an earlier process of this run
+            predictions = ledger.predictions(task.name, split, p) or []
         if scores[split] is not None or not examples or stopped:
             continue
         refused = stack.budget.refused
@@ -356,8 +357,9 @@ async def _run_task(
             stopped = "budget" if stack.halted is None else "halted"
         else:
             scores[split] = mean_score(evaluated)
-            tested = evaluated if split == "test" else tested
-            ledger.evaluated(task.name, split, p, scores[split])
+            if split == "test":
+                predictions = predictions_json(parts.test, evaluated)
+            ledger.evaluated(task.name, split, p, scores[split], predictions if split == "test" else None)
         keep()
     counters = ledger.counters(task.name)
     return {
@@ -376,7 +378,7 @@ async def _run_task(
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
         "graph": _graph_json(graph),
         "published": _published(task),
-        "predictions": predictions_json(parts.test, tested) if tested else [],
+        "predictions": predictions,
         "predictions_split": "test",
     }
 

@@ -111,3 +111,18 @@ def test_only_the_flags_typed_count_as_given(flags, value):
     argv = ["run", "--resume", "--out", "d"] + [part for flag in sorted(flags) for part in (flag, str(value))]
     typed = _typed(argv)
     assert typed == {"resume": True, "out": "d", **{f.removeprefix("--"): value for f in flags}}
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+def test_a_resumed_run_whose_test_split_was_scored_still_reports_its_predictions(tmp_path):
+    """Resuming a finished run takes the test score from the ledger, and its per-sample predictions with it."""
+    out = tmp_path / "run"
+    sizes = ["--train", "3", "--validation", "3", "--test", "4", "--seed", "5"]
+    first = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), "--iterations", "1", *sizes, "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    (before,) = json.loads((out / "results.json").read_text())["tasks"]
+    assert len(before["predictions"]) == 4
+    resumed = semgrad("run", "--resume", "--out", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    (after,) = json.loads((out / "results.json").read_text())["tasks"]
+    assert after["accuracy"] == before["accuracy"] and after["predictions"] == before["predictions"]

@@ -174,7 +174,12 @@ def _wrong_shape(data: dict, text: str) -> str:
     return json.dumps({"format": data["format"], "ledger": {"$dict": [["tasks", []]]}})
 
 
-@pytest.mark.parametrize("damage", [_truncated, _negative, _wrong_shape])
+def _odd_prediction(data: dict, text: str) -> str:
+    assert '"answer"' in text  # the test split's predictions are kept with its score
+    return text.replace('"answer"', '"module"', 1)
+
+
+@pytest.mark.parametrize("damage", [_truncated, _negative, _wrong_shape, _odd_prediction])
 def test_a_damaged_ledger_is_refused_with_one_line_naming_it(tmp_path, damage):
     """A truncated or tampered ledger.json stops --resume with one line naming the file, not a bare KeyError."""
     from semgrad.effects import CheckpointError
