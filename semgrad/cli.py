@@ -35,11 +35,12 @@ checkpoint, results.json and report.html. Continue one with `semgrad run --resum
 own system must name the system again (semgrad never imports code because a file names it)."""
 
 
-def _config(args: argparse.Namespace) -> Any:
+def _config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any:
+    """The `RunConfig` of `run`'s flags (or `compare`'s, which lack a few: those keep their defaults)."""
     from .experiments import RunConfig
     from .tasks import paper_iterations
 
-    task, data = args.task, args.data
+    task, data = args.task, getattr(args, "data", None)
     if data is not None:
         from .experiments._custom import canonical_spec
 
@@ -48,7 +49,7 @@ def _config(args: argparse.Namespace) -> Any:
         task=task,
         data_dir=args.data_dir,
         backend=args.backend,
-        optimizer=args.optimizer,
+        optimizer=optimizer or args.optimizer,
         iterations=args.iterations if args.iterations is not None else 4 if data else paper_iterations(task),
         k=args.k,
         seed=args.seed,
@@ -65,7 +66,7 @@ def _config(args: argparse.Namespace) -> Any:
         cache=args.cache,
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
-        simulated_latency=args.simulated_latency,
+        simulated_latency=getattr(args, "simulated_latency", 0.0),
         breadth=args.breadth,
         protocol=args.protocol,
         param=args.param,
@@ -77,8 +78,8 @@ def _config(args: argparse.Namespace) -> Any:
             for option in ("temperature", "max_output_tokens")
         },
         data=data,
-        metric=args.metric,
-        criteria=args.criteria,
+        metric=getattr(args, "metric", "exact"),
+        criteria=getattr(args, "criteria", None),
     )
 
 
@@ -219,34 +220,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .experiments import RunConfig, compare, parse_optimizers
+    from .experiments import compare, parse_optimizers
 
     optimizers = parse_optimizers(args.optimizers)
-    config = RunConfig(
-        task=args.task,
-        data_dir=args.data_dir,
-        backend=args.backend,
-        iterations=args.iterations,
-        k=args.k,
-        seed=args.seed,
-        train=args.train,
-        validation=args.validation,
-        test=args.test,
-        base_url=args.base_url,
-        model=args.model,
-        forward_model=args.forward_model,
-        backward_model=args.backward_model,
-        optimizer_model=args.optimizer_model,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        cache=args.cache,
-        breadth=args.breadth,
-        protocol=args.protocol,
-        temperature=args.temperature,
-        max_output_tokens=args.max_output_tokens,
-        max_calls=args.max_calls,
-        max_tokens=args.max_tokens,
-    )
+    if args.param and "one-parameter" not in optimizers:
+        raise ValueError("--param is for the one-parameter optimizer, which --optimizers does not list")
+    # `compare` gives each optimizer its turn, and `param` to one-parameter alone.
+    config = _config(args, optimizer="one-parameter" if args.param else "neighbor-sgd")
     from .experiments._prices import load_prices
 
     prices = load_prices(args.prices).models
@@ -390,6 +370,20 @@ failures and exit codes:
 """
 
 
+def _model_flags(parser: argparse.ArgumentParser) -> None:
+    """The server, model and sampling flags, the same for `run` and `compare`."""
+    parser.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
+    parser.add_argument("--model", help="the model for every role")
+    parser.add_argument("--forward-model", help="the model for forward calls")
+    parser.add_argument("--backward-model", help="the model for backward calls")
+    parser.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call")
+    parser.add_argument("--max-output-tokens", type=int, default=1024, help="reply length cap of every call")
+    for role in ("forward", "backward", "optimizer"):
+        parser.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
+        parser.add_argument(f"--{role}-max-output-tokens", type=int, help=f"the reply length cap of {role} calls")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``semgrad`` command."""
     from . import __version__
@@ -471,16 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--train", type=int, help="training items (default: the paper's)")
     run.add_argument("--validation", type=int, help="validation items")
     run.add_argument("--test", type=int, help="test items (default: all held out)")
-    run.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
-    run.add_argument("--model", help="the model for every role")
-    run.add_argument("--forward-model", help="the model for forward calls")
-    run.add_argument("--backward-model", help="the model for backward calls")
-    run.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
-    run.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call")
-    run.add_argument("--max-output-tokens", type=int, default=1024, help="reply length cap of every call")
-    for role in ("forward", "backward", "optimizer"):
-        run.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
-        run.add_argument(f"--{role}-max-output-tokens", type=int, help=f"the reply length cap of {role} calls")
+    _model_flags(run)
     run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
@@ -534,11 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--train", type=int, help="training items (default: the paper's)")
     cmp.add_argument("--validation", type=int, help="validation items")
     cmp.add_argument("--test", type=int, help="test items (default: all held out)")
-    cmp.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
-    cmp.add_argument("--model", help="the model for every role")
-    cmp.add_argument("--forward-model", help="the model for forward calls")
-    cmp.add_argument("--backward-model", help="the model for backward calls")
-    cmp.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    _model_flags(cmp)
     cmp.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
     cmp.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     cmp.add_argument("--cache", help="a SQLite file caching replies")
@@ -547,9 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("official", "heldout"),
         help="as for semgrad run (default official, unless --validation is given)",
     )
-    cmp.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call (default 0)")
     cmp.add_argument(
-        "--max-output-tokens", type=int, default=1024, help="reply length cap of every call (default 1024)"
+        "--param", help="with one-parameter among --optimizers: the parameter it trains alone, e.g. answer.instruction"
     )
     cmp.add_argument(
         "--max-calls", type=int, help="each optimizer's run sends at most this many requests; then it stops cleanly"

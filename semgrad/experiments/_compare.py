@@ -122,7 +122,8 @@ def compare(
     """Run (or dry-run) each optimizer on `config`'s task, splits and seed; write the comparison.
 
     Args:
-        config: The shared settings; its `optimizer` is replaced by each of `optimizers`.
+        config: The shared settings; its `optimizer` is replaced by each of `optimizers` (and its
+            `param`, which only one-parameter takes, is dropped for the others).
         optimizers: Names from `OPTIMIZERS`.
         out: The comparison directory; each optimizer's run goes to ``out/<optimizer>``.
         dry_run_only: Count calls, tokens and cost per optimizer; call nothing, run nothing.
@@ -139,7 +140,7 @@ def compare(
     tasks = load_run_tasks(config)  # fail on bad data before anything runs
     methods = []
     for name in optimizers:
-        cfg = attrs.evolve(config, optimizer=name)
+        cfg = attrs.evolve(config, optimizer=name, param=config.param if name == "one-parameter" else None)
         if dry_run_only:
             report = dry_run(cfg, prices=prices)
             methods.append(

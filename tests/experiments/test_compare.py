@@ -94,3 +94,38 @@ def test_compare_caps_each_method_and_says_when_one_stopped(tmp_path, capsys):
         assert saved["stopped"] == "budget" and saved["counters"]["calls"] - refused <= 20
     summary = json.loads((out / "compare.json").read_text())
     assert [m["stopped"] for m in summary["methods"]] == ["budget", "budget"]
+
+
+@needs_data
+def test_compare_trains_one_parameter_alongside_the_others_with_param(tmp_path, capsys):
+    """`compare --param NAME` gives NAME to one-parameter alone; the other optimizers run as usual."""
+    out = tmp_path / "cmp"
+    flags = ["--optimizers", "neighbor-sgd,one-parameter", "--param", "answer.instruction", "--out", str(out)]
+    code = main(["compare", "bbh:navigate", "--data-dir", str(DATA), "--dry-run", "-q", *flags, *SMALL])
+    assert code == 0, capsys.readouterr().err
+    rows = [line.split("|")[1].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert {"neighbor-sgd", "one-parameter"} <= set(rows)
+
+
+@needs_data
+def test_compare_without_one_parameter_refuses_param(tmp_path, capsys):
+    """`--param` with no one-parameter among --optimizers is a one-line error, not silently ignored."""
+    code = main(["compare", "bbh:navigate", "--data-dir", str(DATA), "--dry-run", "--param", "answer.instruction",
+                 "--optimizers", "textgrad", "--out", str(tmp_path / "cmp"), *SMALL])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code != 0 and "--param is for the one-parameter optimizer" in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_takes_the_same_model_and_sampling_flags_as_run():
+    """Every server, model and sampling flag of `semgrad run` is a flag of `semgrad compare`, read into its config."""
+    from semgrad.cli import _config, build_parser
+
+    flags = ["--base-url", "http://127.0.0.1:1", "--model", "m", "--forward-model", "f", "--backward-model", "b",
+             "--optimizer-model", "o", "--temperature", "0.3", "--max-output-tokens", "77",
+             "--forward-temperature", "0.9", "--backward-max-output-tokens", "55",
+             "--optimizer-temperature", "0.1"]  # fmt: skip
+    run = _config(build_parser().parse_args(["run", "bbh:navigate", *flags]))
+    cmp_args = build_parser().parse_args(["compare", "bbh:navigate", *flags])
+    cmp = _config(cmp_args, optimizer="neighbor-sgd")
+    assert cmp.sampling() == run.sampling() and cmp.models() == run.models()
+    assert (cmp.base_url, cmp.model) == (run.base_url, run.model) == ("http://127.0.0.1:1", "m")
