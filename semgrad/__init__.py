@@ -11,7 +11,8 @@ Examples:
     >>> q = b.input("question")
     >>> _ = b.llm("answer", inputs=[q], instruction="Solve the problem.")
     >>> graph, params = b.build(output="answer")
-    >>> semgrad.run_sync(semgrad.forward(graph, params, {"question": "2+2?"}), fake.FunctionLLM(lambda r: "4")).output_value
+    >>> trace = semgrad.run_sync(semgrad.forward(graph, params, {"question": "2+2?"}), fake.FunctionLLM(lambda r: "4"))
+    >>> trace.output_value
     '4'
 """
 

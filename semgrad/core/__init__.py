@@ -28,6 +28,7 @@ from ._requests import (
     as_reply,
     request_key,
 )
+from ._sampling import OFFICIAL_OPTIONS, engine_options, sampling
 from ._scoring import (
     Loss,
     Score,
@@ -39,7 +40,6 @@ from ._scoring import (
     numeric_match,
     parse_number,
 )
-from ._sampling import OFFICIAL_OPTIONS, engine_options, sampling
 from ._trace import NodeRun, Trace
 
 __all__ = [

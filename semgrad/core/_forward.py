@@ -30,9 +30,9 @@ from returns.result import Success
 from ._errors import InputError, ProtocolError
 from ._frozen import FrozenMap, freeze
 from ._graph import Graph, Node, Params
+from ._parse import parse_result
 from ._persistent import PVec
 from ._program import Done, Emitted, Program, Token
-from ._parse import parse_result
 from ._prompts import forward_request, forward_system, render_forward_repair
 from ._requests import _NO_OPTIONS, LLMRequest, Message, Reply, SampleId
 from ._trace import NodeRun, Trace, _node_run

@@ -275,7 +275,8 @@ class NeighborAware(_Base):
         else:
             inputs = NO_INPUTS
         before_inputs, before_output, before_feedback, rest = parts.pieces
-        user = f"{before_inputs}{inputs}{before_output}{runs[context.node].value}{before_feedback}{context.gradient}{rest}"
+        output = runs[context.node].value
+        user = f"{before_inputs}{inputs}{before_output}{output}{before_feedback}{context.gradient}{rest}"
         request = _backward_request(user, context.node, context.targets, context.sample, self.engine, self.options)
         return _NeighborStep(self, context, request, parts)
 

@@ -158,7 +158,8 @@ def dry_run_protocols(
     found = {}
     for protocol in PROTOCOLS:
         # The official protocol has no validation split: the config's validation size is the held-out one's.
-        variant = attrs.evolve(config, protocol=protocol, validation=None if protocol == "official" else config.validation)
+        validation = None if protocol == "official" else config.validation
+        variant = attrs.evolve(config, protocol=protocol, validation=validation)
         if protocol == "heldout" and not all(t.split.validation for t in load_run_tasks(variant)):
             continue
         found[protocol] = dry_run(variant, prices=prices, output_tokens=output_tokens)
@@ -171,5 +172,6 @@ def protocols_table(reports: Mapping[str, DryRunReport]) -> str:
     lines = [f"{'protocol':<10} " + " ".join(f"{p:>9}" for p in purposes) + f" {'total':>9}"]
     for name, report in reports.items():
         counts = report.by_purpose()
-        lines.append(f"{name:<10} " + " ".join(f"{counts.get(p, 0):>9}" for p in purposes) + f" {report.total_calls:>9}")
+        cells = " ".join(f"{counts.get(p, 0):>9}" for p in purposes)
+        lines.append(f"{name:<10} {cells} {report.total_calls:>9}")
     return "\n".join(lines)

@@ -48,7 +48,11 @@ SETTINGS = (
     "protocol",
     "temperature",
     "max_output_tokens",
-    *(f"{role}_{option}" for role in ("forward", "backward", "optimizer") for option in ("temperature", "max_output_tokens")),
+    *(
+        f"{role}_{option}"
+        for role in ("forward", "backward", "optimizer")
+        for option in ("temperature", "max_output_tokens")
+    ),
     "breadth",
 )
 _TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")

@@ -161,7 +161,7 @@ def load_task(
         >>> load_task("bbh:navigation", "data")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        semgrad.tasks._errors.DataError: unknown task 'bbh:navigation'; valid names: bbh:all, bbh:boolean_expressions, ...
+        semgrad.tasks._errors.DataError: unknown task 'bbh:navigation'; valid names: bbh:all, ...
     """
     if check_protocol(protocol) == "official":
         return _task(name, _official(_check_name(name), data_dir, seed, train, validation, test), seed, protocol)
@@ -206,10 +206,10 @@ def load_tasks(
     """`load_task` for each of `names` after `expand_task_names`, so ``bbh:all`` works.
 
     Examples:
-        >>> load_tasks(["bbh:all"], "/no/such/dir")
+        >>> load_tasks(["bbh:all"], "/no/such/dir")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        semgrad.tasks._errors.DataError: data directory /no/such/dir does not exist; pass the directory that holds bbh/, gsm8k/ and liar/ (--data-dir on the command line)
+        semgrad.tasks._errors.DataError: data directory /no/such/dir does not exist; pass the directory ... bbh/, ...
     """
     options = {
         "seed": seed,

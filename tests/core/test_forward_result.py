@@ -8,8 +8,8 @@ from returns.result import Success
 
 from semgrad.backends.fake import reply_forward
 from semgrad.core import Example, GraphBuilder, LLMResponse, forward, normalized_match
-from semgrad.effects import run_sync
 from semgrad.core._parse import parse_result
+from semgrad.effects import run_sync
 
 _text = st.text(st.characters(blacklist_characters="<>", blacklist_categories=("Cs",)), min_size=1).filter(
     lambda t: t.strip()

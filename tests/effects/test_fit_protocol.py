@@ -50,7 +50,8 @@ def test_official_protocol_makes_exactly_the_paper_counts_accepted_or_rejected(h
     rec = RecordingLLM(_llm(helpful))
     iterations = len(helpful)
     result = fit_sync(graph, params, optim.neighbor_sgd(k=2), train=_train(), llm=rec, iterations=iterations)
-    assert dict(rec.counts()) == {"forward": 3 * N * (1 + iterations), "backward": 2 * iterations, "rewrite": 3 * iterations}
+    expected = {"forward": 3 * N * (1 + iterations), "backward": 2 * iterations, "rewrite": 3 * iterations}
+    assert dict(rec.counts()) == expected
     assert [r.accepted for r in result.history] == helpful
     marks = sum(helpful)
     assert result.best_score == min(marks, N) / N and result.initial_score == 0.0

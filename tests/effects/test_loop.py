@@ -120,8 +120,9 @@ def test_fit_sync_picks_the_loop(no_env, use_uvloop):
     train = as_examples([{"inputs": {"question": "2+2?"}, "target": "4"}])
     spy = LoopSpy()
     result = fit_sync(
-        graph, params, optim.neighbor_sgd(k=1), train=train, validation=train, llm=spy, iterations=1, use_uvloop=use_uvloop
-    )
+        graph, params, optim.neighbor_sgd(k=1), train=train, validation=train, llm=spy, iterations=1,
+        use_uvloop=use_uvloop,
+    )  # fmt: skip
     assert result.history and spy.kinds == ({"uvloop"} if use_uvloop else {"asyncio"})
 
 

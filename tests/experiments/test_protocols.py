@@ -61,7 +61,8 @@ def test_cli_protocol_flag_and_dry_run_table(capsys):
     args = ["run", "bbh:navigate", "--data-dir", str(DATA), "--iterations", "1", "--train", "4", "--validation", "2"]
     assert main([*args, "--protocol", "heldout", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.split()[:1] in (["official"], ["heldout"])}
+    rows = [line.split() for line in out.splitlines()]
+    lines = {row[0]: row for row in rows if row[:1] in (["official"], ["heldout"])}
     reports = dry_run_protocols(
         RunConfig("bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=2, protocol="heldout")
     )

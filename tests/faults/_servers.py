@@ -58,8 +58,8 @@ class Misbehaving(FakeProvider):
         self.slow_seconds = 5.0
 
     def start(self) -> Misbehaving:
-        from http.server import ThreadingHTTPServer
         import threading
+        from http.server import ThreadingHTTPServer
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowHandler)
         server.daemon_threads = False

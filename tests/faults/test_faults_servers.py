@@ -15,8 +15,16 @@ import pytest
 from semgrad.backends.fake import FunctionLLM, HashLLM
 from semgrad.core import GraphBuilder, LLMError, LLMFailure, optim
 from semgrad.effects import fit
-from semgrad.experiments import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunConfig, RunFailed, SetupError, build_llm
-from semgrad.experiments import load_run_tasks, run_experiment
+from semgrad.experiments import (
+    FAIL_FAST_CALLS,
+    MAX_ERROR_SHARE,
+    RunConfig,
+    RunFailed,
+    SetupError,
+    build_llm,
+    load_run_tasks,
+    run_experiment,
+)
 
 from ._servers import (  # noqa: F401
     BAD_REQUEST,

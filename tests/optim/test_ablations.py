@@ -32,7 +32,7 @@ def test_no_gradients_shows_no_feedback_to_any_rewrite_not_even_the_output():
     assert {r.node for r in rewrites} == {"hint_1.instruction", "hint_2.instruction", "answer.instruction"}
     for r in rewrites:
         assert EXPECTED not in r.prompt and "Feedback" not in r.prompt and "feedback>" not in r.prompt
-        assert "question 0" in r.prompt or "question 1" in r.prompt or "question 2" in r.prompt or "question 3" in r.prompt
+        assert any(f"question {i}" in r.prompt for i in range(4))
         assert "Output:" in r.prompt
 
 

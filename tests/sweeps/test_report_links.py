@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
