@@ -370,8 +370,13 @@ failures and exit codes:
 """
 
 
-def _model_flags(parser: argparse.ArgumentParser) -> None:
-    """The server, model and sampling flags, the same for `run` and `compare`."""
+def _shared_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags `run` and `compare` share: the split and seed, the server, models and sampling, and the calls."""
+    parser.add_argument("--k", type=int, default=2, help="error samples per iteration")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
+    parser.add_argument("--train", type=int, help="training items (default: the paper's)")
+    parser.add_argument("--validation", type=int, help="validation items")
+    parser.add_argument("--test", type=int, help="test items (default: all held out)")
     parser.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
     parser.add_argument("--model", help="the model for every role")
     parser.add_argument("--forward-model", help="the model for forward calls")
@@ -382,6 +387,9 @@ def _model_flags(parser: argparse.ArgumentParser) -> None:
     for role in ("forward", "backward", "optimizer"):
         parser.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
         parser.add_argument(f"--{role}-max-output-tokens", type=int, help=f"the reply length cap of {role} calls")
+    parser.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    parser.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -460,15 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"
     )
-    run.add_argument("--k", type=int, default=2, help="error samples per iteration")
-    run.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
-    run.add_argument("--train", type=int, help="training items (default: the paper's)")
-    run.add_argument("--validation", type=int, help="validation items")
-    run.add_argument("--test", type=int, help="test items (default: all held out)")
-    _model_flags(run)
-    run.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
-    run.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
+    _shared_flags(run)
     run.add_argument(
         "--max-calls",
         type=int,
@@ -513,16 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--backend", default="simulated", choices=BACKENDS)
     cmp.add_argument("--out", default="runs/compare", help="the comparison directory (default runs/compare)")
     cmp.add_argument("--iterations", type=int, default=4)
-    cmp.add_argument("--k", type=int, default=2, help="error samples per iteration (default 2)")
     cmp.add_argument("--breadth", type=int, default=10, help="COPRO's candidates per round (default 10)")
-    cmp.add_argument("--seed", type=int, default=0)
-    cmp.add_argument("--train", type=int, help="training items (default: the paper's)")
-    cmp.add_argument("--validation", type=int, help="validation items")
-    cmp.add_argument("--test", type=int, help="test items (default: all held out)")
-    _model_flags(cmp)
-    cmp.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
-    cmp.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
-    cmp.add_argument("--cache", help="a SQLite file caching replies")
+    _shared_flags(cmp)
     cmp.add_argument(
         "--protocol",
         choices=("official", "heldout"),
