@@ -47,10 +47,11 @@ workers and at most one parked one are left: the pool wakes it, every worker
 then sees the run is over and returns, and the task group ends with its last
 worker -- a plain return per worker, which costs less than cancelling each one.
 (On a slow VM, cancelling 64 parked workers took about 1.4 ms at the end of a
-run, waking them 0.8-1.0 ms; W1@0.02 left 32 parked, about 0.8 ms of its tail.) An exception from feeding the program
-(a function given to `map_` or `bind`, say) or from `on_reply` ends the run: the pool
-keeps it, the task group is cancelled (calls still in flight with it), and
-`Runner.run` raises it as it was.
+run, waking them 0.8-1.0 ms; W1@0.02 left 32 parked, about 0.8 ms of its tail.)
+
+An exception from feeding the program (a function given to `map_` or `bind`,
+say) or from `on_reply` ends the run: the pool keeps it, the task group is
+cancelled (calls still in flight with it), and `Runner.run` raises it as it was.
 
 `Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
 first -- the requests a reply makes ready are answered before older ones -- so a
