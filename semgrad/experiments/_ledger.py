@@ -69,7 +69,7 @@ def _check_counters(value: Any) -> bool:
 
 
 def _is_plain(value: Any) -> bool:
-    return value is None or type(value) in (str, int, bool) or (type(value) is float and math.isfinite(value))
+    return value is None or type(value) in (str, int, float, bool)
 
 
 #: The fields of a prediction (`semgrad.experiments._predictions.predictions_json`), and their checks.
