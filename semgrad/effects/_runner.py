@@ -9,10 +9,12 @@ a `Failure(LLMError)` reply, and the core decides what it means.
 
 Theory of operation
 -------------------
-`Runner.run` hands the program to a `_Pool`, in a task group, and becomes the
-pool's first worker itself (its first call goes out without a task start); it
-returns when every worker has, once the program is done (or has failed). The
-pool's workers do everything else: a worker makes a
+`Runner.run` hands the program to a `_Pool` and becomes the pool's first worker
+itself (its first call goes out without a task start); it returns when every
+worker has, once the program is done (or has failed). On asyncio's loop and
+uvloop's, the other workers are the loop's own tasks, kept as a task group keeps
+its children (`_LoopTasks`: a start costs a fifth of anyio's or less); elsewhere (trio)
+they are an anyio task group's. The pool's workers do everything else: a worker makes a
 call, feeds the reply to the program itself -- `Program.feed` is a pure,
 synchronous step, and only one task runs at a time -- and queues the requests
 that made ready, then takes the next request off the queue, often the one it
@@ -44,14 +46,15 @@ wakes the parked workers its call's end left in surplus, which return in turn:
 parked workers never outnumber the calls in flight, so as a wave ends they go
 while its last calls are still out. When the program is done, only pending
 workers and at most one parked one are left: the pool wakes it, every worker
-then sees the run is over and returns, and the task group ends with its last
-worker -- a plain return per worker, which costs less than cancelling each one.
+then sees the run is over and returns, and the run ends with its last worker --
+a plain return per worker, which costs less than cancelling each one.
 (On a slow VM, cancelling 64 parked workers took about 1.4 ms at the end of a
 run, waking them 0.8-1.0 ms; W1@0.02 left 32 parked, about 0.8 ms of its tail.)
 
 An exception from feeding the program (a function given to `map_` or `bind`,
-say) or from `on_reply` ends the run: the pool keeps it, the task group is
-cancelled (calls still in flight with it), and `Runner.run` raises it as it was.
+say) or from `on_reply` ends the run: the pool keeps it, every worker is
+cancelled (calls still in flight with them), and `Runner.run` raises it as it was.
+So does a cancellation from outside, which `Runner.run` then lets through.
 
 `Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
 first -- the requests a reply makes ready are answered before older ones -- so a
@@ -60,6 +63,7 @@ batch holds about one sample's state at a time.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections import deque
 from collections.abc import Callable
@@ -178,13 +182,17 @@ class Runner:
             return program.value
         if not self._async:
             return self._drive_sync(program)
-        async with anyio.create_task_group() as tg:
-            pool = _Pool(self, tg, program)
-            if pool.start():
-                # This task is the first worker: the first call goes out now, not after a
-                # task start and an event-loop pass. Every worker, this one too, returns
-                # once the program is done (see `_Pool._finish`).
-                await pool._work()
+        loop = _asyncio_loop()
+        if loop is None:
+            async with anyio.create_task_group() as tg:
+                pool = _Pool(self, program, tg.start_soon, tg.cancel_scope.cancel)
+                if pool.start():
+                    # This task is the first worker: the first call goes out now, not after a
+                    # task start and an event-loop pass. Every worker, this one too, returns
+                    # once the program is done (see `_Pool._finish`).
+                    await pool._work()
+        else:
+            pool = await _LoopTasks(loop).run(self, program)
         if pool.error is not None:
             raise pool.error
         return pool.program.value
@@ -272,8 +280,16 @@ class _Pool:
     one of `max_concurrency` workers is calling.
     """
 
-    def __init__(self, runner: Runner, tg: Any, program: Program[Any]) -> None:
-        self.runner, self.tg = runner, tg
+    def __init__(
+        self,
+        runner: Runner,
+        program: Program[Any],
+        spawn: Callable[..., Any],
+        cancel: Callable[[], Any],
+    ) -> None:
+        self.runner = runner
+        self.spawn = spawn  # starts a worker: ``spawn(self._work, name=...)``
+        self.cancel = cancel  # cancels every worker, the first one (the caller's task) too
         self.program = program
         self.queue: deque[tuple[Token, LLMRequest]] = deque()
         self.idle: list[anyio.Event] = []  # one event per parked worker
@@ -320,14 +336,14 @@ class _Pool:
 
     def _fail(self, error: BaseException) -> None:
         self.error = error
-        self.tg.cancel_scope.cancel()  # calls still in flight have nowhere to deliver
+        self.cancel()  # calls still in flight have nowhere to deliver
         self._finish()
 
     def _finish(self) -> None:
         """End the run: wake every parked worker, so that each returns (pending ones return when they run)."""
         self.over = True
         if self.outstanding:  # done with calls in flight (a program that needs fewer replies than it asked for)
-            self.tg.cancel_scope.cancel()
+            self.cancel()
         for wake in self.idle:
             wake.set()
         self.idle.clear()
@@ -342,7 +358,7 @@ class _Pool:
                 self.idle.pop().set()
             elif self.limit is None or self.workers < self.limit:
                 self.workers += 1
-                self.tg.start_soon(self._work, name="semgrad-llm-worker")
+                self.spawn(self._work, name="semgrad-llm-worker")
             else:
                 return
             self.pending += 1
@@ -408,6 +424,79 @@ class _Pool:
             await wake.wait()
             if self.over:
                 return  # woken by `_finish`, not by `_fill`: not counted as pending
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop (uvloop's too) if the current task is its task and no task
+    factory is installed; else None, and the run uses an anyio task group (trio, say)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    if asyncio.current_task(loop) is None or loop.get_task_factory() is not None:
+        return None
+    return loop
+
+
+class _LoopTasks:
+    """The pool's workers as the asyncio loop's own tasks: `_Pool`'s `spawn` and `cancel`.
+
+    A task group's structure, kept by hand: the task that calls `run` is the first
+    worker, `run` returns only once every other worker has, and an exception or a
+    cancellation -- from the pool, a worker or outside -- cancels them all. What differs
+    is the cost of a start: anyio 4.16's `start_soon` wraps each task in a handle, a
+    cancel scope and an event (18-31 us a start on this 2-core VM, against 3-4 us for
+    `loop.create_task`), and a wave of N calls starts N - 1 workers on its critical path.
+    An installed task factory is left alone: with one, `_asyncio_loop` says None.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.tasks: dict[asyncio.Task[None], None] = {}  # strong references: the loop keeps weak ones
+        self.scope = anyio.CancelScope()  # around the first worker, which runs in the caller's task
+        self.failure: BaseException | None = None  # the first exception a worker task ended with
+        self.ended: asyncio.Future[None] | None = None
+
+    def spawn(self, work: Callable[[], Any], *, name: str) -> None:
+        task = self.loop.create_task(work(), name=name)
+        self.tasks[task] = None
+        task.add_done_callback(self._done)
+
+    def cancel(self) -> None:
+        self.scope.cancel()
+        for task in self.tasks:
+            task.cancel()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        del self.tasks[task]
+        if not task.cancelled():
+            exc = task.exception()
+            if exc is not None:  # what `_work` lets through (not a call's `Exception`): it ends the run
+                if self.failure is None:
+                    self.failure = exc
+                self.cancel()
+        if not self.tasks and self.ended is not None and not self.ended.done():
+            self.ended.set_result(None)
+
+    async def run(self, runner: Runner, program: Program[Any]) -> _Pool:
+        pool = _Pool(runner, program, self.spawn, self.cancel)
+        try:
+            with self.scope:
+                if pool.start():
+                    await pool._work()
+            if self.tasks:
+                self.ended = self.loop.create_future()
+                await self.ended
+        except BaseException:
+            for task in self.tasks:
+                task.cancel()
+            if self.tasks:
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait(tuple(self.tasks))
+            raise
+        if self.failure is not None:
+            raise self.failure
+        return pool
 
 
 def _error_from(exc: Exception) -> LLMError:

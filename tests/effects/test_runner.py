@@ -14,6 +14,8 @@ from semgrad.testing import graphs, inputs_for, pure_llms
 
 from ._graphs import chain_graph
 
+pytestmark = pytest.mark.usefixtures("worker_tasks")  # each test on both kinds of worker task (conftest)
+
 
 @settings(max_examples=25)
 @given(graphs(), st.data(), pure_llms())

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 
 import anyio
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +16,8 @@ from semgrad.effects import Runner, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
 from ._graphs import chain_graph
+
+pytestmark = pytest.mark.usefixtures("worker_tasks")  # each test on both kinds of worker task (conftest)
 
 
 def batch(graph, params, size):
@@ -110,6 +114,89 @@ async def test_no_worker_task_outlives_its_run():
     for llm in (instant, slow):
         await Runner(FunctionLLM(llm)).run(batch(graph, params, 20))
         assert len(anyio.get_running_tasks()) == before
+
+
+async def test_cancelling_a_run_whose_own_task_waits_for_its_workers_cancels_every_call():
+    """Cancelled from outside after its own task has left the pool (to wait for the others), a run still
+    cancels every call in flight and leaves no worker task behind."""
+    graph, params = chain_graph(1)
+    before = len(anyio.get_running_tasks())
+    # Sample 0 (the run's own task) ends after sample 1, whose worker parks; then, with one call
+    # in flight and one worker parked, the run's task has no call to wait for and leaves the pool.
+    delays = {0: 0.05, 1: 0.001, 2: 10.0}
+    host = anyio.get_current_task().id
+    calls = {"open": 0, "host": 0}
+
+    async def llm(request):
+        calls["open"] += 1
+        calls["host"] += anyio.get_current_task().id == host
+        try:
+            await anyio.sleep(delays[int(request.sample)])
+        finally:
+            calls["open"] -= 1
+        return "ok"
+
+    with anyio.move_on_after(0.2) as scope:
+        await Runner(FunctionLLM(llm)).run(batch(graph, params, 3))
+    assert scope.cancelled_caught
+    assert calls == {"open": 0, "host": 1}
+    assert len(anyio.get_running_tasks()) == before
+
+
+class _Abort(BaseException):
+    """Not an `Exception`: the runner does not turn it into an error reply."""
+
+
+async def test_a_base_exception_from_a_call_ends_the_run_cancels_the_rest_and_leaves_no_task():
+    """A BaseException that is not an Exception, raised in any worker's call, ends the run with it (alone,
+    or in a group), cancels the calls still in flight and leaves no worker task behind."""
+    graph, params = chain_graph(1)
+    before = len(anyio.get_running_tasks())
+    open_calls = []
+
+    async def llm(request):
+        i = int(request.sample)
+        if i == 2:  # not the run's own task: that one takes sample 0
+            await anyio.sleep(0.01)
+            raise _Abort("stop")
+        open_calls.append(i)
+        try:
+            await anyio.sleep(10)
+        finally:
+            open_calls.remove(i)
+        return "ok"
+
+    with anyio.fail_after(5), pytest.raises(BaseException) as caught:
+        await Runner(FunctionLLM(llm)).run(batch(graph, params, 4))
+    raised = caught.value
+    while isinstance(raised, BaseExceptionGroup) and len(raised.exceptions) == 1:
+        raised = raised.exceptions[0]
+    assert isinstance(raised, _Abort)
+    assert open_calls == []
+    assert len(anyio.get_running_tasks()) == before
+
+
+async def test_a_task_factory_the_user_installed_makes_every_worker_task():
+    """With a task factory installed on the loop, every worker task the run starts is made by it."""
+    graph, params = chain_graph(1)
+    loop = asyncio.get_running_loop()
+    made = []
+
+    def factory(loop, coro, **kwargs):
+        made.append(coro)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    async def llm(request):
+        await anyio.sleep(0.01)
+        return "ok"
+
+    previous = loop.get_task_factory()
+    loop.set_task_factory(factory)
+    try:
+        await Runner(FunctionLLM(llm)).run(batch(graph, params, 8))
+    finally:
+        loop.set_task_factory(previous)
+    assert len(made) == 7  # the run's own task takes the first call; every other call gets a worker
 
 
 async def test_a_one_request_program_is_answered_by_the_task_that_runs_it():
