@@ -75,7 +75,7 @@ import attrs
 from returns.result import Failure, Success
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
-from ..core._program import Program, Token
+from ..core._program import Program, Token, _Bind, _Gather
 from ..core._requests import _response, _success
 from ._loop import run_loop
 from ._protocol import is_async_llm
@@ -214,6 +214,26 @@ class Runner:
         # the order they were emitted), so a batch of samples holds about one sample's state
         # at a time instead of every sample's -- less memory, and far less work for
         # CPython's cyclic collector, whose full passes traverse everything alive.
+        #
+        # So a `gather`'s children are answered one after another, in order, each to its end
+        # (a child's requests are all emitted above the next child's, and only its own replies
+        # make it emit more), and a `bind`'s program before its continuation. The driver runs
+        # them so, instead of feeding each reply through the combinators' states: the same
+        # calls in the same order and the same value (a property test compares them with
+        # feeding the whole program), for about 7 % fewer instructions per call in W6, whose
+        # program is a gather of binds.
+        while True:
+            kind = type(program)
+            if kind is _Bind:
+                program = program.then(self._drive_sync(program.inner))  # type: ignore[attr-defined]
+            elif kind is _Gather:
+                children = program.children.tolist()  # type: ignore[attr-defined]
+                return tuple([self._drive_sync(child) for child in children])  # type: ignore[return-value]
+            else:
+                return self._drive_machine(program)
+
+    def _drive_machine(self, program: Program[T]) -> T:
+        """`_drive_sync` for any program: every reply is fed to `program`'s states, depth first."""
         queue = list(reversed(program.emitted))
         pop, extend = queue.pop, queue.extend
         llm, finished = self.llm, self._finished
