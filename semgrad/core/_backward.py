@@ -421,9 +421,19 @@ class BackwardMachine(Program[Gradients]):
 
     def _result(self) -> Gradients:
         where = self._static.where
-        found = [partial for entry in self._inbox.tolist() for partial in entry[1:]]
-        found.extend(self._partials.items())
-        found.sort(key=lambda p: (where[p.target], p.target, where[p.source]))
+        if self._partials:  # partials for instructions too: one sort puts them among the rest
+            found = [partial for entry in self._inbox.tolist() for partial in entry[1:]]
+            found.extend(self._partials.items())
+            found.sort(key=lambda p: (where[p.target], p.target, where[p.source]))
+        else:
+            # The inboxes are in the targets' order already (one target each): only an inbox with
+            # several partials needs sorting, by source -- the order the one sort above gives.
+            found = []
+            for entry in self._inbox.tolist():
+                if len(entry) == 2:
+                    found.append(entry[1])
+                elif len(entry) > 2:
+                    found.extend(sorted(entry[1:], key=lambda p: where[p.source]))
         failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
         given = [self._seed]
         given.extend(slot for slot in self._running.tolist() if type(slot) is tuple)
