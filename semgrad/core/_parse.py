@@ -144,42 +144,6 @@ _TAG_RE = re.compile(
     re.IGNORECASE,
 )
 
-_OPEN, _CLOSE = f'<{FEEDBACK_TAG} input="', f"</{FEEDBACK_TAG}>"
-
-
-def _feedback_blocks(text: str) -> list[tuple[str, str]]:
-    """``_TAG_RE.findall(text)``: ``(label, body)`` per block, read without the expression when
-    the blocks are in `format_backward`'s form (lower case, double quotes, one line between
-    them, no ``<`` in a body), as a fake's or a cassette's replies are.
-
-    Examples:
-        >>> _feedback_blocks(format_backward({"a": "Shorter.", "b": "More detail."}))
-        [('a', '\\nShorter.\\n'), ('b', '\\nMore detail.\\n')]
-    """
-    parts = text.split(_CLOSE)
-    if len(parts) < 2 or parts[-1].strip():
-        return _TAG_RE.findall(text)
-    blocks = []
-    start = 0  # where a block's opening tag is: after the line break that joins it to the one before
-    for part in parts[:-1]:
-        end = part.find('">', start + len(_OPEN))
-        label, body = part[start + len(_OPEN) : end], part[end + 2 :]
-        if (
-            not part.startswith(_OPEN, start)
-            or (start and part[0] != "\n")
-            or end < 0
-            or "<" in body
-            or not label
-            or label != label.strip()
-            or '"' in label
-            or "'" in label
-            or ">" in label
-        ):
-            return _TAG_RE.findall(text)
-        blocks.append((label, body))
-        start = 1
-    return blocks
-
 
 def parse_backward(
     text: str, targets: Sequence[str], numbering: Mapping[int, str] | None = None
@@ -220,7 +184,7 @@ def _parse_backward(
     """`parse_backward` with the labels (`_backward_lookup`) already built; `lookup` is only read."""
     found: dict[str, str] = {}
     get = lookup.get
-    for label, body in _feedback_blocks(text):
+    for label, body in _TAG_RE.findall(text):
         # The label as written is usually a key already (a name in lower case); otherwise it is
         # looked up as "[2]", "2" or in any case.
         name = get(label) or get(label.strip("[]").casefold())
