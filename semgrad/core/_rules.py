@@ -270,13 +270,21 @@ class NeighborAware(_Base):
         if parts is None:
             parts = fixed[key] = _NeighborParts.of(context)
         runs = context.trace.runs._data  # the FrozenMap's dict: lookups at C speed on the hot path
-        if parts.headings:
-            inputs = "\n\n".join([f"{heading}{runs[name].value}" for name, heading in parts.headings])
-        else:
-            inputs = NO_INPUTS
-        before_inputs, before_output, before_feedback, rest = parts.pieces
-        output = runs[context.node].value
-        user = f"{before_inputs}{inputs}{before_output}{output}{before_feedback}{context.gradient}{rest}"
+        # One join of the fixed text and the values: ``lead`` is the text before each input's
+        # value (the prompt so far and its heading, or the separator and its heading).
+        text: list[str] = []
+        for name, lead in parts.leads:
+            value = runs[name].value
+            text += (lead, value if type(value) is str else f"{value}")
+        output, gradient = runs[context.node].value, context.gradient
+        text += (
+            parts.before_output,
+            output if type(output) is str else f"{output}",
+            parts.before_feedback,
+            gradient if type(gradient) is str else f"{gradient}",
+            parts.rest,
+        )
+        user = "".join(text)
         request = _backward_request(user, context.node, context.targets, context.sample, self.engine, self.options)
         return _NeighborStep(self, context, request, parts)
 
@@ -285,12 +293,16 @@ class NeighborAware(_Base):
 class _NeighborParts:
     """The node-only parts of a neighbour-aware step (kept in the params' memo, compared by identity).
 
-    `pieces` is the prompt's text before ``{inputs}``, before ``{output}``, before
-    ``{feedback}``, and after it, with the task, targets line and reply form filled in.
+    The prompt, with the task, targets line and reply form filled in, is ``lead`` and the
+    input's value for each ``(input, lead)`` of `leads`, then `before_output`, the output,
+    `before_feedback`, the feedback and `rest`. (A node without inputs has one lead-in of
+    its own, `before_output`, which holds the whole text before the output.)
     """
 
-    pieces: tuple[str, str, str, str]
-    headings: tuple[tuple[str, str], ...]
+    leads: tuple[tuple[str, str], ...]
+    before_output: str
+    before_feedback: str
+    rest: str
     siblings_of: Callable[[str], tuple[str, ...]]
     lookup: dict[str, str]
 
@@ -301,11 +313,21 @@ class _NeighborParts:
         pieces = _split_template(
             NEIGHBOR_AWARE_USER, {"task": context.task, "targets": targets_line, "form": form}, _PER_SAMPLE
         )
+        before_inputs, before_output, before_feedback, rest = pieces
         nodes = context.graph.nodes._data
-        headings = tuple((name, f"[{i}] {name} ({nodes[name].role}):\n") for i, name in enumerate(inputs, 1))
+        leads = tuple(
+            (name, f"{before_inputs if i == 1 else _SEPARATOR}[{i}] {name} ({nodes[name].role}):\n")
+            for i, name in enumerate(inputs, 1)
+        )
+        if not leads:
+            before_output = f"{before_inputs}{NO_INPUTS}{before_output}"
         siblings = {t: tuple(n for n in inputs if n != t) for t in context.targets}
         lookup = _backward_lookup(context.targets, dict(enumerate(inputs, 1)))
-        return cls(pieces, headings, siblings.__getitem__, lookup)  # type: ignore[arg-type]
+        return cls(leads, before_output, before_feedback, rest, siblings.__getitem__, lookup)  # type: ignore[arg-type]
+
+
+#: What separates two inputs in a neighbour-aware prompt (as in `format_inputs`).
+_SEPARATOR = "\n\n"
 
 
 _PER_SAMPLE = ("inputs", "output", "feedback")

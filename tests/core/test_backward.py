@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -368,4 +369,28 @@ def test_neighbor_aware_requests_equal_the_public_renderer(gp, data, llm, feedba
             request.targets,
             sample=3,
         )
+        assert request == expected
+
+
+def test_neighbor_aware_prompts_render_values_that_are_not_text_and_nodes_without_inputs():
+    """An input whose value is not text (a function's number) and a node without inputs (stepping for its own
+    instruction) get the request `render_neighbor_aware` builds."""
+    b = GraphBuilder()
+    q = b.input("q")
+    seed = b.llm("seed", inputs=[], instruction="Say something.")
+    ratio = b.function("ratio", lambda text: len(text) / 4, inputs=[q])
+    b.llm("out", inputs=[seed, ratio], instruction="Combine them.")
+    graph, params = b.build(output="out")
+    trace = run_sync(forward(graph, params, {"q": "abcdef"}, sample=1), HashLLM())
+    rec = RecordingLLM(HashLLM())
+    rule = attrs.evolve(rules.neighbor_aware(), include_instructions=True)
+    grads = run_sync(backward(graph, params, trace, "Shorter.", rule), rec)
+    gradient = {f.node: f.value for f in grads.feedback}
+    assert [r.node for r in rec.requests] == ["out", "seed"]
+    for request in rec.requests:
+        node = graph[request.node]
+        shown = [(name, graph[name].role, trace.value(name)) for name in node.inputs]
+        task = str(params.value(node.instruction))
+        output = trace.value(node.name)
+        expected = render_neighbor_aware(node.name, task, shown, output, gradient[node.name], request.targets, sample=1)
         assert request == expected
