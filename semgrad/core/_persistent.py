@@ -111,17 +111,28 @@ class PVec(Generic[T]):
         root = self._root
         if shift == _BITS:  # two levels (up to 1,024 items), the usual case: written out
             top: list[Any] = list(root)
+            if len(changes) == 1:  # as often as not: no bookkeeping
+                for index, value in changes.items():
+                    if not 0 <= index < size:
+                        raise IndexError(f"index {index} out of range for a PVec of {size}")
+                    slot = index >> _BITS
+                    leaf = list(root[slot])
+                    leaf[index & _MASK] = value
+                    top[slot] = tuple(leaf)
+                new._root = tuple(top)
+                return new
+            touched = []
             for index, value in changes.items():
                 if not 0 <= index < size:
                     raise IndexError(f"index {index} out of range for a PVec of {size}")
-                leaf = top[index >> _BITS]
+                slot = index >> _BITS
+                leaf = top[slot]
                 if type(leaf) is tuple:  # not copied yet: a leaf touched twice is copied once
-                    leaf = top[index >> _BITS] = list(leaf)
+                    leaf = top[slot] = list(leaf)
+                    touched.append(slot)
                 leaf[index & _MASK] = value
-            for index in changes:
-                leaf = top[index >> _BITS]
-                if type(leaf) is list:
-                    top[index >> _BITS] = tuple(leaf)
+            for slot in touched:
+                top[slot] = tuple(top[slot])
             new._root = tuple(top)
             return new
         for index in changes:

@@ -63,6 +63,8 @@ def test_pvec_rejects_indices_outside_it(size, index):
             vec.set(index, 0)
         with pytest.raises(IndexError):
             vec.set_many({0: 0, index: 0} if size else {index: 0})
+        with pytest.raises(IndexError):
+            vec.set_many({index: 0})
 
 
 @given(st.lists(st.lists(st.integers(), max_size=5), max_size=6))
