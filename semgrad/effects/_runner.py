@@ -75,7 +75,7 @@ import attrs
 from returns.result import Failure, Success
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
-from ..core._program import Program, Token, _Bind, _Gather
+from ..core._program import Done, Program, Token, _Bind, _Gather
 from ..core._requests import _response, _success
 from ._loop import run_loop
 from ._protocol import is_async_llm
@@ -322,11 +322,30 @@ class _Pool:
         self.outstanding = 0  # requests emitted and not yet answered
         self.over = False  # set once the program is done or has failed
         self.error: BaseException | None = None
+        # A `gather` at the top (a batch, usually) is fed child by child, and each child's binds
+        # as the sync runner runs them: the program, then its continuation. Its children (at
+        # their innermost program), their continuations waiting, and how many are not done:
+        self.parts: list[Program[Any]] = []
+        self.conts: list[list[Callable[[Any], Program[Any]]]] = []
+        self.left = 0
+        if type(program) is _Gather:
+            self.parts = program.children.tolist()  # type: ignore[attr-defined]
+            self.conts = [[] for _ in self.parts]
+            self.left = program.waiting  # type: ignore[attr-defined]
+            self._deliver = self._deliver_part  # type: ignore[method-assign]
 
     def start(self) -> bool:
         """Queue the program's first requests (there must be some); True when the caller's
         task is then to run `_work` as the first worker (counted as pending until it does)."""
-        self._emitted(self.program.emitted)
+        if self.parts:
+            first: list[tuple[Token, LLMRequest]] = []
+            for index, child in enumerate(self.parts):
+                if not child.done:
+                    child = self.parts[index] = _innermost(child, self.conts[index])
+                    first.extend(((index, token), request) for token, request in child.emitted)
+            self._emitted(tuple(first))
+        else:
+            self._emitted(self.program.emitted)
         if self.over:
             return False
         self.workers = self.pending = 1
@@ -353,6 +372,34 @@ class _Pool:
             self._finish()
         else:
             self._emitted(program.emitted)
+
+    def _deliver_part(self, token: Token, reply: Reply) -> None:
+        """`_deliver` for a gather's child: its token is ``(child, the child's token)``; the
+        gather's value is built when the last child is done (as `gather` builds it)."""
+        if self.over:
+            return
+        self.outstanding -= 1
+        index, inner = token
+        try:
+            child = _innermost(self.parts[index].feed(inner, reply), self.conts[index])  # type: ignore[arg-type]
+        except Exception as exc:  # from a combinator's function: it ends the run, unwrapped
+            self._fail(exc)
+            return
+        self.parts[index] = child
+        if not child.done:
+            emitted = child.emitted
+            if len(emitted) == 1:
+                ((sub, request),) = emitted
+                self._emitted((((index, sub), request),))
+            else:
+                self._emitted(tuple(((index, sub), request) for sub, request in emitted))
+            return
+        self.left -= 1
+        if self.left:
+            self._emitted(())  # a ProtocolError if nothing is left in flight
+        else:
+            self.program = Done(tuple([part.value for part in self.parts]))
+            self._finish()
 
     def _fail(self, error: BaseException) -> None:
         self.error = error
@@ -444,6 +491,19 @@ class _Pool:
             await wake.wait()
             if self.over:
                 return  # woken by `_finish`, not by `_fill`: not counted as pending
+
+
+def _innermost(program: Program[Any], conts: list[Callable[[Any], Program[Any]]]) -> Program[Any]:
+    """`program` with its binds taken apart: each bind's continuation pushed on `conts` and
+    its program in its place; and while what is left is done, the next continuation run."""
+    while True:
+        if type(program) is _Bind:
+            conts.append(program.then)  # type: ignore[attr-defined]
+            program = program.inner  # type: ignore[attr-defined]
+        elif conts and program.done:
+            program = conts.pop()(program.value)
+        else:
+            return program
 
 
 def _asyncio_loop() -> asyncio.AbstractEventLoop | None:

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import zlib
+from collections import Counter
+
 import anyio
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM, LatencyLLM, ScriptedLLM
-from semgrad.core import GraphBuilder, LLMError, LLMRequest, Message, Program, ProtocolError, ask, forward, gather, map_
+from semgrad.core import (
+    GraphBuilder,
+    LLMError,
+    LLMRequest,
+    Message,
+    Program,
+    ProtocolError,
+    ask,
+    bind,
+    forward,
+    gather,
+    map_,
+)
 from semgrad.effects import Runner, run, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
 from ._graphs import chain_graph
+from .test_runner_sync_order import _ask, _feed_depth_first, _programs
 
 pytestmark = pytest.mark.usefixtures("worker_tasks")  # each test on both kinds of worker task (conftest)
 
@@ -259,3 +275,34 @@ def test_a_program_that_waits_without_asking_is_a_protocol_error_on_both_runners
     for llm in (FunctionLLM(lambda request: "ok"), FunctionLLM(async_llm)):
         with pytest.raises(ProtocolError, match="asked for none"):
             run_sync(_Stuck(after_first), llm)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.one_of(_programs(), st.lists(_programs(), min_size=2, max_size=4).map(lambda ps: gather(*ps))),
+    st.text(max_size=4),
+    st.integers(1, 3),
+)
+@example(
+    gather(
+        bind(bind(_ask("a"), lambda reply: _ask("b " + reply.unwrap().text)), lambda reply: _ask(reply.unwrap().text)),
+        _ask("c"),
+    ),
+    "",
+    1,
+)
+async def test_the_async_runner_gives_the_value_and_calls_of_feeding_the_whole_program(program, salt, every):
+    """On random nests of gather, bind and map_ (the runner feeds a gather's children and their binds apart),
+    the async runner returns the value of feeding every reply to the whole program, after the same calls."""
+    llm = HashLLM(salt=salt)
+    want_value, want_requests = _feed_depth_first(program, llm)
+    seen = []
+
+    async def sometimes_slow(request):
+        seen.append(request)
+        if zlib.crc32(request.prompt.encode()) % every == 0:
+            await anyio.sleep(0.001)
+        return llm(request)
+
+    assert await run(program, FunctionLLM(sometimes_slow)) == want_value
+    assert Counter(seen) == Counter(want_requests)
