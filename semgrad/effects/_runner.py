@@ -59,6 +59,14 @@ So does a cancellation from outside, which `Runner.run` then lets through.
 `Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
 first -- the requests a reply makes ready are answered before older ones -- so a
 batch holds about one sample's state at a time.
+
+Both runners take the usual combinators apart rather than feed every reply
+through their states: the sync runner runs a `gather`'s children one after
+another and a `bind`'s program before its continuation (the order depth first
+gives anyway); the pool feeds a `gather` at the top child by child, each child at
+its innermost program with its binds' continuations kept aside. The calls and
+the value are those of feeding the whole program (property tests compare them);
+what is saved is rebuilding the combinators' states per reply.
 """
 
 from __future__ import annotations
