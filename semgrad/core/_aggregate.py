@@ -80,6 +80,10 @@ class Concat:
     separator: str = "\n\n"
 
     def __call__(self, node: str, role: str, partials: Sequence[Partial]) -> Program[str]:
+        if len(partials) == 1:  # most nodes have one successor: `concat_texts` of one text, written out
+            text = partials[0].text.strip()
+            if self.max_chars is None or len(text) <= self.max_chars:
+                return pure(text)
         texts = [p.text for p in partials]
         return pure(
             concat_texts(texts, dedupe=self.dedupe, max_chars=self.max_chars, keep=self.keep, separator=self.separator)
