@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
 from semgrad.core import forward, gather
-from semgrad.effects import Runner, run_sync
+from semgrad.effects import Runner, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
 from ._graphs import chain_graph
@@ -259,3 +259,42 @@ def test_run_sync_gives_the_same_traces_for_an_async_llm_as_for_its_sync_twin():
 
     program = lambda: batch(graph, params, 50)  # noqa: E731
     assert run_sync(program(), FunctionLLM(llm)) == run_sync(program(), HashLLM())
+
+
+def test_on_uvloop_a_cancelled_or_failed_run_cancels_every_call_and_leaves_no_task():
+    """On uvloop's loop too, an outside cancellation and a BaseException from a worker's call each end the run,
+    cancel every call in flight and leave no worker task behind."""
+    pytest.importorskip("uvloop")  # the test extra installs it
+    graph, params = chain_graph(1)
+    seen = {}
+
+    async def body():
+        assert type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+        before = len(anyio.get_running_tasks())
+        open_calls = []
+
+        async def slow_but_one(request):
+            i = int(request.sample)
+            if i == 2:
+                await anyio.sleep(0.01)
+                raise _Abort("stop")
+            open_calls.append(i)
+            try:
+                await anyio.sleep(10)
+            finally:
+                open_calls.remove(i)
+            return "ok"
+
+        with anyio.move_on_after(0.1) as scope:
+            await Runner(FunctionLLM(slow_but_one)).run(batch(graph, params, 2))
+        seen["cancelled"] = (scope.cancelled_caught, list(open_calls), len(anyio.get_running_tasks()) - before)
+        try:
+            with anyio.fail_after(5):
+                await Runner(FunctionLLM(slow_but_one)).run(batch(graph, params, 4))
+        except BaseException as exc:  # alone, or in a group of one (the task group's way)
+            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
+            seen["failed"] = (type(exc), list(open_calls), len(anyio.get_running_tasks()) - before)
+
+    run_loop(body, use_uvloop=True)
+    assert seen == {"cancelled": (True, [], 0), "failed": (_Abort, [], 0)}
