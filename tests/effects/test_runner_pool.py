@@ -147,16 +147,13 @@ class _Abort(BaseException):
     """Not an `Exception`: the runner does not turn it into an error reply."""
 
 
-async def test_a_base_exception_from_a_call_ends_the_run_cancels_the_rest_and_leaves_no_task():
-    """A BaseException that is not an Exception, raised in any worker's call, ends the run with it (alone,
-    or in a group), cancels the calls still in flight and leaves no worker task behind."""
-    graph, params = chain_graph(1)
-    before = len(anyio.get_running_tasks())
-    open_calls = []
+def _aborting(open_calls):
+    """An LLM whose call for sample 2 raises `_Abort` after 10 ms (sample 0 goes to the run's own task) and
+    whose other calls wait 10 s, listed in `open_calls` while they do."""
 
     async def llm(request):
         i = int(request.sample)
-        if i == 2:  # not the run's own task: that one takes sample 0
+        if i == 2:
             await anyio.sleep(0.01)
             raise _Abort("stop")
         open_calls.append(i)
@@ -166,12 +163,25 @@ async def test_a_base_exception_from_a_call_ends_the_run_cancels_the_rest_and_le
             open_calls.remove(i)
         return "ok"
 
+    return FunctionLLM(llm)
+
+
+def _alone(exc):
+    """`exc`, or the one exception inside a group of one (how a task group raises it)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def test_a_base_exception_from_a_call_ends_the_run_cancels_the_rest_and_leaves_no_task():
+    """A BaseException that is not an Exception, raised in any worker's call, ends the run with it (alone,
+    or in a group), cancels the calls still in flight and leaves no worker task behind."""
+    graph, params = chain_graph(1)
+    before = len(anyio.get_running_tasks())
+    open_calls = []
     with anyio.fail_after(5), pytest.raises(BaseException) as caught:
-        await Runner(FunctionLLM(llm)).run(batch(graph, params, 4))
-    raised = caught.value
-    while isinstance(raised, BaseExceptionGroup) and len(raised.exceptions) == 1:
-        raised = raised.exceptions[0]
-    assert isinstance(raised, _Abort)
+        await Runner(_aborting(open_calls)).run(batch(graph, params, 4))
+    assert isinstance(_alone(caught.value), _Abort)
     assert open_calls == []
     assert len(anyio.get_running_tasks()) == before
 
@@ -272,29 +282,14 @@ def test_on_uvloop_a_cancelled_or_failed_run_cancels_every_call_and_leaves_no_ta
         assert type(asyncio.get_running_loop()).__module__.startswith("uvloop")
         before = len(anyio.get_running_tasks())
         open_calls = []
-
-        async def slow_but_one(request):
-            i = int(request.sample)
-            if i == 2:
-                await anyio.sleep(0.01)
-                raise _Abort("stop")
-            open_calls.append(i)
-            try:
-                await anyio.sleep(10)
-            finally:
-                open_calls.remove(i)
-            return "ok"
-
         with anyio.move_on_after(0.1) as scope:
-            await Runner(FunctionLLM(slow_but_one)).run(batch(graph, params, 2))
+            await Runner(_aborting(open_calls)).run(batch(graph, params, 2))
         seen["cancelled"] = (scope.cancelled_caught, list(open_calls), len(anyio.get_running_tasks()) - before)
         try:
             with anyio.fail_after(5):
-                await Runner(FunctionLLM(slow_but_one)).run(batch(graph, params, 4))
-        except BaseException as exc:  # alone, or in a group of one (the task group's way)
-            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-                exc = exc.exceptions[0]
-            seen["failed"] = (type(exc), list(open_calls), len(anyio.get_running_tasks()) - before)
+                await Runner(_aborting(open_calls)).run(batch(graph, params, 4))
+        except BaseException as exc:
+            seen["failed"] = (type(_alone(exc)), list(open_calls), len(anyio.get_running_tasks()) - before)
 
     run_loop(body, use_uvloop=True)
     assert seen == {"cancelled": (True, [], 0), "failed": (_Abort, [], 0)}
