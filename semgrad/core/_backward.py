@@ -143,8 +143,8 @@ def backward(
     return BackwardMachine.start(graph, params, trace, feedback, rule, static.plan, static=static)
 
 
-#: A node's slot in the running array: its step while it runs, then the feedback it was
-#: given (a `Gradients` feedback row), or None.
+#: A node's slot: its step while it runs, then the feedback it was given (a `Gradients`
+#: feedback row), or None.
 _Slot = Program[Any] | _FeedbackRow | None
 
 
@@ -164,10 +164,9 @@ class _Static:
     #: Per node: receives partials but makes no step of its own (a free parameter, an LLM node
     #: whose inputs need nothing); its partials are still aggregated by the rule's aggregator.
     collecting: tuple[bool, ...]
-    #: Every sample's first inbox array (no partials yet, all awaited) and running array
-    #: (no step): persistent values, so all samples start from the same two.
-    inbox: PVec[tuple[Any, ...]]
-    idle: PVec[_Slot]
+    #: Every sample's first cells (no step, all partials awaited, none received): a
+    #: persistent value, so all samples start from the same one.
+    cells: PVec[tuple[Any, ...]]
 
     @classmethod
     def of(cls, graph: Graph, params: Params, plan: BackwardPlan) -> _Static:
@@ -182,23 +181,24 @@ class _Static:
         stepping = tuple(n in steps for n in order)
         collecting = tuple(n not in steps and plan.awaits[n] > 0 for n in order)
         awaits = tuple(plan.awaits[n] for n in order)
-        inbox = PVec([(count,) for count in awaits])
-        idle: PVec[_Slot] = PVec([None] * len(order))
-        return cls(plan, stepping, awaits, dict(index), where, delivers, collecting, inbox, idle)
+        cells = PVec([(None, count) for count in awaits])
+        return cls(plan, stepping, awaits, dict(index), where, delivers, collecting, cells)
 
 
 class BackwardMachine(Program[Gradients]):
     """The backward state machine for one sample; build it with `backward`.
 
-    Per node (by topological position) it keeps its inbox (how many steps it still
-    awaits, and the partials received so far) and its running step -- once the step is over, the
-    feedback it was given, as a `Gradients` feedback row -- in persistent arrays (`PVec`). A reply therefore
-    costs O(the node's targets), never O(the graph).
+    Per node (by topological position) it keeps one *cell*, the tuple ``(slot, awaited,
+    *partials)``: its slot (its running step; once the step is over, the feedback it was
+    given, as a `Gradients` feedback row; or None), how many steps it still awaits, and
+    the partials received so far. The cells are a persistent array (`PVec`) and a reply
+    writes all it changes in one copy of the array's paths, so it costs O(the node's
+    targets), never O(the graph).
 
-    The result is read from those two arrays at the end: the inboxes hold every partial
-    for a graph node, so only partials for other targets (instructions) and failures are
-    kept in append-only `Chain`s -- a pass allocates no per-step log, which the cyclic
-    garbage collector would otherwise scan for as long as the sample runs.
+    The result is read from the cells at the end: they hold every partial for a graph
+    node, so only partials for other targets (instructions) and failures are kept in
+    append-only `Chain`s -- a pass allocates no per-step log, which the cyclic garbage
+    collector would otherwise scan for as long as the sample runs.
     """
 
     __slots__ = (
@@ -207,8 +207,7 @@ class BackwardMachine(Program[Gradients]):
         "trace",
         "rule",
         "_static",
-        "_inbox",
-        "_running",
+        "_cells",
         "_n_running",
         "_partials",
         "_failures",
@@ -223,8 +222,7 @@ class BackwardMachine(Program[Gradients]):
         trace: Trace,
         rule: Rule,
         static: _Static,
-        inbox: PVec[tuple[Any, ...]],
-        running: PVec[_Slot],
+        cells: PVec[tuple[Any, ...]],
         n_running: int,
         partials: Chain[Partial],
         failures: Chain[BackwardFailure],
@@ -236,8 +234,7 @@ class BackwardMachine(Program[Gradients]):
         self.trace = trace
         self.rule = rule
         self._static = static
-        self._inbox = inbox
-        self._running = running
+        self._cells = cells
         self._n_running = n_running
         self._partials = partials
         self._failures = failures
@@ -264,8 +261,7 @@ class BackwardMachine(Program[Gradients]):
             trace,
             rule,
             static,
-            static.inbox,
-            static.idle,
+            static.cells,
             0,
             Chain(),
             Chain(),
@@ -275,12 +271,11 @@ class BackwardMachine(Program[Gradients]):
         steps = plan.steps
         if graph.output not in steps:
             return Done(state._result())
-        return state._advance(state._running, 0, [], {graph.output: _Launch(feedback, seeded=True)}, [])
+        return state._advance(state._cells, 0, [], {graph.output: _Launch(feedback, seeded=True)}, [])
 
     def _with(
         self,
-        inbox: PVec[tuple[Any, ...]],
-        running: PVec[_Slot],
+        cells: PVec[tuple[Any, ...]],
         n_running: int,
         partials: Chain[Partial],
         failures: Chain[BackwardFailure],
@@ -288,34 +283,35 @@ class BackwardMachine(Program[Gradients]):
     ) -> BackwardMachine:
         return BackwardMachine(
             self.graph, self.params, self.trace, self.rule, self._static,
-            inbox, running, n_running, partials, failures, self._seed, emitted,
+            cells, n_running, partials, failures, self._seed, emitted,
         )  # fmt: skip
 
     @property
     def in_progress(self) -> tuple[str, ...]:
         """Nodes whose backward step is under way, in topological order."""
         names = self.graph.topological_order
-        return tuple(names[pos] for pos, step in enumerate(self._running.tolist()) if isinstance(step, Program))
+        return tuple(names[pos] for pos, cell in enumerate(self._cells.tolist()) if isinstance(cell[0], Program))
 
     def feed(self, token: Token, reply: Reply) -> Program[Gradients]:
         node = token[0] if token else None
         pos = self.graph._index._data.get(node, -1) if isinstance(node, str) else -1
-        current = self._running.get(pos) if pos >= 0 else None
+        cell = self._cells.get(pos) if pos >= 0 else (None,)
+        current = cell[0]
         if not isinstance(current, Program):
             raise ProtocolError(f"backward machine got a reply for {token!r}, which it is not waiting for")
         step = current.feed(token[1:], reply)
         if not step.done:
             return self._with(
-                self._inbox, self._running.set(pos, step), self._n_running,
+                self._cells.set(pos, (step, *cell[1:])), self._n_running,
                 self._partials, self._failures,
                 tuple(((node, *t), r) for t, r in step.emitted),
             )  # fmt: skip
         # `_advance` overwrites the finished step's slot (with its feedback, or None).
-        return self._advance(self._running, self._n_running - 1, [(node, step.value)], {}, [])
+        return self._advance(self._cells, self._n_running - 1, [(node, step.value)], {}, [])
 
     def _advance(
         self,
-        running: PVec[_Slot],
+        cells: PVec[tuple[Any, ...]],
         n_running: int,
         finished: list[tuple[str, Any]],
         ready: dict[str, _Launch],
@@ -323,41 +319,53 @@ class BackwardMachine(Program[Gradients]):
     ) -> Program[Gradients]:
         """Record finished steps, deliver their partials, and launch what became ready.
 
-        `running` and `n_running` replace this state's; the other fields change in
-        local variables, and one new state is built at the end.
+        `cells` and `n_running` replace this state's; the other fields change in local
+        variables, and one new state is built at the end.
         """
-        inbox = self._inbox
         partials, failures = self._partials, self._failures
         static = self._static
         position = static.positions.__getitem__
-        slots: dict[int, Any] = {}  # changes to `running`, written in one copy of the paths at the end
+        stepping, collecting = static.stepping, static.collecting
+        # Every cell this call changes, written in one copy of the array's paths at the end.
+        changed: dict[int, tuple[Any, ...]] = {}
         while finished or ready:
             if finished:
                 node, (gradient, result) = finished.pop()
-                # Deliver: the partials to their targets, and one fewer awaited step to each
-                # (a node's inbox is one tuple, ``(steps still awaited, *partials received)``:
-                # one copy of the array's path per reply, for both).
-                changed: dict[int, tuple[Any, ...]] = {}
-                for partial in result.partials:
-                    pos = static.positions.get(partial.target)
-                    if pos is not None:
-                        changed[pos] = (changed.get(pos) or inbox.get(pos)) + (partial,)
-                    else:  # instruction targets are not graph nodes: no inbox, and they never step
-                        partials = partials.append(partial)
-                for target, pos in static.delivers.get(node, ()):
-                    entry = changed.get(pos) or inbox.get(pos)
-                    count = entry[0]
-                    changed[pos] = (count - 1, *entry[1:])
-                    if count == 1 and (static.stepping[pos] or static.collecting[pos]):
-                        ready[target] = _Launch(None, entry[1:])
-                if changed:
-                    inbox = inbox.set_many(changed)
+                # Deliver: the partials to their targets, and one fewer awaited step to each.
+                delivers = static.delivers.get(node, ())
+                given = result.partials
+                if len(given) == len(delivers):  # usually one partial per target, in order: one copy each
+                    for partial, (target, _) in zip(given, delivers):
+                        if partial.target != target:
+                            break
+                    else:
+                        for partial, (target, pos) in zip(given, delivers):
+                            entry = changed.get(pos) or cells.get(pos)
+                            count = entry[1]
+                            changed[pos] = entry = (entry[0], count - 1, *entry[2:], partial)
+                            if count == 1 and (stepping[pos] or collecting[pos]):
+                                ready[target] = _Launch(None, entry[2:])
+                        given = None  # type: ignore[assignment]
+                if given is not None:
+                    for partial in given:
+                        pos = static.positions.get(partial.target)
+                        if pos is not None:
+                            changed[pos] = (changed.get(pos) or cells.get(pos)) + (partial,)
+                        else:  # instruction targets are not graph nodes: no cell, and they never step
+                            partials = partials.append(partial)
+                    for target, pos in delivers:
+                        entry = changed.get(pos) or cells.get(pos)
+                        count = entry[1]
+                        changed[pos] = (entry[0], count - 1, *entry[2:])
+                        if count == 1 and (stepping[pos] or collecting[pos]):
+                            ready[target] = _Launch(None, entry[2:])
                 pos = position(node)
-                if node != self.graph.output and (gradient is not None or not static.collecting[pos]):
+                entry = changed.get(pos) or cells.get(pos)
+                if node != self.graph.output and (gradient is not None or not collecting[pos]):
                     # The finished step's slot keeps the feedback it was given, for `_result`.
-                    slots[pos] = (node, gradient, self.trace.sample)  # a feedback row: the one tuple in `running`
-                elif (slots[pos] if pos in slots else running.get(pos)) is not None:
-                    slots[pos] = None
+                    changed[pos] = ((node, gradient, self.trace.sample), *entry[1:])  # a feedback row
+                elif entry[0] is not None:
+                    changed[pos] = (None, *entry[1:])
                 if result.failures:
                     failures = failures.extend(result.failures)
                 continue
@@ -366,12 +374,14 @@ class BackwardMachine(Program[Gradients]):
             if step.done:
                 finished.append((node, step.value))
             else:
-                slots[position(node)] = step
+                pos = position(node)
+                entry = changed.get(pos) or cells.get(pos)
+                changed[pos] = (step, *entry[1:])
                 n_running += 1
                 emitted.extend(((node, *t), r) for t, r in step.emitted)
-        if slots:
-            running = running.set_many(slots)
-        state = self._with(inbox, running, n_running, partials, failures, tuple(emitted))
+        if changed:
+            cells = cells.set_many(changed)
+        state = self._with(cells, n_running, partials, failures, tuple(emitted))
         return Done(state._result()) if n_running == 0 else state
 
     def _step(self, node: str, launch: _Launch) -> Program[tuple[Any, NodeResult]]:
@@ -421,22 +431,23 @@ class BackwardMachine(Program[Gradients]):
 
     def _result(self) -> Gradients:
         where = self._static.where
+        cells = self._cells.tolist()
         if self._partials:  # partials for instructions too: one sort puts them among the rest
-            found = [partial for entry in self._inbox.tolist() for partial in entry[1:]]
+            found = [partial for cell in cells for partial in cell[2:]]
             found.extend(self._partials.items())
             found.sort(key=lambda p: (where[p.target], p.target, where[p.source]))
         else:
-            # The inboxes are in the targets' order already (one target each): only an inbox with
+            # The cells are in the targets' order already (one target each): only a cell with
             # several partials needs sorting, by source -- the order the one sort above gives.
             found = []
-            for entry in self._inbox.tolist():
-                if len(entry) == 2:
-                    found.append(entry[1])
-                elif len(entry) > 2:
-                    found.extend(sorted(entry[1:], key=lambda p: where[p.source]))
+            for cell in cells:
+                if len(cell) == 3:
+                    found.append(cell[2])
+                elif len(cell) > 3:
+                    found.extend(sorted(cell[2:], key=lambda p: where[p.source]))
         failures = tuple(sorted(self._failures.items(), key=lambda f: where[f.source]))
         given = [self._seed]
-        given.extend(slot for slot in self._running.tolist() if type(slot) is tuple)
+        given.extend(cell[0] for cell in cells if type(cell[0]) is tuple)
         given.sort(key=lambda row: -where[row[0]])
         return _gradients(
             tuple([(p.target, p.source, p.value, p.siblings, p.sample) for p in found]), tuple(given), failures

@@ -211,7 +211,7 @@ class ForwardMachine(Program[Trace]):
         if type(options) is not FrozenMap:
             options = freeze(options)
         state = cls(graph, params, sample, engine, options, PVec(cells), begin.unfinished, ())
-        return state._advance(state._cells, list(begin.ready), begin.unfinished)
+        return state._advance(state._cells, {}, list(begin.ready), begin.unfinished)
 
     @property
     def runs(self) -> tuple[NodeRun | None, ...]:
@@ -254,26 +254,36 @@ class ForwardMachine(Program[Trace]):
                 run = _node_run(name, "llm", asked.shown, None, asked.request, text, error)  # type: ignore[arg-type]
         else:
             run = _node_run(name, "llm", asked.shown, None, asked.request, None, reply.failure())  # type: ignore[arg-type]
-        # The run and each successor's count of inputs still missing, in one copy of the
-        # array's paths (successors are mostly near the node: often the same leaf).
-        changes = {pos: run}
+        # The run and each successor's count of inputs still missing, and the requests of what
+        # became ready, in one copy of the array's paths (successors are mostly near the node:
+        # often the same leaf).
+        changes: dict[int, Any] = {pos: run}
         ready = []
         for succ in self.graph.successor_positions[pos]:
             left = changes[succ] = cells.get(succ) - 1
             if left == 0:
                 ready.append(succ)
-        cells = cells.set_many(changes)
         if not ready and self.unfinished > 1:
             # Nothing became ready (the common case in a wide graph): no rendering to do.
             return ForwardMachine(
-                self.graph, self.params, self.sample, self.engine, self.options, cells, self.unfinished - 1, ()
+                self.graph,
+                self.params,
+                self.sample,
+                self.engine,
+                self.options,
+                cells.set_many(changes),
+                self.unfinished - 1,
+                (),
             )
-        return self._advance(cells, ready, self.unfinished - 1)
+        return self._advance(cells, changes, ready, self.unfinished - 1)
 
-    def _advance(self, cells: PVec[Any], ready: list[int], unfinished: int) -> Program[Trace]:
-        """Run the function nodes and emit the requests of the LLM nodes that became ready."""
+    def _advance(self, cells: PVec[Any], changes: dict[int, Any], ready: list[int], unfinished: int) -> Program[Trace]:
+        """Run the function nodes and emit the requests of the LLM nodes that became ready.
+
+        `changes` are cells not yet written into `cells` (read through them); they and this
+        call's own are written at the end, in one copy of the array's paths.
+        """
         emitted: list[tuple[int, Token, LLMRequest]] = []
-        asked: dict[int, _Asked] = {}  # written into `cells` at the end, in one copy of the paths
         graph = self.graph
         names = graph._order  # (the property, without the call)
         nodes = graph.nodes._data  # the FrozenMap's dict: C-speed lookups
@@ -286,31 +296,30 @@ class ForwardMachine(Program[Trace]):
             shown_list = []
             labelled = []
             for p in input_positions[pos]:
-                source = cells.get(p)
+                source = changes[p] if p in changes else cells.get(p)
                 if source.error is not None and failed is None:
                     failed = names[p]
                 shown_list.append((names[p], source.value))
                 labelled.append((names[p], roles[p], source.value))
             shown = tuple(shown_list)
             if failed is not None:
-                cells = cells.set(pos, NodeRun(node.name, node.kind, shown, error=f"input {failed!r} failed"))
+                changes[pos] = NodeRun(node.name, node.kind, shown, error=f"input {failed!r} failed")
             elif node.kind == "llm":
                 request = forward_request(
                     node.name, self._system(node), labelled, self.sample, self.engine, self.options
                 )
-                asked[pos] = _Asked(request, shown)
+                changes[pos] = _Asked(request, shown)
                 emitted.append((pos, (node.name,), request))
                 continue
             else:
-                cells = cells.set(pos, _call_function(node.name, node.fn, shown))
+                changes[pos] = _call_function(node.name, node.fn, shown)
             unfinished -= 1
             for succ in graph.successor_positions[pos]:
-                left = cells.get(succ) - 1
-                cells = cells.set(succ, left)
+                left = changes[succ] = (changes[succ] if succ in changes else cells.get(succ)) - 1
                 if left == 0:
                     ready.append(succ)
-        if asked:
-            cells = cells.set_many(asked)
+        if changes:
+            cells = cells.set_many(changes)
         if unfinished == 0:
             return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, cells.tolist()))))
         if len(emitted) == 1:
