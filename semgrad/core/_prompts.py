@@ -43,8 +43,7 @@ FORWARD_SYSTEM = (
     "Instruction:\n{instruction}"
 )
 FORWARD_REPAIR_USER = (
-    "Your reply could not be read: {reason}. Reply again, ending with your result between "
-    "<result> and </result>."
+    "Your reply could not be read: {reason}. Reply again, ending with your result between <result> and </result>."
 )
 NO_INPUTS = "(This component has no inputs.)"
 

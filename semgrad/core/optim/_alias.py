@@ -139,9 +139,7 @@ def _only(inner: Transform, names: Sequence[str]) -> Transform:
     def init(params: Params) -> Any:
         unknown = [n for n in wanted if n not in params.trainable()]
         if unknown:
-            raise ValueError(
-                f"no trainable parameter {unknown[0]!r}; choose from: {', '.join(params.trainable())}"
-            )
+            raise ValueError(f"no trainable parameter {unknown[0]!r}; choose from: {', '.join(params.trainable())}")
         return masked_inner.init(params)
 
     return Transform(init, masked_inner.update, f"only({', '.join(wanted)}: {inner.name})")

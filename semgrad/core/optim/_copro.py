@@ -170,9 +170,7 @@ def copro(
 
         def generate(name: str) -> Program[tuple[str, tuple[str, ...]]]:
             if state.round == 0:
-                request = render_copro(
-                    name, breadth - 1, current=str(current[name]), engine=engine, options=asking
-                )
+                request = render_copro(name, breadth - 1, current=str(current[name]), engine=engine, options=asking)
             else:
                 attempts = _best_attempts(state.evaluated.get(name, ()), breadth)
                 request = render_copro(name, breadth, attempts=attempts, engine=engine, options=asking)

@@ -160,9 +160,7 @@ def optoprime_update(*, engine: str = "optimizer", options: Mapping[str, Any] | 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         selected = require(step, "selected", "optoprime_update", "select_error_samples()")
         names = step.trainable(params)
-        runs = [
-            ({n: r.value for n, r in step.traces[i].runs.items()}, step.scores[i].feedback) for i in selected
-        ]
+        runs = [({n: r.value for n, r in step.traces[i].runs.items()}, step.scores[i].feedback) for i in selected]
         if not names or not runs:
             new = attrs.evolve(step, proposals=FrozenMap()).noted("optoprime_update", "nothing to optimize")
             return pure((new, state))
