@@ -378,7 +378,12 @@ class BackwardMachine(Program[Gradients]):
                 entry = changed.get(pos) or cells.get(pos)
                 changed[pos] = (step, *entry[1:])
                 n_running += 1
-                emitted.extend(((node, *t), r) for t, r in step.emitted)
+                asks = step.emitted
+                if len(asks) == 1:  # one request per step, as a rule
+                    token, request = asks[0]
+                    emitted.append(((node, *token), request))
+                else:
+                    emitted.extend(((node, *t), r) for t, r in asks)
         if changed:
             cells = cells.set_many(changed)
         state = self._with(cells, n_running, partials, failures, tuple(emitted))
