@@ -143,7 +143,7 @@ def run_suite(
     if "W3" in only:
         step("W3", lambda: w.w3_overhead(settings))
     if "W6" in only:
-        row = step("W6", lambda: w.w6_scale(settings))
+        row = step("W6", lambda: w.w6_scale_fresh(settings))
         if row.get("note"):
             report["notes"].append(f"W6: {row['note']}")
     if "W7" in only:

@@ -28,13 +28,17 @@ the semgrad row, and `benchmarks._suite` files them beside it:
 from __future__ import annotations
 
 import gc
+import json
 import math
 import random
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -59,6 +63,7 @@ __all__ = [
     "w4_deep",
     "w5_jitter",
     "w6_scale",
+    "w6_scale_fresh",
     "w7_throughput",
 ]
 
@@ -624,6 +629,32 @@ def _w6_once(graph: Any, params: Any, samples: int, *, memory: bool) -> tuple[fl
         if memory:
             tracemalloc.stop()
     return seconds, peak / 2**20, dict(runner.statistics().calls_by_purpose), timer
+
+
+def w6_scale_fresh(settings: Settings) -> dict[str, Any]:
+    """`w6_scale` in a fresh interpreter (`benchmarks._fresh`), with ``"process": "fresh"`` added.
+
+    The suite runs W6 so: in its own process, after W1-W5, every full pass of the cyclic
+    collector also traverses what those left behind, and the same code measured 1.4x slower.
+    A failed or silent child raises `RuntimeError` with the end of its stderr.
+    """
+    from ._fresh import FIELDS
+
+    fields = {name: getattr(settings, name) for name in FIELDS}
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks._fresh", json.dumps(fields)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"W6 in a fresh interpreter failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    row: dict[str, Any] = json.loads(lines[-1])
+    row["process"] = "fresh"
+    return row
 
 
 def w6_scale(settings: Settings) -> dict[str, Any]:

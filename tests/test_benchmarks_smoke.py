@@ -56,6 +56,7 @@ def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched:
     assert {"us_per_call", "us_per_call_sync", "us_per_call_async"} <= rows["W3"].keys()
     assert all({"seconds", "peak_mb"} <= size.keys() for size in rows["W6"]["sizes"].values())
     assert {"time_ratio", "memory_ratio", "node_ratio"} <= rows["W6"].keys()
+    assert rows["W6"]["process"] == "fresh"  # timed in its own interpreter (benchmarks/_fresh.py)
     assert "throughput_over_bound" in rows["W7"]
     for name in ("anyio_floor", "anyio_floor_parked"):
         floor = saved["workloads"]["W1@0.001"][name]
