@@ -231,16 +231,20 @@ def _compare(args: argparse.Namespace) -> int:
 
     prices = load_prices(args.prices).models
     if not args.dry_run and config.backend != "simulated" and not args.yes:
-        raise ValueError("a comparison on a real backend calls it for every optimizer; check it with --dry-run, "
-                         "then pass --yes")
+        raise ValueError(
+            "a comparison on a real backend calls it for every optimizer; check it with --dry-run, then pass --yes"
+        )
     if config.backend == "simulated" and not args.quiet:
         print("The LLM is SIMULATED (offline, deterministic): scores say nothing about real models.", file=sys.stderr)
     out = Path(args.out)
 
     def show(optimizer: str, task: str, event: Any) -> None:
         if not args.quiet and event.phase in ("done", "evaluating"):
-            print(f"{optimizer}: {task} {event.phase} {event.iteration}/{event.iterations} ({event.calls} calls)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{optimizer}: {task} {event.phase} {event.iteration}/{event.iterations} ({event.calls} calls)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     summary = compare(config, optimizers, out, dry_run_only=args.dry_run, prices=prices, on_progress=show)
     from .report._compare import compare_table
@@ -423,9 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run one of the paper's experiments (bbh:<task>, bbh:all, gsm8k, liar) or your own system on your data",
         formatter_class=_HelpWithDefaults,
         description=RUN_DESCRIPTION,
-        epilog=_RUN_EPILOG.format(
-            exit_budget=EXIT_BUDGET, fail_fast=FAIL_FAST_CALLS, share=f"{MAX_ERROR_SHARE:.0%}"
-        ),
+        epilog=_RUN_EPILOG.format(exit_budget=EXIT_BUDGET, fail_fast=FAIL_FAST_CALLS, share=f"{MAX_ERROR_SHARE:.0%}"),
     )
     run.add_argument(
         "task",

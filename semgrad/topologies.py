@@ -39,9 +39,7 @@ LIAR_ANALYSIS_INSTRUCTIONS: FrozenMap[str, str] = FrozenMap(
     }
 )
 
-LIAR_DECIDE_INSTRUCTION = (
-    "Using the record and the analyses, decide whether the statement is a lie. Answer Yes or No."
-)
+LIAR_DECIDE_INSTRUCTION = "Using the record and the analyses, decide whether the statement is a lie. Answer Yes or No."
 
 _LIAR_ROLES: FrozenMap[str, str] = FrozenMap(
     {

@@ -63,8 +63,7 @@ def _check_counters(value: Any) -> bool:
             return False
     tokens = value["tokens_by_engine"]
     return isinstance(tokens, dict) and all(
-        isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(map(_is_count, v))
-        for k, v in tokens.items()
+        isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(map(_is_count, v)) for k, v in tokens.items()
     )
 
 

@@ -19,8 +19,15 @@ def _train(n=4):
 
 def _fit(rec, **options):
     graph, params = paper_graph()
-    return fit_sync(graph, params, options.pop("optimizer", optim.neighbor_sgd(k=2, via_feedback=True)),
-                    train=_train(), llm=rec, iterations=1, **options)
+    return fit_sync(
+        graph,
+        params,
+        options.pop("optimizer", optim.neighbor_sgd(k=2, via_feedback=True)),
+        train=_train(),
+        llm=rec,
+        iterations=1,
+        **options,
+    )
 
 
 def test_every_call_of_a_run_carries_the_official_options_by_default():

@@ -49,8 +49,9 @@ def test_one_parameter_trains_only_the_named_parameter_with_one_rewrite_per_iter
     its value ever changes (no-gate here so every candidate applies)."""
     rec = RecordingLLM(HashLLM())
     graph, params = paper_graph()
-    result = fit_sync(graph, params, optim.ablation("one-parameter", param=param), train=_train(), llm=rec,
-                      iterations=3)
+    result = fit_sync(
+        graph, params, optim.ablation("one-parameter", param=param), train=_train(), llm=rec, iterations=3
+    )
     assert [r.node for r in rec.requests if r.purpose == "rewrite"] == [param] * 3
     assert rec.counts()["backward"] == 3 * 2
     changed = {n for n in params.trainable() if result.params.value(n) != params.value(n)}
@@ -66,8 +67,14 @@ def test_one_parameter_needs_a_real_parameter_name():
     graph, params = liar_graph()
     calls = []
     with pytest.raises(ValueError, match="no trainable parameter 'hint_1.instruction'; choose from: statement_"):
-        fit_sync(graph, params, optim.ablation("one-parameter", param="hint_1.instruction"),
-                 train=[Example(dict.fromkeys(graph.inputs, "x"), "No")], llm=calls.append, iterations=1)
+        fit_sync(
+            graph,
+            params,
+            optim.ablation("one-parameter", param="hint_1.instruction"),
+            train=[Example(dict.fromkeys(graph.inputs, "x"), "No")],
+            llm=calls.append,
+            iterations=1,
+        )
     assert calls == []
 
 
@@ -85,7 +92,8 @@ def test_each_liar_parameter_can_be_trained_alone():
 
     for name in params.trainable():
         rec = RecordingLLM(FunctionLLM(answer))
-        result = fit_sync(graph, params, optim.ablation("one-parameter", param=name), train=train, llm=rec,
-                          iterations=1)
+        result = fit_sync(
+            graph, params, optim.ablation("one-parameter", param=name), train=train, llm=rec, iterations=1
+        )
         assert [r.node for r in rec.requests if r.purpose == "rewrite"] == [name]
         assert {n for n in params.trainable() if result.params.value(n) != params.value(n)} <= {name}

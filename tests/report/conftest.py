@@ -79,8 +79,13 @@ def make_task(name: str, category: str | None, test: float) -> dict[str, Any]:
         "predictions": [
             {"sample": 0, "inputs": {"question": "What is 3 + 4?"}, "output": "7", "target": "7", "correct": True},
             {"sample": 1, "inputs": {"question": "What is 2 + 2?"}, "output": "5", "target": "4", "correct": False},
-            {"sample": 2, "inputs": {"question": "Go north, then south.", "options": "(A) yes (B) no"},
-             "output": "(A)", "target": "(A)", "correct": True},
+            {
+                "sample": 2,
+                "inputs": {"question": "Go north, then south.", "options": "(A) yes (B) no"},
+                "output": "(A)",
+                "target": "(A)",
+                "correct": True,
+            },
         ],
     }
 

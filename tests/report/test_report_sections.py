@@ -130,8 +130,9 @@ def test_write_html_of_a_fit_shows_its_failed_calls(tmp_path):
         return fake.reply_forward(request, "7")
 
     items = [{"inputs": {"question": "What is 3 + 4?"}, "target": "8"}]
-    result = fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=False), train=items, llm=fake.FunctionLLM(answer),
-                      iterations=1)
+    result = fit_sync(
+        graph, params, optim.neighbor_sgd(k=1, gate=False), train=items, llm=fake.FunctionLLM(answer), iterations=1
+    )
     n = result.statistics.errors
     assert n >= 1
     text = parse(write_html(result, tmp_path / "r.html", graph=graph).read_text("utf-8")).all_text()

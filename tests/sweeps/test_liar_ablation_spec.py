@@ -23,7 +23,11 @@ def test_the_documented_liar_spec_runs_the_papers_table():
     runs = spec.runs()
     _, params = liar_graph()
     assert [r.config.optimizer for r in runs] == [
-        "neighbor-sgd", "no-gradients", "no-neighbors", *["one-parameter"] * 6, "no-gate"
+        "neighbor-sgd",
+        "no-gradients",
+        "no-neighbors",
+        *["one-parameter"] * 6,
+        "no-gate",
     ]
     assert [r.config.param for r in runs if r.config.param] == list(params.trainable())
     assert all(r.config.task == "liar" and r.config.iterations == 8 and r.config.protocol == "official" for r in runs)
