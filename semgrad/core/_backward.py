@@ -334,19 +334,20 @@ class BackwardMachine(Program[Gradients]):
                 # Deliver: the partials to their targets, and one fewer awaited step to each.
                 delivers = static.delivers.get(node, ())
                 given = result.partials
-                if len(given) == len(delivers):  # usually one partial per target, in order: one copy each
+                in_order = len(given) == len(delivers)  # one partial per target, in order: the usual case
+                if in_order:
                     for partial, (target, _) in zip(given, delivers):
                         if partial.target != target:
+                            in_order = False
                             break
-                    else:
-                        for partial, (target, pos) in zip(given, delivers):
-                            entry = changed.get(pos) or cells.get(pos)
-                            count = entry[1]
-                            changed[pos] = entry = (entry[0], count - 1, *entry[2:], partial)
-                            if count == 1 and (stepping[pos] or collecting[pos]):
-                                ready[target] = _Launch(None, entry[2:])
-                        given = None  # type: ignore[assignment]
-                if given is not None:
+                if in_order:  # each target's cell copied once, for its partial and its count
+                    for partial, (target, pos) in zip(given, delivers):
+                        entry = changed.get(pos) or cells.get(pos)
+                        count = entry[1]
+                        changed[pos] = entry = (entry[0], count - 1, *entry[2:], partial)
+                        if count == 1 and (stepping[pos] or collecting[pos]):
+                            ready[target] = _Launch(None, entry[2:])
+                else:
                     for partial in given:
                         pos = static.positions.get(partial.target)
                         if pos is not None:
