@@ -131,29 +131,45 @@ class _Ask(Program[Reply]):
 
 
 class _Bind(Program[U]):
-    __slots__ = ("inner", "then", "emitted")
+    # What a bind has emitted is what its program has (read when asked: its program may be
+    # a lazy one, see `gather`).
+    __slots__ = ("inner", "then")
 
-    def __init__(self, inner: Program[Any], then: Callable[[Any], Program[U]], emitted: Emitted) -> None:
+    def __init__(self, inner: Program[Any], then: Callable[[Any], Program[U]]) -> None:
         self.inner = inner
         self.then = then
-        self.emitted: Emitted = emitted  # type: ignore[misc]
+
+    @property
+    def emitted(self) -> Emitted:
+        return self.inner.emitted
 
     def feed(self, token: Token, reply: Reply) -> Program[U]:
         inner = self.inner.feed(token, reply)
         if inner.done:
             return self.then(inner.value)
-        return _Bind(inner, self.then, inner.emitted)
+        return _Bind(inner, self.then)
 
 
 class _Gather(Program[tuple[Any, ...]]):
     # `children` is a persistent array (`PVec`), so feeding one child is O(1), not O(children).
-    __slots__ = ("children", "size", "waiting", "emitted")
+    # A new gather's `emitted` (None in `_emitted`) is its children's, read when first asked:
+    # the async runner asks each child itself, one at a time (see `gather`).
+    __slots__ = ("children", "size", "waiting", "_emitted")
 
-    def __init__(self, children: PVec[Program[Any]], size: int, waiting: int, emitted: Emitted) -> None:
+    def __init__(self, children: PVec[Program[Any]], size: int, waiting: int, emitted: Emitted | None) -> None:
         self.children = children
         self.size = size
         self.waiting = waiting
-        self.emitted: Emitted = emitted  # type: ignore[misc]
+        self._emitted = emitted
+
+    @property
+    def emitted(self) -> Emitted:
+        emitted = self._emitted
+        if emitted is None:
+            emitted = self._emitted = tuple(
+                ((i, *t), r) for i, p in enumerate(self.children.tolist()) for t, r in p.emitted
+            )
+        return emitted
 
     def feed(self, token: Token, reply: Reply) -> Program[tuple[Any, ...]]:
         index = token[0] if token else None
@@ -194,7 +210,7 @@ def bind(program: Program[T], then: Callable[[T], Program[U]]) -> Program[U]:
     """
     if program.done:
         return then(program.value)
-    return _Bind(program, then, program.emitted)
+    return _Bind(program, then)
 
 
 def map_(program: Program[T], f: Callable[[T], U]) -> Program[U]:
@@ -219,8 +235,7 @@ def gather(*programs: Program[Any]) -> Program[tuple[Any, ...]]:
     waiting = sum(1 for p in programs if not p.done)
     if waiting == 0:
         return Done(tuple(p.value for p in programs))
-    emitted = tuple(((i, *t), r) for i, p in enumerate(programs) for t, r in p.emitted)
-    return _Gather(PVec(programs), len(programs), waiting, emitted)
+    return _Gather(PVec(programs), len(programs), waiting, None)
 
 
 def traverse(f: Callable[[T], Program[U]], items: Iterable[T]) -> Program[tuple[U, ...]]:

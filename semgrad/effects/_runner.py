@@ -67,6 +67,14 @@ gives anyway); the pool feeds a `gather` at the top child by child, each child a
 its innermost program with its binds' continuations kept aside. The calls and
 the value are those of feeding the whole program (property tests compare them);
 what is saved is rebuilding the combinators' states per reply.
+
+The pool asks that gather's children for their first requests one child at a
+time, whenever its queue runs dry (`_Pool._pull`), and counts each child not yet
+asked as work when it tops up pending workers. With `forward`'s lazy first step
+(its requests are rendered when first read), a batch's first call goes out once
+the first sample is rendered, and the others are rendered while calls are out:
+at 20 ms, rendering a 32-sample batch up front put about a millisecond before
+the first call, on the critical path.
 """
 
 from __future__ import annotations
@@ -332,38 +340,68 @@ class _Pool:
         self.error: BaseException | None = None
         # A `gather` at the top (a batch, usually) is fed child by child, and each child's binds
         # as the sync runner runs them: the program, then its continuation. Its children (at
-        # their innermost program), their continuations waiting, and how many are not done:
+        # their innermost program), their continuations waiting, and how many are not done.
+        # The children are asked for their first requests one at a time, when the queue runs
+        # dry (`_pull`): a child may be lazy (`forward`'s first step renders its requests when
+        # first asked), so the first sample's calls go out before the others are rendered.
+        # `unpulled` counts the children not asked yet: the last ones, ``parts[-unpulled:]``.
         self.parts: list[Program[Any]] = []
         self.conts: list[list[Callable[[Any], Program[Any]]]] = []
         self.left = 0
+        self.unpulled = 0
         if type(program) is _Gather:
             self.parts = program.children.tolist()  # type: ignore[attr-defined]
             self.conts = [[] for _ in self.parts]
             self.left = program.waiting  # type: ignore[attr-defined]
+            self.unpulled = len(self.parts)
             self._deliver = self._deliver_part  # type: ignore[method-assign]
 
     def start(self) -> bool:
         """Queue the program's first requests (there must be some); True when the caller's
         task is then to run `_work` as the first worker (counted as pending until it does)."""
         if self.parts:
-            first: list[tuple[Token, LLMRequest]] = []
-            for index, child in enumerate(self.parts):
-                if not child.done:
-                    child = self.parts[index] = _innermost(child, self.conts[index])
-                    first.extend(((index, token), request) for token, request in child.emitted)
-            self._emitted(tuple(first))
+            self._pull()
         else:
-            self._emitted(self.program.emitted)
+            try:
+                emitted = self.program.emitted
+            except Exception as exc:  # a lazy program's first step failed: it ends the run
+                self._fail(exc)
+            else:
+                self._emitted(emitted)
         if self.over:
             return False
         self.workers = self.pending = 1
         return True
 
+    def _pull(self) -> bool:
+        """Ask the next children of a top `gather` for their first requests, until some are
+        queued or none is left to ask; True when some are queued."""
+        parts, conts, queue = self.parts, self.conts, self.queue
+        while self.unpulled and not self.over:
+            index = len(parts) - self.unpulled
+            self.unpulled -= 1
+            child = parts[index]
+            if child.done:
+                continue
+            try:
+                child = parts[index] = _innermost(child, conts[index])
+                emitted = child.emitted
+            except Exception as exc:  # from a lazy program's first step: it ends the run, unwrapped
+                self._fail(exc)
+                return False
+            if emitted:
+                queue.extend(((index, token), request) for token, request in emitted)
+                self.outstanding += len(emitted)
+                return True
+        if not queue and not self.outstanding and not self.over:
+            self._fail(ProtocolError("the program is waiting for replies but has asked for none"))
+        return bool(queue)
+
     def _emitted(self, requests: tuple[tuple[Token, LLMRequest], ...]) -> None:
         if requests:
             self.queue.extend(requests)
             self.outstanding += len(requests)
-        elif not self.outstanding:
+        elif not self.outstanding and not self.unpulled:
             self._fail(ProtocolError("the program is waiting for replies but has asked for none"))
 
     def _deliver(self, token: Token, reply: Reply) -> None:
@@ -399,8 +437,10 @@ class _Pool:
             if len(emitted) == 1:
                 ((sub, request),) = emitted
                 self._emitted((((index, sub), request),))
-            else:
+            elif emitted:
                 self._emitted(tuple(((index, sub), request) for sub, request in emitted))
+            else:
+                self._emitted(())  # a ProtocolError if nothing is left in flight
             return
         self.left -= 1
         if self.left:
@@ -427,7 +467,7 @@ class _Pool:
         """Wake parked workers, or else start new ones within `max_concurrency`, until the pending
         ones number the queue's length or the workers in a call (at least one), whichever is less."""
         calling = self.workers - len(self.idle) - self.pending  # a running worker is about to call: it counts
-        want = min(len(self.queue), calling or 1)
+        want = min(len(self.queue) + self.unpulled, calling or 1)  # a child not yet asked has a request or more
         while self.pending < want:
             if self.idle:
                 self.idle.pop().set()
@@ -443,9 +483,9 @@ class _Pool:
         llm, timeout = runner.llm, runner.timeout
         while True:
             self.pending -= 1  # running now: started, or woken from `idle`
-            while queue and not self.over:
+            while (queue or (self.unpulled and self._pull())) and not self.over:
                 token, request = queue.popleft()
-                if queue and not self.pending:
+                if (queue or self.unpulled) and not self.pending:
                     self._fill()  # the next request gets a worker of its own if this call suspends
                 # The call, inline (a coroutine per call costs more than the bookkeeping).
                 runner._in_flight += 1

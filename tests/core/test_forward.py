@@ -137,3 +137,63 @@ def test_feeding_an_unexpected_token_is_refused():
     state = forward(graph, params, {"question": "Q"})
     with pytest.raises(ProtocolError):
         state.feed(("answer",), Failure(LLMError("x", "y")))
+
+
+def _counting(log):
+    """A str type whose formatting (how prompts show a value) is logged in `log`."""
+
+    class Counted(str):
+        def __format__(self, spec):
+            log.append(str(self))
+            return str.__format__(self, spec)
+
+    return Counted
+
+
+def _drive(state, pending, llm):
+    """Answer every pending request with `llm`, first in first out, until the program is done."""
+    pending = list(pending)
+    while not state.done:
+        token, request = pending.pop(0)
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+        pending.extend(state.emitted)
+    return state.value
+
+
+@given(graphs(functions=False), st.data(), pure_llms())
+def test_a_forward_pass_renders_its_first_requests_when_first_read_and_only_once(gp, data, llm):
+    """forward() renders no prompt; the first read of its state renders each first request's inputs
+    once, later reads render nothing, and feeding it before any read gives the same trace."""
+    graph, params = gp
+    inputs = data.draw(inputs_for(graph))
+    log: list[str] = []
+    counted = _counting(log)
+    state = forward(graph, params, {name: counted(value) for name, value in inputs.items()}, sample=1)
+    assert log == []
+    reference = run_sync(forward(graph, params, inputs, sample=1), llm)
+    first = data.draw(st.sampled_from(["emitted", "runs", "in_flight", "feed"]))
+    if first == "feed":  # a reply to a first request (as another pass emitted it), before any read
+        emitted = forward(graph, params, inputs, sample=1).emitted
+        token, request = emitted[0]
+        fed = state.feed(token, Success(LLMResponse(llm(request))))
+        assert _drive(fed, emitted[1:] + fed.emitted, llm) == reference
+        return
+    getattr(state, first)
+    shown = [p for _, r in state.emitted for p in graph.predecessors(r.node) if p in graph.inputs]
+    assert sorted(log) == sorted(str(inputs[name]) for name in shown)
+    for name in ("emitted", "runs", "in_flight"):
+        getattr(state, name)
+    assert len(log) == len(shown)
+    assert _drive(state, state.emitted, llm) == reference
+
+
+def test_a_prompt_that_cannot_be_rendered_fails_when_the_pass_is_run():
+    """An input that cannot be formatted makes the run raise its own exception, unwrapped."""
+
+    class Unprintable(str):
+        def __format__(self, spec):
+            raise ValueError("no text for this value")
+
+    graph, params = _paper_like()
+    with pytest.raises(ValueError, match="no text for this value"):
+        run_sync(forward(graph, params, {"question": Unprintable("Q")}), HashLLM())

@@ -293,3 +293,59 @@ def test_on_uvloop_a_cancelled_or_failed_run_cancels_every_call_and_leaves_no_ta
 
     run_loop(body, use_uvloop=True)
     assert seen == {"cancelled": (True, [], 0), "failed": (_Abort, [], 0)}
+
+
+def _logged(log):
+    """A str type whose formatting (how prompts show a value) is logged in `log`."""
+
+    class Logged(str):
+        def __format__(self, spec):
+            if self == "unprintable":
+                raise ValueError("no text for this value")
+            log.append(str(self))
+            return str.__format__(self, spec)
+
+    return Logged
+
+
+@settings(max_examples=10, deadline=None)
+@given(size=st.integers(2, 40), depth=st.integers(1, 3), latency=st.sampled_from([0.0, 0.002]))
+async def test_a_batch_s_first_call_goes_out_before_the_next_sample_is_rendered(size, depth, latency):
+    """The pool asks a gather's forward passes for their requests one at a time: the first call goes
+    out when only the first sample's prompt is rendered, and every sample's is rendered once in all."""
+    graph, params = chain_graph(depth)
+    log: list[str] = []
+    logged = _logged(log)
+    seen = []
+
+    async def llm(request):
+        seen.append(len(log))
+        await anyio.sleep(latency)
+        return "ok"
+
+    program = gather(*(forward(graph, params, {"q": logged(str(i))}, sample=i) for i in range(size)))
+    traces = await Runner(FunctionLLM(llm)).run(program)
+    assert all(trace.ok for trace in traces)
+    assert seen[0] == 1
+    assert sorted(log) == sorted(str(i) for i in range(size))
+
+
+@pytest.mark.parametrize("size", [1, 8])
+@pytest.mark.parametrize("latency", [0.0, 0.01])
+async def test_a_prompt_that_cannot_be_rendered_ends_the_run_with_its_exception_and_no_task_left(latency, size):
+    """A sample whose first prompt cannot be rendered ends the run with that exception, unwrapped, while
+    other samples' calls are out (or alone); no worker task is left."""
+    graph, params = chain_graph(2)
+    logged = _logged([])
+    before = len(anyio.get_running_tasks())
+
+    async def llm(request):
+        await anyio.sleep(latency)
+        return "ok"
+
+    samples = [logged("unprintable" if i == size // 2 else str(i)) for i in range(size)]
+    passes = [forward(graph, params, {"q": q}, sample=i) for i, q in enumerate(samples)]
+    program = gather(*passes) if size > 1 else passes[0]
+    with anyio.fail_after(5), pytest.raises(ValueError, match="no text for this value"):
+        await Runner(FunctionLLM(llm)).run(program)
+    assert len(anyio.get_running_tasks()) == before
