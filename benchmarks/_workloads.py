@@ -10,8 +10,9 @@ workload returns a plain dict for ``latest.json``; `benchmarks._suite` prints an
 saves them.
 
 Timing: wall time is `time.perf_counter` *inside* the event loop, from building
-the program (``forward(...)`` already emits the first requests) to its value; the
-event loop's own start-up and tear-down are not counted. CPU time is
+the program (``forward(...)`` checks its inputs; its first requests are rendered
+when the runner first asks for them) to its value; the event loop's own start-up
+and tear-down are not counted. CPU time is
 `time.process_time` over the same span. A latency workload is repeated and the
 median run is reported; ``walls_s`` keeps every run. W3 keeps its fastest run
 and W6 the mean of rounds in alternating order (see `w3_overhead`, `w6_scale`).
