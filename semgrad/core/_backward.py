@@ -123,6 +123,8 @@ def backward(
         >>> from semgrad.topologies import paper_graph
         >>> graph, params = paper_graph()
         >>> trace = run_sync(forward(graph, params, {"question": "2+2?"}), HashLLM())
+        >>> backward(graph, params, trace, "The expected output is 4.")
+        BackwardMachine(sample=None, in_progress=('answer',))
         >>> grads = run_sync(backward(graph, params, trace, "The expected output is 4."), HashLLM())
         >>> [(p.target, p.source, p.siblings) for p in grads.for_node("hint_1")]
         [('hint_1', 'answer', ('question', 'hint_2'))]
@@ -291,6 +293,9 @@ class BackwardMachine(Program[Gradients]):
         """Nodes whose backward step is under way, in topological order."""
         names = self.graph.topological_order
         return tuple(names[pos] for pos, cell in enumerate(self._cells.tolist()) if isinstance(cell[0], Program))
+
+    def __repr__(self) -> str:
+        return f"BackwardMachine(sample={self.trace.sample!r}, in_progress={self.in_progress!r})"
 
     def feed(self, token: Token, reply: Reply) -> Program[Gradients]:
         node = token[0] if token else None

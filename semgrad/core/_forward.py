@@ -89,6 +89,8 @@ def forward(
         >>> _ = b.llm("answer", inputs=[q], instruction="Solve the problem.")
         >>> graph, params = b.build(output="answer")
         >>> p = forward(graph, params, {"question": "2+2?"}, sample=0)
+        >>> p
+        ForwardMachine(sample=0, in_flight=('answer',), unfinished=1)
         >>> [(token, r.node) for token, r in p.emitted]
         [(('answer',), 'answer')]
         >>> p.feed(("answer",), Success(LLMResponse("2 and 2 make 4. <result>4</result>"))).value.output_value
@@ -236,6 +238,9 @@ class ForwardMachine(Program[Trace]):
         """Names of the LLM nodes whose request is out and unanswered, in order."""
         names = self.graph.topological_order
         return tuple(names[pos] for pos, c in enumerate(self._cells.tolist()) if type(c) is _Asked)
+
+    def __repr__(self) -> str:
+        return f"ForwardMachine(sample={self.sample!r}, in_flight={self.in_flight!r}, unfinished={self.unfinished})"
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         name = token[0] if 0 < len(token) <= 2 else None
