@@ -131,8 +131,8 @@ class _Ask(Program[Reply]):
 
 
 class _Bind(Program[U]):
-    # What a bind has emitted is what its program has (read when asked: its program may be
-    # a lazy one, see `gather`).
+    # What a bind has emitted is what its program has, read when asked (its program may be
+    # lazy, as `forward`'s is).
     __slots__ = ("inner", "then")
 
     def __init__(self, inner: Program[Any], then: Callable[[Any], Program[U]]) -> None:
@@ -152,8 +152,8 @@ class _Bind(Program[U]):
 
 class _Gather(Program[tuple[Any, ...]]):
     # `children` is a persistent array (`PVec`), so feeding one child is O(1), not O(children).
-    # A new gather's `emitted` (None in `_emitted`) is its children's, read when first asked:
-    # the async runner asks each child itself, one at a time (see `gather`).
+    # A new gather's `emitted` (None in `_emitted`) is its children's, read when first asked
+    # (see `gather`).
     __slots__ = ("children", "size", "waiting", "_emitted")
 
     def __init__(self, children: PVec[Program[Any]], size: int, waiting: int, emitted: Emitted | None) -> None:
@@ -225,6 +225,10 @@ def map_(program: Program[T], f: Callable[[T], U]) -> Program[U]:
 
 def gather(*programs: Program[Any]) -> Program[tuple[Any, ...]]:
     """Run programs concurrently; yield their values as a tuple, in argument order.
+
+    The gather's first `emitted` is every child's, read when first asked for (so
+    lazy children, such as `forward`'s, are not started by building the gather);
+    the async runner asks the children one at a time instead.
 
     Examples:
         >>> gather(pure(1), pure(2)).value

@@ -72,9 +72,9 @@ The pool asks that gather's children for their first requests one child at a
 time, whenever its queue runs dry (`_Pool._pull`), and counts each child not yet
 asked as work when it tops up pending workers. With `forward`'s lazy first step
 (its requests are rendered when first read), a batch's first call goes out once
-the first sample is rendered, and the others are rendered while calls are out:
-at 20 ms, rendering a 32-sample batch up front put about a millisecond before
-the first call, on the critical path.
+the first sample is rendered, and the others are rendered while calls are out
+(rendering W1's 32 samples up front put about a millisecond before the first
+call).
 """
 
 from __future__ import annotations

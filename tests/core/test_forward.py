@@ -197,3 +197,21 @@ def test_a_prompt_that_cannot_be_rendered_fails_when_the_pass_is_run():
     graph, params = _paper_like()
     with pytest.raises(ValueError, match="no text for this value"):
         run_sync(forward(graph, params, {"question": Unprintable("Q")}), HashLLM())
+
+
+def test_building_a_gather_or_a_bind_of_forward_passes_renders_nothing_until_read():
+    """gather and bind do not start lazy forward passes when built; reading their emitted requests does."""
+    from semgrad.core import bind
+
+    graph, params = _paper_like()
+    log: list[str] = []
+    counted = _counting(log)
+    batch = gather(*(forward(graph, params, {"question": counted(f"Q{i}")}, sample=i) for i in range(3)))
+    chained = bind(forward(graph, params, {"question": counted("Q9")}, sample=9), lambda trace: trace)
+    assert log == []
+    assert [(token[0], request.node) for token, request in batch.emitted] == [
+        (i, node) for i in range(3) for node in ("hint", "side")
+    ]
+    assert sorted(set(log)) == ["Q0", "Q1", "Q2"]
+    assert [request.sample for _, request in chained.emitted] == [9, 9]
+    assert "Q9" in log
