@@ -407,9 +407,13 @@ class _Unstarted(ForwardMachine):
         """The started machine: the first step, run on the first call and kept."""
         started = self._started
         if started is None:
+            cells: list[Any] | None = self._cells  # type: ignore[assignment]
+            if cells is None:  # another thread has just started it (it sets `_started` first)
+                return self._started  # type: ignore[return-value]
             # Only LLM nodes are ready: the step renders and emits their requests, nothing more.
-            cells: list[Any] = self._cells  # type: ignore[assignment]
-            started = self._started = ForwardMachine._advance(self, PVec(cells), {}, list(self._ready), self.unfinished)
+            started = ForwardMachine._advance(self, PVec(cells), {}, list(self._ready), self.unfinished)
+            self._started = started
+            self._cells = None  # type: ignore[assignment]  # the started state has its own copy
         return started
 
     @property  # type: ignore[override]
