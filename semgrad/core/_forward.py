@@ -135,6 +135,9 @@ class _Start:
     #: Only LLM nodes are ready at the start (at least one): the first step renders their
     #: requests and nothing else, so it can wait until they are first asked for.
     lazy: bool
+    #: When `lazy`, what that step needs per ready node, in topological order: its position,
+    #: token, name, system message, and its inputs' ``(position, name, role)``.
+    first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...]], ...]
 
 
 def _start(graph: Graph, params: Params) -> _Start:
@@ -157,7 +160,31 @@ def _start(graph: Graph, params: Params) -> _Start:
     inputs = tuple((name, graph.position(name)) for name in graph.inputs)
     order = graph.topological_order
     lazy = bool(ready) and all(graph.nodes[order[pos]].kind == "llm" for pos in ready)
-    return _Start(tuple(cells), tuple(ready), unfinished, inputs, lazy)
+    first = ()
+    if lazy:
+        first = tuple(
+            (
+                pos,
+                (order[pos],),
+                order[pos],
+                _system_message(params, graph.nodes[order[pos]]),
+                tuple((p, order[p], graph.roles[p]) for p in graph.input_positions[pos]),
+            )
+            for pos in sorted(ready)
+        )
+    return _Start(tuple(cells), tuple(ready), unfinished, inputs, lazy, first)
+
+
+def _system_message(params: Params, node: Node) -> Message:
+    """The node's rendered system message, shared by every sample run with these params."""
+    memo = params._memo
+    systems = memo.get("forward_system")
+    if systems is None:
+        systems = memo["forward_system"] = {}
+    system = systems.get(node.name)
+    if system is None:
+        system = systems[node.name] = forward_system(params.value(node.instruction))  # type: ignore[arg-type]
+    return system  # type: ignore[no-any-return]
 
 
 class ForwardMachine(Program[Trace]):
@@ -224,7 +251,7 @@ class ForwardMachine(Program[Trace]):
         if type(options) is not FrozenMap:
             options = freeze(options)
         if begin.lazy:
-            return _Unstarted(graph, params, sample, engine, options, cells, begin.unfinished, begin.ready)
+            return _Unstarted(graph, params, sample, engine, options, cells, begin.unfinished, begin.first)
         state = cls(graph, params, sample, engine, options, PVec(cells), begin.unfinished, ())
         return state._advance(state._cells, {}, list(begin.ready), begin.unfinished)
 
@@ -324,7 +351,7 @@ class ForwardMachine(Program[Trace]):
                 changes[pos] = NodeRun(node.name, node.kind, shown, error=f"input {failed!r} failed")
             elif node.kind == "llm":
                 request = forward_request(
-                    node.name, self._system(node), labelled, self.sample, self.engine, self.options
+                    node.name, _system_message(self.params, node), labelled, self.sample, self.engine, self.options
                 )
                 changes[pos] = _Asked(request, shown)
                 emitted.append((pos, (node.name,), request))
@@ -356,17 +383,6 @@ class ForwardMachine(Program[Trace]):
             ready_requests,
         )
 
-    def _system(self, node: Node) -> Message:
-        """The node's rendered system message, shared by every sample run with these params."""
-        memo = self.params._memo
-        systems = memo.get("forward_system")
-        if systems is None:
-            systems = memo["forward_system"] = {}
-        system = systems.get(node.name)
-        if system is None:
-            system = systems[node.name] = forward_system(self.params.value(node.instruction))  # type: ignore[arg-type]
-        return system  # type: ignore[no-any-return]
-
 
 class _Unstarted(ForwardMachine):
     """A forward machine before its first step, which renders the requests of the LLM nodes
@@ -380,7 +396,7 @@ class _Unstarted(ForwardMachine):
     is the started machine's, whenever it is read.
     """
 
-    __slots__ = ("_ready", "_started")
+    __slots__ = ("_first", "_started")
 
     def __init__(
         self,
@@ -391,7 +407,7 @@ class _Unstarted(ForwardMachine):
         options: FrozenMap[str, Any],
         cells: list[Any],
         unfinished: int,
-        ready: tuple[int, ...],
+        first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...]], ...],
     ) -> None:
         self.graph = graph
         self.params = params
@@ -400,18 +416,32 @@ class _Unstarted(ForwardMachine):
         self.options = options
         self._cells = cells  # type: ignore[assignment]  # a list until the first step
         self.unfinished = unfinished
-        self._ready = ready
-        self._started: Program[Trace] | None = None
+        self._first = first
+        self._started: ForwardMachine | None = None
 
-    def _start(self) -> Program[Trace]:
-        """The started machine: the first step, run on the first call and kept."""
+    def _start(self) -> ForwardMachine:
+        """The started machine: the first step, run on the first call and kept.
+
+        It is `_advance`'s step for LLM nodes whose inputs are all inputs and params (which
+        never fail), written out: each request rendered and its cell set in this sample's
+        own list, before the array is built; the requests in topological order.
+        """
         started = self._started
         if started is None:
             cells: list[Any] | None = self._cells  # type: ignore[assignment]
             if cells is None:  # another thread has just started it (it sets `_started` first)
-                return self._started  # type: ignore[return-value]
-            # Only LLM nodes are ready: the step renders and emits their requests, nothing more.
-            started = ForwardMachine._advance(self, PVec(cells), {}, list(self._ready), self.unfinished)
+                return self._started  # type: ignore[return-value]  # set by then
+            sample, engine, options = self.sample, self.engine, self.options
+            emitted = []
+            for pos, token, name, system, sources in self._first:
+                values = [cells[p].value for p, _, _ in sources]
+                labelled = [(source, role, value) for (_, source, role), value in zip(sources, values)]
+                request = forward_request(name, system, labelled, sample, engine, options)
+                cells[pos] = _Asked(request, tuple([(source, value) for (_, source, _), value in zip(sources, values)]))
+                emitted.append((token, request))
+            started = ForwardMachine(
+                self.graph, self.params, sample, engine, options, PVec(cells), self.unfinished, tuple(emitted)
+            )
             self._started = started
             self._cells = None  # type: ignore[assignment]  # the started state has its own copy
         return started
@@ -422,11 +452,11 @@ class _Unstarted(ForwardMachine):
 
     @property
     def runs(self) -> tuple[NodeRun | None, ...]:
-        return self._start().runs  # type: ignore[attr-defined, no-any-return]
+        return self._start().runs
 
     @property
     def in_flight(self) -> tuple[str, ...]:
-        return self._start().in_flight  # type: ignore[attr-defined, no-any-return]
+        return self._start().in_flight
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         return self._start().feed(token, reply)
