@@ -465,9 +465,10 @@ class _Pool:
 
     def _fill(self) -> None:
         """Wake parked workers, or else start new ones within `max_concurrency`, until the pending
-        ones number the queue's length or the workers in a call (at least one), whichever is less."""
+        ones number the queue's length (a child not yet asked counting as one request) or the
+        workers in a call (at least one), whichever is less."""
         calling = self.workers - len(self.idle) - self.pending  # a running worker is about to call: it counts
-        want = min(len(self.queue) + self.unpulled, calling or 1)  # a child not yet asked has a request or more
+        want = min(len(self.queue) + self.unpulled, calling or 1)
         while self.pending < want:
             if self.idle:
                 self.idle.pop().set()
