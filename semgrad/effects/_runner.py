@@ -50,6 +50,16 @@ then sees the run is over and returns, and the run ends with its last worker --
 a plain return per worker, which costs less than cancelling each one.
 (On a slow VM, cancelling 64 parked workers took about 1.4 ms at the end of a
 run, waking them 0.8-1.0 ms; W1@0.02 left 32 parked, about 0.8 ms of its tail.)
+On asyncio's loop and uvloop's a parked worker waits on a plain future of the
+loop, which is one object and is set in C; elsewhere on an anyio event.
+
+A run holds each program's current state only: `Runner.run` and the pool let go
+of the program they were given, and a batch's `gather` with it (it holds every
+sample's first state, and a lazy `forward` keeps its started state). So the
+objects a run keeps alive grow with what is in flight, not with what is done,
+and CPython's cyclic collector, which runs whenever more objects have been made
+than freed since its last pass, runs less often on a run's critical path: W1's
+32 samples made it run three times per run, now twice.
 
 An exception from feeding the program (a function given to `map_` or `bind`,
 say) or from `on_reply` ends the run: the pool keeps it, every worker is
@@ -80,6 +90,7 @@ call).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 from collections import deque
 from collections.abc import Callable
@@ -91,7 +102,7 @@ import attrs
 from returns.result import Failure, Success
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, ProtocolError, Reply, as_reply
-from ..core._program import Done, Program, Token, _Bind, _Gather
+from ..core._program import Done, Program, _Bind, _Gather
 from ..core._requests import _response, _success
 from ._loop import run_loop
 from ._protocol import is_async_llm
@@ -198,17 +209,22 @@ class Runner:
             return program.value
         if not self._async:
             return self._drive_sync(program)
+        # The run holds each sample's current state only: this frame lets go of the program
+        # (its first state), and so does the pool (see `_Pool`).
         loop = _asyncio_loop()
         if loop is None:
             async with anyio.create_task_group() as tg:
                 pool = _Pool(self, program, tg.start_soon, tg.cancel_scope.cancel)
+                del program
                 if pool.start():
                     # This task is the first worker: the first call goes out now, not after a
                     # task start and an event-loop pass. Every worker, this one too, returns
                     # once the program is done (see `_Pool._finish`).
                     await pool._work()
         else:
-            pool = await _LoopTasks(loop).run(self, program)
+            running = _LoopTasks(loop).run(self, program)
+            del program
+            pool = await running
         if pool.error is not None:
             raise pool.error
         return pool.program.value
@@ -309,7 +325,7 @@ class _Pool:
     """Long-lived worker tasks that answer queued requests and feed the replies to the
     program; see the module's theory of operation.
 
-    A worker is always in one of four states: parked (its event is in `idle`),
+    A worker is always in one of four states: parked (its wake-up is in `idle`),
     pending (started or woken, not yet run), running (the one task the event loop
     is executing), or calling (suspended in its LLM call). Invariant, whenever the
     running task suspends: if the queue is not empty, a worker is pending, or every
@@ -322,16 +338,20 @@ class _Pool:
         program: Program[Any],
         spawn: Callable[..., Any],
         cancel: Callable[[], Any],
+        park: Callable[[], Any] | None = None,
     ) -> None:
         self.runner = runner
         self.spawn = spawn  # starts a worker: ``spawn(self._work, name=...)``
         self.cancel = cancel  # cancels every worker, the first one (the caller's task) too
-        self.program = program
-        self.queue: deque[tuple[Token, LLMRequest]] = deque()
-        self.idle: list[anyio.Event] = []  # one event per parked worker
-        # The running backend's own event class: calling it skips `anyio.Event`'s look-up of
-        # the backend (sniffio) on every park, a few microseconds on each call's path.
-        self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
+        # The program's current state; for a top `gather`, None until its value is built (the
+        # pool holds its children's states, and the gather's would hold their first states).
+        self.program: Program[Any] | None = program
+        self.queue: deque[tuple[Any, ...]] = deque()  # entries end with their request
+        # A parked worker awaits a wake-up made by `park`, kept in `idle` until it is woken
+        # (`_wake`): an asyncio future on asyncio's loop and uvloop's (`_LoopTasks`), one
+        # object a park, set without a call into Python code; elsewhere an `_EventPark`.
+        self.idle: list[Any] = []
+        self.park: Callable[[], Any] = park if park is not None else _event_parks()
         self.workers = 0
         self.pending = 0
         self.limit = runner.max_concurrency
@@ -340,21 +360,24 @@ class _Pool:
         self.error: BaseException | None = None
         # A `gather` at the top (a batch, usually) is fed child by child, and each child's binds
         # as the sync runner runs them: the program, then its continuation. Its children (at
-        # their innermost program), their continuations waiting, and how many are not done.
+        # their innermost program), their continuations waiting (None until a child has
+        # some), and how many are not done. Their requests are queued as ``(child, token,
+        # request)``; the program's own, when it is not such a gather, as ``(token, request)``.
         # The children are asked for their first requests one at a time, when the queue runs
         # dry (`_pull`): a child may be lazy (`forward`'s first step renders its requests when
         # first asked), so the first sample's calls go out before the others are rendered.
         # `unpulled` counts the children not asked yet: the last ones, ``parts[-unpulled:]``.
         self.parts: list[Program[Any]] = []
-        self.conts: list[list[Callable[[Any], Program[Any]]]] = []
+        self.conts: list[list[Callable[[Any], Program[Any]]] | None] = []
         self.left = 0
         self.unpulled = 0
         if type(program) is _Gather:
             self.parts = program.children.tolist()  # type: ignore[attr-defined]
-            self.conts = [[] for _ in self.parts]
+            self.conts = [None] * len(self.parts)
             self.left = program.waiting  # type: ignore[attr-defined]
             self.unpulled = len(self.parts)
             self._deliver = self._deliver_part  # type: ignore[method-assign]
+            self.program = None
 
     def start(self) -> bool:
         """Queue the program's first requests (there must be some); True when the caller's
@@ -384,33 +407,36 @@ class _Pool:
             if child.done:
                 continue
             try:
-                child = parts[index] = _innermost(child, conts[index])
+                child = parts[index] = _innermost(child, conts, index)
                 emitted = child.emitted
             except Exception as exc:  # from a lazy program's first step: it ends the run, unwrapped
                 self._fail(exc)
                 return False
             if emitted:
-                queue.extend(((index, token), request) for token, request in emitted)
+                queue.extend((index, token, request) for token, request in emitted)
                 self.outstanding += len(emitted)
                 return True
         if not queue and not self.outstanding and not self.over:
             self._fail(ProtocolError("the program is waiting for replies but has asked for none"))
         return bool(queue)
 
-    def _emitted(self, requests: tuple[tuple[Token, LLMRequest], ...]) -> None:
+    def _emitted(self, requests: tuple[tuple[Any, ...], ...]) -> None:
+        """Queue `requests` (queue entries); a `ProtocolError` ends the run when there are none
+        and nothing else is in flight or left to ask."""
         if requests:
             self.queue.extend(requests)
             self.outstanding += len(requests)
         elif not self.outstanding and not self.unpulled:
             self._fail(ProtocolError("the program is waiting for replies but has asked for none"))
 
-    def _deliver(self, token: Token, reply: Reply) -> None:
-        """Feed one reply to the program and queue what that made ready."""
+    def _deliver(self, entry: tuple[Any, ...], reply: Reply) -> None:
+        """Feed the reply to the queue entry `entry`'s request to the program, and queue what
+        that made ready."""
         if self.over:
             return  # the program failed: later replies have nowhere to go
         self.outstanding -= 1
         try:
-            self.program = program = self.program.feed(token, reply)
+            self.program = program = self.program.feed(entry[0], reply)
         except Exception as exc:  # from a combinator's function: it ends the run, unwrapped
             self._fail(exc)
             return
@@ -419,15 +445,15 @@ class _Pool:
         else:
             self._emitted(program.emitted)
 
-    def _deliver_part(self, token: Token, reply: Reply) -> None:
-        """`_deliver` for a gather's child: its token is ``(child, the child's token)``; the
-        gather's value is built when the last child is done (as `gather` builds it)."""
+    def _deliver_part(self, entry: tuple[Any, ...], reply: Reply) -> None:
+        """`_deliver` for a gather's child: the entry is ``(child, the child's token, request)``;
+        the gather's value is built when the last child is done (as `gather` builds it)."""
         if self.over:
             return
         self.outstanding -= 1
-        index, inner = token
+        index, inner, _ = entry
         try:
-            child = _innermost(self.parts[index].feed(inner, reply), self.conts[index])  # type: ignore[arg-type]
+            child = _innermost(self.parts[index].feed(inner, reply), self.conts, index)
         except Exception as exc:  # from a combinator's function: it ends the run, unwrapped
             self._fail(exc)
             return
@@ -436,9 +462,10 @@ class _Pool:
             emitted = child.emitted
             if len(emitted) == 1:
                 ((sub, request),) = emitted
-                self._emitted((((index, sub), request),))
+                self.queue.append((index, sub, request))
+                self.outstanding += 1
             elif emitted:
-                self._emitted(tuple(((index, sub), request) for sub, request in emitted))
+                self._emitted(tuple((index, sub, request) for sub, request in emitted))
             else:
                 self._emitted(())  # a ProtocolError if nothing is left in flight
             return
@@ -460,7 +487,7 @@ class _Pool:
         if self.outstanding:  # done with calls in flight (a program that needs fewer replies than it asked for)
             self.cancel()
         for wake in self.idle:
-            wake.set()
+            _wake(wake)
         self.idle.clear()
 
     def _fill(self) -> None:
@@ -471,7 +498,7 @@ class _Pool:
         want = min(len(self.queue) + self.unpulled, calling or 1)
         while self.pending < want:
             if self.idle:
-                self.idle.pop().set()
+                _wake(self.idle.pop())
             elif self.limit is None or self.workers < self.limit:
                 self.workers += 1
                 self.spawn(self._work, name="semgrad-llm-worker")
@@ -485,7 +512,8 @@ class _Pool:
         while True:
             self.pending -= 1  # running now: started, or woken from `idle`
             while (queue or (self.unpulled and self._pull())) and not self.over:
-                token, request = queue.popleft()
+                entry = queue.popleft()
+                request = entry[-1]
                 if (queue or self.unpulled) and not self.pending:
                     self._fill()  # the next request gets a worker of its own if this call suspends
                 # The call, inline (a coroutine per call costs more than the bookkeeping).
@@ -520,7 +548,7 @@ class _Pool:
                 # Fed here, by the worker that holds the reply, not handed to the runner's task:
                 # what it makes ready starts at once -- often on this very worker -- instead of
                 # after every other reply of the same event-loop pass has been fed too.
-                self._deliver(token, reply)
+                self._deliver(entry, reply)
             if self.over:
                 return
             calling = self.workers - len(self.idle) - self.pending - 1  # this worker runs: it is not calling
@@ -532,25 +560,63 @@ class _Pool:
                 # workers, which take work if some is queued by then) and return in turn.
                 self.workers -= 1
                 while len(self.idle) > calling:
-                    self.idle.pop().set()
+                    _wake(self.idle.pop())
                     self.pending += 1
                 return
-            wake = self.new_event()
+            # What this worker holds goes now: a parked worker may wait for the rest of the run.
+            entry = request = result = reply = None  # type: ignore[assignment]
+            wake = self.park()
             self.idle.append(wake)
-            await wake.wait()
+            await wake
             if self.over:
                 return  # woken by `_finish`, not by `_fill`: not counted as pending
 
 
-def _innermost(program: Program[Any], conts: list[Callable[[Any], Program[Any]]]) -> Program[Any]:
-    """`program` with its binds taken apart: each bind's continuation pushed on `conts` and
-    its program in its place; and while what is left is done, the next continuation run."""
+def _wake(wake: Any) -> None:
+    """Wake a parked worker (a no-op if its wait has ended already: it was cancelled)."""
+    if not wake.done():
+        wake.set_result(None)
+
+
+class _EventPark:
+    """A parked worker's wake-up on any anyio backend: an `anyio.Event` with a future's
+    ``done``, ``set_result`` and ``await``, as `_Pool` uses them."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: anyio.Event) -> None:
+        self.event = event
+
+    def done(self) -> bool:
+        return self.event.is_set()
+
+    def set_result(self, _: None) -> None:
+        self.event.set()
+
+    def __await__(self) -> Any:
+        return self.event.wait().__await__()
+
+
+def _event_parks() -> Callable[[], _EventPark]:
+    """Makes `_EventPark`s with the running backend's own event class: calling it skips
+    `anyio.Event`'s look-up of the backend (sniffio), a few microseconds a park."""
+    new_event = type(anyio.Event())
+    return lambda: _EventPark(new_event())
+
+
+def _innermost(program: Program[Any], conts: list[Any], index: int) -> Program[Any]:
+    """`program` (child `index` of a gather) with its binds taken apart: each bind's
+    continuation pushed on ``conts[index]`` (made when first needed) and its program in its
+    place; and while what is left is done, the next continuation run."""
     while True:
         if type(program) is _Bind:
-            conts.append(program.then)  # type: ignore[attr-defined]
+            stack = conts[index]
+            if stack is None:
+                stack = conts[index] = []
+            stack.append(program.then)  # type: ignore[attr-defined]
             program = program.inner  # type: ignore[attr-defined]
-        elif conts and program.done:
-            program = conts.pop()(program.value)
+        elif program.done and conts[index]:
+            program = conts[index].pop()(program.value)
         else:
             return program
 
@@ -585,11 +651,16 @@ class _LoopTasks:
         self.scope = anyio.CancelScope()  # around the first worker, which runs in the caller's task
         self.failure: BaseException | None = None  # the first exception a worker task ended with
         self.ended: asyncio.Future[None] | None = None
+        # Each task's end is reported to `_done`, run in one context made here: a done callback
+        # given no context copies the current one, an object per task. (Each task still runs
+        # in its own copy, as a task group's do: a call's context variables stay its own.)
+        self.on_done = self._done
+        self.context = contextvars.copy_context()
 
     def spawn(self, work: Callable[[], Any], *, name: str) -> None:
         task = self.loop.create_task(work(), name=name)
         self.tasks[task] = None
-        task.add_done_callback(self._done)
+        task.add_done_callback(self.on_done, context=self.context)
 
     def cancel(self) -> None:
         self.scope.cancel()
@@ -608,7 +679,8 @@ class _LoopTasks:
             self.ended.set_result(None)
 
     async def run(self, runner: Runner, program: Program[Any]) -> _Pool:
-        pool = _Pool(runner, program, self.spawn, self.cancel)
+        pool = _Pool(runner, program, self.spawn, self.cancel, self.loop.create_future)
+        del program  # the run holds each sample's current state only (see `Runner.run`)
         try:
             with self.scope:
                 if pool.start():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 import zlib
 
 import anyio
@@ -11,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
-from semgrad.core import forward, gather
+from semgrad.core import Done, LLMRequest, Message, Program, ask, forward, gather
 from semgrad.effects import Runner, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
@@ -348,4 +350,71 @@ async def test_a_prompt_that_cannot_be_rendered_ends_the_run_with_its_exception_
     program = gather(*passes) if size > 1 else passes[0]
     with anyio.fail_after(5), pytest.raises(ValueError, match="no text for this value"):
         await Runner(FunctionLLM(llm)).run(program)
+    assert len(anyio.get_running_tasks()) == before
+
+
+class _Steps(Program[int]):
+    """A program of `left` calls one after another; its states can be weakly referenced."""
+
+    __slots__ = ("left", "request", "__weakref__")
+
+    def __init__(self, left: int, request: LLMRequest) -> None:
+        self.left = left
+        self.request = request
+
+    @property
+    def emitted(self):
+        return (((), self.request),)
+
+    def feed(self, token, reply):
+        return Done(self.left) if self.left == 1 else _Steps(self.left - 1, self.request)
+
+
+@pytest.mark.parametrize("size", [1, 6])
+@pytest.mark.parametrize("latency", [0.0, 0.002])
+async def test_a_run_holds_each_program_s_current_state_only(size, latency):
+    """Once a reply is fed, the run holds neither the state it was fed to nor the program it was
+    given (a batch's gather, which holds every sample's first state): only current states."""
+    firsts = []
+    freed_when_asked_again = []
+
+    def steps(i):
+        first = _Steps(3, LLMRequest((Message("user", f"sample {i}"),), sample=i))
+        firsts.append(weakref.ref(first))
+        return first
+
+    async def llm(request):
+        calls[request.sample] += 1
+        if calls[request.sample] > 1:
+            gc.collect()
+            freed_when_asked_again.append(firsts[request.sample]() is None)
+        await anyio.sleep(latency)
+        return "ok"
+
+    calls = [0] * size
+    program = gather(*(steps(i) for i in range(size))) if size > 1 else steps(0)
+    run = Runner(FunctionLLM(llm)).run(program)
+    del program
+    assert await run == ((1,) * size if size > 1 else 1)
+    assert freed_when_asked_again == [True] * (2 * size)
+
+
+async def test_a_run_that_fails_while_a_worker_is_parked_ends_with_its_exception_and_no_task_left():
+    """A run that fails while a worker is parked (its wait cancelled with the rest) raises its own
+    exception, and no task is left."""
+    before = len(anyio.get_running_tasks())
+    latency = {"fast": 0.001, "boom": 0.03, "slow": 5.0}
+
+    async def llm(request):
+        await anyio.sleep(latency[request.node])
+        return "ok"
+
+    def on_reply(request, reply):
+        if request.node == "boom":
+            raise ZeroDivisionError("from on_reply")
+
+    program = gather(*(ask(LLMRequest((Message("user", node),), node=node)) for node in latency))
+    runner = Runner(FunctionLLM(llm), on_reply=on_reply)
+    with anyio.fail_after(2), pytest.raises(ZeroDivisionError, match="from on_reply"):
+        await runner.run(program)
     assert len(anyio.get_running_tasks()) == before
