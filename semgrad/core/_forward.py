@@ -39,8 +39,8 @@ from ._graph import Graph, Node, Params
 from ._parse import parse_result
 from ._persistent import PVec
 from ._program import Done, Emitted, Program, Token
-from ._prompts import forward_request, forward_system, render_forward_repair
-from ._requests import _NO_OPTIONS, LLMRequest, Message, Reply, SampleId
+from ._prompts import forward_request, forward_system, forward_user, render_forward_repair
+from ._requests import _NO_OPTIONS, LLMRequest, Message, Reply, SampleId, _request
 from ._trace import NodeRun, Trace, _node_run
 
 __all__ = ["ForwardMachine", "check_inputs", "forward", "runs_inputs"]
@@ -136,8 +136,10 @@ class _Start:
     #: requests and nothing else, so it can wait until they are first asked for.
     lazy: bool
     #: When `lazy`, what that step needs per ready node, in topological order: its position,
-    #: token, name, system message, and its inputs' ``(position, name, role)``.
-    first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...]], ...]
+    #: token, name, system message, its inputs' ``(position, name, role)``, and the index of
+    #: the first earlier node with the very same inputs (-1 if none), whose user message
+    #: (the formatted inputs) it shares: nodes that read only the question, say.
+    first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...], int], ...]
 
 
 def _start(graph: Graph, params: Params) -> _Start:
@@ -160,19 +162,23 @@ def _start(graph: Graph, params: Params) -> _Start:
     inputs = tuple((name, graph.position(name)) for name in graph.inputs)
     order = graph.topological_order
     lazy = bool(ready) and all(graph.nodes[order[pos]].kind == "llm" for pos in ready)
-    first = ()
+    first = []
     if lazy:
-        first = tuple(
-            (
-                pos,
-                (order[pos],),
-                order[pos],
-                _system_message(params, graph.nodes[order[pos]]),
-                tuple((p, order[p], graph.roles[p]) for p in graph.input_positions[pos]),
+        seen: dict[tuple[tuple[int, str, str], ...], int] = {}
+        for pos in sorted(ready):
+            sources = tuple((p, order[p], graph.roles[p]) for p in graph.input_positions[pos])
+            like = seen.setdefault(sources, len(first))
+            first.append(
+                (
+                    pos,
+                    graph._tokens[pos],
+                    order[pos],
+                    _system_message(params, graph.nodes[order[pos]]),
+                    sources,
+                    -1 if like == len(first) else like,
+                )
             )
-            for pos in sorted(ready)
-        )
-    return _Start(tuple(cells), tuple(ready), unfinished, inputs, lazy, first)
+    return _Start(tuple(cells), tuple(ready), unfinished, inputs, lazy, tuple(first))
 
 
 def _system_message(params: Params, node: Node) -> Message:
@@ -354,7 +360,7 @@ class ForwardMachine(Program[Trace]):
                     node.name, _system_message(self.params, node), labelled, self.sample, self.engine, self.options
                 )
                 changes[pos] = _Asked(request, shown)
-                emitted.append((pos, (node.name,), request))
+                emitted.append((pos, graph._tokens[pos], request))
                 continue
             else:
                 changes[pos] = _call_function(node.name, node.fn, shown)
@@ -407,7 +413,7 @@ class _Unstarted(ForwardMachine):
         options: FrozenMap[str, Any],
         cells: list[Any],
         unfinished: int,
-        first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...]], ...],
+        first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...], int], ...],
     ) -> None:
         self.graph = graph
         self.params = params
@@ -433,11 +439,17 @@ class _Unstarted(ForwardMachine):
                 return self._started  # type: ignore[return-value]  # set by then
             sample, engine, options = self.sample, self.engine, self.options
             emitted = []
-            for pos, token, name, system, sources in self._first:
-                values = [cells[p].value for p, _, _ in sources]
-                labelled = [(source, role, value) for (_, source, role), value in zip(sources, values)]
-                request = forward_request(name, system, labelled, sample, engine, options)
-                cells[pos] = _Asked(request, tuple([(source, value) for (_, source, _), value in zip(sources, values)]))
+            made: list[tuple[tuple[tuple[str, Any], ...], Message]] = []  # per node: its inputs, user message
+            for pos, token, name, system, sources, like in self._first:
+                if like < 0:
+                    values = [cells[p].value for p, _, _ in sources]
+                    user = forward_user([(source, role, value) for (_, source, role), value in zip(sources, values)])
+                    shown = tuple([(source, value) for (_, source, _), value in zip(sources, values)])
+                else:
+                    shown, user = made[like]
+                made.append((shown, user))
+                request = _request((system, user), engine, "forward", name, sample, (), options)
+                cells[pos] = _Asked(request, shown)
                 emitted.append((token, request))
             started = ForwardMachine(
                 self.graph, self.params, sample, engine, options, PVec(cells), self.unfinished, tuple(emitted)

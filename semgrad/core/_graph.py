@@ -180,6 +180,8 @@ class Graph:
     input_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     successor_positions: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     roles: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
+    #: Each node's forward token, ``(name,)``, by position: made once, not per request.
+    _tokens: tuple[tuple[str], ...] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         index = {name: i for i, name in enumerate(self.nodes)}
@@ -189,6 +191,7 @@ class Graph:
                 succ[parent].append(node.name)
         object.__setattr__(self, "_index", FrozenMap(index))
         object.__setattr__(self, "_order", tuple(self.nodes))
+        object.__setattr__(self, "_tokens", tuple((name,) for name in self.nodes))
         object.__setattr__(self, "_inputs", tuple(n for n, node in self.nodes.items() if node.kind == "input"))
         parts = [self.output] + [f"{n.name}|{n.kind}|{','.join(n.inputs)}|{n.role}" for n in self.nodes.values()]
         object.__setattr__(self, "_fingerprint", hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])

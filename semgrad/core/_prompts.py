@@ -20,6 +20,7 @@ __all__ = [
     "neighbor_aware_request",
     "forward_request",
     "forward_system",
+    "forward_user",
     "render_critique",
     "render_examples",
     "render_forward",
@@ -98,13 +99,21 @@ def forward_request(
     node: str, system: Message, shown: Sequence[Shown], sample: SampleId, engine: str, options: FrozenMap[str, Any]
 ) -> LLMRequest:
     """`render_forward` with its system message already rendered (by `forward_system`)."""
+    return _request((system, forward_user(shown)), engine, "forward", node, sample, (), options)
+
+
+def forward_user(shown: Sequence[Shown]) -> Message:
+    """The user message of a forward request: the formatted inputs, as they are.
+
+    Examples:
+        >>> print(forward_user([("question", "the question", "2+2?")]).content)
+        [1] question (the question):
+        2+2?
+    """
     if len(shown) == 1:  # the common case, without the generic loop
         name, role, value = shown[0]
-        inputs = f"[1] {name} ({role}):\n{value}"
-    else:
-        inputs = format_inputs(shown)
-    # The user message is the formatted inputs, as they are.
-    return _request((system, _message("user", inputs)), engine, "forward", node, sample, (), options)
+        return _message("user", f"[1] {name} ({role}):\n{value}")
+    return _message("user", format_inputs(shown))
 
 
 def render_forward_repair(request: LLMRequest, reply: str, reason: str) -> LLMRequest:

@@ -549,6 +549,7 @@ class _Pool:
                 # what it makes ready starts at once -- often on this very worker -- instead of
                 # after every other reply of the same event-loop pass has been fed too.
                 self._deliver(entry, reply)
+                result = reply = None  # not held through the next call: the state keeps what it needs
             if self.over:
                 return
             calling = self.workers - len(self.idle) - self.pending - 1  # this worker runs: it is not calling
@@ -564,7 +565,7 @@ class _Pool:
                     self.pending += 1
                 return
             # What this worker holds goes now: a parked worker may wait for the rest of the run.
-            entry = request = result = reply = None  # type: ignore[assignment]
+            entry = request = None  # type: ignore[assignment]
             wake = self.park()
             self.idle.append(wake)
             await wake

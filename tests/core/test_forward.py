@@ -163,7 +163,8 @@ def _drive(state, pending, llm):
 @given(graphs(functions=False), st.data(), pure_llms())
 def test_a_forward_pass_renders_its_first_requests_when_first_read_and_only_once(gp, data, llm):
     """forward() renders no prompt; the first read of its state renders each first request's inputs
-    once, later reads render nothing, and feeding it before any read gives the same trace."""
+    once (requests with the very same inputs share it), later reads render nothing, and feeding it
+    before any read gives the same trace."""
     graph, params = gp
     inputs = data.draw(inputs_for(graph))
     log: list[str] = []
@@ -179,12 +180,38 @@ def test_a_forward_pass_renders_its_first_requests_when_first_read_and_only_once
         assert _drive(fed, emitted[1:] + fed.emitted, llm) == reference
         return
     getattr(state, first)
-    shown = [p for _, r in state.emitted for p in graph.predecessors(r.node) if p in graph.inputs]
+    distinct = dict.fromkeys(tuple(graph.predecessors(r.node)) for _, r in state.emitted)
+    shown = [p for predecessors in distinct for p in predecessors if p in graph.inputs]
     assert sorted(log) == sorted(str(inputs[name]) for name in shown)
     for name in ("emitted", "runs", "in_flight"):
         getattr(state, name)
     assert len(log) == len(shown)
     assert _drive(state, state.emitted, llm) == reference
+
+
+def test_first_requests_with_the_same_inputs_share_one_rendering_of_them():
+    """Nodes ready at the start that read the very same inputs get one user message (formatted once);
+    their requests are those rendered one by one."""
+    from semgrad.core import GraphBuilder, render_forward
+
+    b = GraphBuilder()
+    q, c = b.input("question"), b.input("context")
+    b.llm("a", inputs=[q], instruction="A.")
+    b.llm("b", inputs=[q], instruction="B.")
+    b.llm("c", inputs=[q, c], instruction="C.")
+    b.llm("d", inputs=[c, q], instruction="D.")
+    b.llm("out", inputs=["a", "b", "c", "d"], instruction="Join.")
+    graph, params = b.build(output="out")
+    log: list[str] = []
+    counted = _counting(log)
+    emitted = forward(graph, params, {"question": counted("Q"), "context": counted("C")}, sample=4).emitted
+    requests = {request.node: request for _, request in emitted}
+    assert requests["a"].messages[1] is requests["b"].messages[1]
+    assert requests["c"].messages[1] is not requests["d"].messages[1]
+    assert sorted(log) == ["C", "C", "Q", "Q", "Q"]  # a and b once, c, d
+    for node in "abcd":
+        shown = [(p, graph.nodes[p].role, {"question": "Q", "context": "C"}[p]) for p in graph.nodes[node].inputs]
+        assert requests[node] == render_forward(node, params.value(graph.nodes[node].instruction), shown, sample=4)
 
 
 def test_a_prompt_that_cannot_be_rendered_fails_when_the_pass_is_run():
