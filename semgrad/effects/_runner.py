@@ -40,18 +40,24 @@ worker is ever in a call, so one worker drains the queue while the one it made
 pending waits its turn, finds the queue empty and returns -- two tasks in all,
 not one per request. Never more than `max_concurrency` workers exist.
 
-A worker that finds nothing queued parks only while fewer workers are parked
-than are in a call; otherwise it returns (a later wave starts new ones), and
-wakes the parked workers its call's end left in surplus, which return in turn:
-parked workers never outnumber the calls in flight, so as a wave ends they go
-while its last calls are still out. When the program is done, only pending
-workers and at most one parked one are left: the pool wakes it, every worker
-then sees the run is over and returns, and the run ends with its last worker --
-a plain return per worker, which costs less than cancelling each one.
+A worker that finds nothing queued parks only once some reply has made several
+requests ready at once (parked workers are there for such replies: the reply's
+own worker takes one request, the others need workers), and only while fewer
+workers are parked than are in a call. Otherwise it returns (a later wave starts
+new ones), and wakes the parked workers its call's end left in surplus, which
+return in turn: parked workers never outnumber the calls in flight, so as a wave
+ends they go while its last calls are still out. In a run where no reply has
+made more than one request ready (W1: a sample's second hint makes its answer
+ready, and nothing else), a parked worker would only ever be woken to return:
+W1@0.02 parked 32, and each park cost a wake-up, a task step and a task end on
+the replies' path (about 0.01 of its ratio). When the program is done, only
+pending workers and at most one parked one are left: the pool wakes it, every
+worker then sees the run is over and returns, and the run ends with its last
+worker -- a plain return per worker, which costs less than cancelling each one.
 (On a slow VM, cancelling 64 parked workers took about 1.4 ms at the end of a
-run, waking them 0.8-1.0 ms; W1@0.02 left 32 parked, about 0.8 ms of its tail.)
-On asyncio's loop and uvloop's a parked worker waits on a plain future of the
-loop, which is one object and is set in C; elsewhere on an anyio event.
+run, waking them 0.8-1.0 ms.) On asyncio's loop and uvloop's a parked worker
+waits on a plain future of the loop, which is one object and is set in C;
+elsewhere on an anyio event.
 
 A run holds each program's current state only: `Runner.run` and the pool let go
 of the program they were given, and a batch's `gather` with it (it holds every
@@ -356,6 +362,7 @@ class _Pool:
         self.pending = 0
         self.limit = runner.max_concurrency
         self.outstanding = 0  # requests emitted and not yet answered
+        self.fanned_out = False  # set once a reply has made more than one request ready
         self.over = False  # set once the program is done or has failed
         self.error: BaseException | None = None
         # A `gather` at the top (a batch, usually) is fed child by child, and each child's binds
@@ -443,7 +450,10 @@ class _Pool:
         if program.done:
             self._finish()
         else:
-            self._emitted(program.emitted)
+            emitted = program.emitted
+            if len(emitted) > 1:
+                self.fanned_out = True
+            self._emitted(emitted)
 
     def _deliver_part(self, entry: tuple[Any, ...], reply: Reply) -> None:
         """`_deliver` for a gather's child: the entry is ``(child, the child's token, request)``;
@@ -465,6 +475,7 @@ class _Pool:
                 self.queue.append((index, sub, request))
                 self.outstanding += 1
             elif emitted:
+                self.fanned_out = True
                 self._emitted(tuple((index, sub, request) for sub, request in emitted))
             else:
                 self._emitted(())  # a ProtocolError if nothing is left in flight
@@ -553,7 +564,9 @@ class _Pool:
             if self.over:
                 return
             calling = self.workers - len(self.idle) - self.pending - 1  # this worker runs: it is not calling
-            if len(self.idle) >= calling:
+            if not self.fanned_out or len(self.idle) >= calling:
+                # Parked workers serve a reply that makes several requests ready at once (its
+                # own worker takes one): until one has, a worker with nothing to do returns.
                 # No more parked workers than calls in flight (whose replies are what wakes a
                 # parked worker): a surplus one returns now, while calls are out, rather than
                 # being woken to return when the run ends, on its critical path. So do the

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
-from semgrad.core import Done, LLMRequest, Message, Program, ask, forward, gather
+from semgrad.core import Done, GraphBuilder, LLMRequest, Message, Program, ask, bind, forward, gather
 from semgrad.effects import Runner, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
@@ -230,24 +230,64 @@ async def test_a_one_request_program_is_answered_by_the_task_that_runs_it():
 async def test_parked_workers_never_outnumber_the_calls_in_flight():
     """As a wave of calls ends one by one, parked workers are released so that they never outnumber the calls
     still in flight: when the last call ends, at most one other worker is left to wake."""
-    graph, params = chain_graph(1)
     width = 20
+    b = GraphBuilder()
+    q = b.input("q")
+    b.llm("root", inputs=[q], instruction="Start.")
+    for i in range(width):  # root's reply makes all of them ready at once: workers may park from then on
+        b.llm(f"n{i}", inputs=["root"], instruction=f"Part {i}.")
+    b.llm("out", inputs=[f"n{i}" for i in range(width)], instruction="Join.")
+    graph, params = b.build(output="out")
     before = len(anyio.get_running_tasks())
     alive_at_last = []
 
     async def llm(request):
-        i = int(request.sample)
-        # The calls end in sample order, the last well after the others (time for released workers to return).
+        if request.node in ("root", "out"):
+            return "ok"
+        i = int(request.node[1:])
+        # The calls end in order, the last well after the others (time for released workers to return).
         await anyio.sleep(0.002 * (i + 1) + (0.03 if i == width - 1 else 0))
         if i == width - 1:
             alive_at_last.append(len(anyio.get_running_tasks()) - before)
         return "ok"
 
-    await Runner(FunctionLLM(llm)).run(batch(graph, params, width))
+    await Runner(FunctionLLM(llm)).run(forward(graph, params, {"q": "go"}))
     # Parking every idle worker would leave all `width` workers; parking only while fewer are
     # parked than calling, about half; releasing the surplus as calls end, the last call's
     # worker and at most one parked (the run's own task is one of the two).
     assert alive_at_last and alive_at_last[0] <= 2
+
+
+@pytest.mark.parametrize("fan_out", [None, "program", "batch child"])
+async def test_workers_park_only_once_a_reply_has_made_several_requests_ready(fan_out):
+    """Until a reply makes more than one request ready, a worker with nothing to do returns at once:
+    worker tasks never outnumber the calls in flight. After such a reply, some park."""
+    graph, params = chain_graph(1)
+    width = 8
+    in_flight = {"now": 0}
+    idle_workers = []  # at each call's end: worker tasks alive beyond those in a call
+
+    async def llm(request):
+        if request.node == "root":
+            return "ok"
+        in_flight["now"] += 1
+        await anyio.sleep(0.002 * (int(request.sample) + 1))  # the calls end one by one
+        workers = sum(1 for task in anyio.get_running_tasks() if task.name == "semgrad-llm-worker")
+        idle_workers.append(workers - in_flight["now"])
+        in_flight["now"] -= 1
+        return "ok"
+
+    samples = [forward(graph, params, {"q": str(i)}, sample=i) for i in range(width)]
+    if fan_out is None:
+        program = gather(*samples)
+    else:  # a first reply that makes every sample's request ready at once
+        root = ask(LLMRequest((Message("user", "root"),), node="root"))
+        program = bind(root, lambda _: gather(*samples))
+        if fan_out == "batch child":  # a batch's child (fed child by child), not the program
+            program = gather(program)
+    await Runner(FunctionLLM(llm)).run(program)
+    assert len(idle_workers) == width
+    assert (max(idle_workers) > 0) == bool(fan_out)
 
 
 async def test_a_timeout_the_llm_raises_itself_keeps_its_message():
