@@ -213,10 +213,12 @@ class Runner:
         """Run `program` to completion and return its value."""
         if program.done:
             return program.value
+        # The run holds each program's current state only: this frame lets go of the program
+        # (its first state), and so do the pool (see `_Pool`) and the sync driver.
         if not self._async:
-            return self._drive_sync(program)
-        # The run holds each sample's current state only: this frame lets go of the program
-        # (its first state), and so does the pool (see `_Pool`).
+            taken = [program]
+            del program
+            return self._drive_sync(taken)
         loop = _asyncio_loop()
         if loop is None:
             async with anyio.create_task_group() as tg:
@@ -243,11 +245,21 @@ class Runner:
         run by starting an event loop with `run_loop`: uvloop's when it is
         installed, unless `use_uvloop` is False (see `semgrad.effects.run_loop`).
         """
-        if self._async:
-            return run_loop(self.run, program, use_uvloop=use_uvloop)
-        return self._drive_sync(program)
+        taken = [program]  # handed over: the run holds each program's current state only
+        del program
+        return self._run_sync(taken, use_uvloop)
 
-    def _drive_sync(self, program: Program[T]) -> T:
+    def _run_sync(self, taken: list[Program[T]], use_uvloop: bool | None) -> T:
+        """`run_sync` of the one program in `taken`, which it takes out of the list."""
+        if self._async:
+            return run_loop(self._run_taken, taken, use_uvloop=use_uvloop)
+        return self._drive_sync(taken)
+
+    async def _run_taken(self, taken: list[Program[T]]) -> T:
+        return await self.run(taken.pop())
+
+    def _drive_sync(self, taken: list[Program[T]]) -> T:
+        """Run the program on top of `taken` (taking it off) with the sync LLM; its value."""
         # Depth first: the requests a reply makes ready are answered before older ones (in
         # the order they were emitted), so a batch of samples holds about one sample's state
         # at a time instead of every sample's -- less memory, and far less work for
@@ -260,18 +272,33 @@ class Runner:
         # calls in the same order and the same value (a property test compares them with
         # feeding the whole program), for about 7 % fewer instructions per call in W6, whose
         # program is a gather of binds.
+        #
+        # The programs are passed on `taken`, a stack, not as arguments: no frame keeps a
+        # program it has handed on, so the run holds each program's current state only, and
+        # a sample that is done holds nothing of its run (a lazy `forward`'s first state
+        # keeps its started state, with the requests it rendered).
         while True:
-            kind = type(program)
+            kind = type(taken[-1])
             if kind is _Bind:
-                program = program.then(self._drive_sync(program.inner))  # type: ignore[attr-defined]
+                bound: Any = taken.pop()
+                then = bound.then
+                taken.append(bound.inner)
+                del bound
+                taken.append(then(self._drive_sync(taken)))
             elif kind is _Gather:
-                children = program.children.tolist()  # type: ignore[attr-defined]
-                return tuple([self._drive_sync(child) for child in children])  # type: ignore[return-value]
+                children = taken.pop().children.tolist()  # type: ignore[attr-defined]
+                children.reverse()
+                values = []
+                while children:
+                    taken.append(children.pop())
+                    values.append(self._drive_sync(taken))
+                return tuple(values)  # type: ignore[return-value]
             else:
-                return self._drive_machine(program)
+                return self._drive_machine(taken)
 
-    def _drive_machine(self, program: Program[T]) -> T:
-        """`_drive_sync` for any program: every reply is fed to `program`'s states, depth first."""
+    def _drive_machine(self, taken: list[Program[T]]) -> T:
+        """`_drive_sync` for any program: every reply is fed to its states, depth first."""
+        program = taken.pop()
         queue = list(reversed(program.emitted))
         pop, extend = queue.pop, queue.extend
         llm, finished = self.llm, self._finished
@@ -732,7 +759,9 @@ async def run(
 
     See `Runner` for the arguments; use a `Runner` to read statistics afterwards.
     """
-    return await Runner(llm, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply).run(program)
+    running = Runner(llm, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply).run(program)
+    del program  # the run holds each program's current state only
+    return await running
 
 
 def run_sync(
@@ -753,4 +782,6 @@ def run_sync(
         >>> run_sync(pure(42), lambda request: "unused")
         42
     """
-    return Runner(llm, max_concurrency=max_concurrency, timeout=timeout).run_sync(program, use_uvloop=use_uvloop)
+    taken = [program]  # handed over: the run holds each program's current state only
+    del program
+    return Runner(llm, max_concurrency=max_concurrency, timeout=timeout)._run_sync(taken, use_uvloop)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import weakref
 import zlib
 
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
 from semgrad.core import Done, GraphBuilder, LLMRequest, Message, Program, ask, bind, forward, gather
-from semgrad.effects import Runner, run_loop, run_sync
+from semgrad.effects import Runner, run, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
 from ._graphs import chain_graph
@@ -410,33 +409,72 @@ class _Steps(Program[int]):
         return Done(self.left) if self.left == 1 else _Steps(self.left - 1, self.request)
 
 
+class _FirstStates:
+    """`size` programs of three calls each (a gather of them, or one), and a check, made on each
+    call after a program's first, that the run no longer holds that program's first state."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.firsts: list[weakref.ref] = []
+        self.calls = [0] * size
+        self.freed_when_asked_again: list[bool] = []
+
+    def program(self):
+        def steps(i):
+            first = _Steps(3, LLMRequest((Message("user", f"sample {i}"),), sample=i))
+            self.firsts.append(weakref.ref(first))
+            return first
+
+        return gather(*(steps(i) for i in range(self.size))) if self.size > 1 else steps(0)
+
+    def check(self, request) -> None:
+        self.calls[request.sample] += 1
+        if self.calls[request.sample] > 1:  # (freed when its last reference goes: no cycle holds it)
+            self.freed_when_asked_again.append(self.firsts[request.sample]() is None)
+
+    def value(self):
+        return (1,) * self.size if self.size > 1 else 1
+
+
 @pytest.mark.parametrize("size", [1, 6])
 @pytest.mark.parametrize("latency", [0.0, 0.002])
-async def test_a_run_holds_each_program_s_current_state_only(size, latency):
+@pytest.mark.parametrize("entry", ["Runner.run", "run"])
+async def test_a_run_holds_each_program_s_current_state_only(size, latency, entry):
     """Once a reply is fed, the run holds neither the state it was fed to nor the program it was
     given (a batch's gather, which holds every sample's first state): only current states."""
-    firsts = []
-    freed_when_asked_again = []
-
-    def steps(i):
-        first = _Steps(3, LLMRequest((Message("user", f"sample {i}"),), sample=i))
-        firsts.append(weakref.ref(first))
-        return first
+    states = _FirstStates(size)
 
     async def llm(request):
-        calls[request.sample] += 1
-        if calls[request.sample] > 1:
-            gc.collect()
-            freed_when_asked_again.append(firsts[request.sample]() is None)
+        states.check(request)
         await anyio.sleep(latency)
         return "ok"
 
-    calls = [0] * size
-    program = gather(*(steps(i) for i in range(size))) if size > 1 else steps(0)
-    run = Runner(FunctionLLM(llm)).run(program)
+    program = states.program()
+    running = Runner(FunctionLLM(llm)).run(program) if entry == "Runner.run" else run(program, FunctionLLM(llm))
     del program
-    assert await run == ((1,) * size if size > 1 else 1)
-    assert freed_when_asked_again == [True] * (2 * size)
+    assert await running == states.value()
+    assert states.freed_when_asked_again == [True] * (2 * size)
+
+
+@pytest.mark.parametrize("size", [1, 6])
+@pytest.mark.parametrize("entry", ["Runner.run_sync", "run_sync"])
+@pytest.mark.parametrize("sync_llm", [True, False])
+def test_a_sync_run_holds_each_program_s_current_state_only(size, entry, sync_llm):
+    """run_sync, with a sync LLM (depth first) or an async one, holds only current states too."""
+    states = _FirstStates(size)
+
+    def call(request):
+        states.check(request)
+        return "ok"
+
+    async def async_call(request):
+        return call(request)
+
+    llm = FunctionLLM(call if sync_llm else async_call)
+    # (Not inside an `assert`, whose rewriting keeps the program for its message.)
+    value = Runner(llm).run_sync(states.program()) if entry == "Runner.run_sync" else run_sync(states.program(), llm)
+    assert value == states.value()
+    assert states.freed_when_asked_again == [True] * (2 * size)
 
 
 async def test_a_run_that_fails_while_a_worker_is_parked_ends_with_its_exception_and_no_task_left():
