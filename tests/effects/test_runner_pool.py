@@ -481,18 +481,28 @@ async def test_a_run_that_fails_while_a_worker_is_parked_ends_with_its_exception
     """A run that fails while a worker is parked (its wait cancelled with the rest) raises its own
     exception, and no task is left."""
     before = len(anyio.get_running_tasks())
-    latency = {"fast": 0.001, "boom": 0.03, "slow": 5.0}
+    latency = {"root": 0.0, "fast": 0.001, "boom": 0.03, "slow": 5.0}
+    parked_at_boom = []
 
     async def llm(request):
         await anyio.sleep(latency[request.node])
+        if request.node == "boom":
+            workers = sum(1 for task in anyio.get_running_tasks() if task.name == "semgrad-llm-worker")
+            parked_at_boom.append(workers - 1)  # beyond boom's (slow's is the run's own task, not named)
         return "ok"
 
     def on_reply(request, reply):
         if request.node == "boom":
             raise ZeroDivisionError("from on_reply")
 
-    program = gather(*(ask(LLMRequest((Message("user", node),), node=node)) for node in latency))
+    def call(node):
+        return ask(LLMRequest((Message("user", node),), node=node))
+
+    # root's reply makes the three others ready at once (so workers park from then on); the run's own
+    # task takes slow, the first, and fast's worker parks when it is done.
+    program = bind(call("root"), lambda _: gather(call("slow"), call("boom"), call("fast")))
     runner = Runner(FunctionLLM(llm), on_reply=on_reply)
     with anyio.fail_after(2), pytest.raises(ZeroDivisionError, match="from on_reply"):
         await runner.run(program)
     assert len(anyio.get_running_tasks()) == before
+    assert parked_at_boom == [1]
