@@ -20,6 +20,16 @@ difference cancels start-up, imports and building the graph. The programs:
 The fake's own instructions are counted separately (the large batch's requests
 answered twice rather than once, in a loop) and subtracted, except for the forward
 kinds' constant fake.
+
+Two more kinds, not run by default, count *everything* the process does during
+one whole run of W1's or W4's program on the async runner -- the library, anyio,
+the event loop (``--loop``), `LatencyLLM(ScaleLLM())` and the cyclic collector,
+which stays on -- as ``Ir(two runs) - Ir(one run)`` after a warm-up run, each run
+after a `gc.collect()` as in the harness, at 0.5 s latency (so that the run keeps
+its shape under valgrind's slowdown): ``w1_run`` and ``w4_run``. Their rows give
+``instructions_per_run`` and, divided by the run's calls, ``instructions_per_call``.
+
+    python -m benchmarks.instructions --only w1_run,w4_run --loop uvloop
 """
 
 from __future__ import annotations
@@ -37,9 +47,20 @@ from typing import Any
 
 __all__ = ["KINDS", "count", "main"]
 
-KINDS = ("forward", "forward_async", "backward", "w6")
-#: (smaller batch, larger batch) per kind.
-BATCHES = {"forward": (100, 200), "forward_async": (100, 200), "backward": (40, 80), "w6": (2, 4)}
+KINDS = ("forward", "forward_async", "backward", "w6", "w1_run", "w4_run")
+#: What `python -m benchmarks.instructions` counts when not told `--only`.
+DEFAULT_KINDS = ("forward", "forward_async", "backward", "w6")
+#: (smaller batch, larger batch) per kind; for the whole-run kinds, (runs, runs).
+BATCHES = {
+    "forward": (100, 200),
+    "forward_async": (100, 200),
+    "backward": (40, 80),
+    "w6": (2, 4),
+    "w1_run": (1, 2),
+    "w4_run": (1, 2),
+}
+#: The whole-run kinds' latency per call, seconds.
+RUN_LATENCY = 0.5
 
 
 def _program(kind: str, batch: int) -> tuple[Any, Any, Any]:
@@ -61,6 +82,12 @@ def _program(kind: str, batch: int) -> tuple[Any, Any, Any]:
             return reply
 
         return (lambda: forward_program(graph, params, batch)), constant, list
+    if kind == "w1_run":
+        graph, params = paper_graph()
+        return (lambda: forward_program(graph, params, 32)), ScaleLLM(), list
+    if kind == "w4_run":
+        graph, params = deep_graph(4, 4)
+        return (lambda: fwd_bwd_program(graph, params, 8)), ScaleLLM(), list
     if kind == "backward":
         graph, params = deep_graph(4, 4)
         trace = Runner(ScaleLLM()).run_sync(forward_program(graph, params, 1)).__getitem__(0)
@@ -89,6 +116,19 @@ def _child(kind: str, batch: int, part: str, loop: str) -> None:
         for _ in range(int(part[4:])):
             for request in recorded:
                 llm(request)
+        return
+    if kind in ("w1_run", "w4_run"):  # `batch` whole runs after a warm-up, each after a full collection
+        from semgrad.backends.fake import LatencyLLM
+
+        slow = LatencyLLM(llm, RUN_LATENCY)
+
+        async def one_run() -> None:
+            await Runner(slow).run(build())
+
+        run_loop(one_run, use_uvloop=loop == "uvloop")
+        for _ in range(batch):
+            gc.collect()
+            run_loop(one_run, use_uvloop=loop == "uvloop")
         return
     if kind == "forward_async":
 
@@ -145,6 +185,20 @@ def _ir(args: list[str], *, collect_gc: bool) -> int:
 def count(kind: str, *, loop: str = "asyncio", collect_gc: bool = False) -> dict[str, Any]:
     """Instructions per call for `kind` (see the module docstring), with the fake's share apart."""
     small, large = BATCHES[kind]
+    if kind in ("w1_run", "w4_run"):  # everything, the collector too, during one whole run
+        runs = [_ir(["--child", kind, str(b), "library", loop], collect_gc=True) for b in (small, large)]
+        per_run = (runs[1] - runs[0]) / (large - small)
+        calls = _calls(kind, 1)
+        return {
+            "kind": kind,
+            "loop": loop,
+            "runs": [small, large],
+            "latency_s": RUN_LATENCY,
+            "calls_per_run": calls,
+            "instructions_per_run": round(per_run),
+            "instructions_per_call": round(per_run / calls),
+            "gc": True,
+        }
     calls = _calls(kind, large) - _calls(kind, small)
     library = [_ir(["--child", kind, str(b), "library", loop], collect_gc=collect_gc) for b in (small, large)]
     fake = 0.0
@@ -166,9 +220,11 @@ def count(kind: str, *, loop: str = "asyncio", collect_gc: bool = False) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(KINDS), help=f"comma-separated, from {', '.join(KINDS)}")
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio", help="forward_async's loop")
-    parser.add_argument("--gc", action="store_true", help="leave CPython's cyclic collector on")
+    parser.add_argument("--only", default=",".join(DEFAULT_KINDS), help=f"comma-separated, from {', '.join(KINDS)}")
+    parser.add_argument(
+        "--loop", choices=("asyncio", "uvloop"), default="asyncio", help="the loop of forward_async and the run kinds"
+    )
+    parser.add_argument("--gc", action="store_true", help="leave CPython's cyclic collector on (always on in a run)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
