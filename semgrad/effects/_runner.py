@@ -59,9 +59,10 @@ run, waking them 0.8-1.0 ms.) On asyncio's loop and uvloop's a parked worker
 waits on a plain future of the loop, which is one object and is set in C;
 elsewhere on an anyio event.
 
-A run holds each program's current state only: `Runner.run` and the pool let go
-of the program they were given, and a batch's `gather` with it (it holds every
-sample's first state, and a lazy `forward` keeps its started state). So the
+A run holds each program's current state only: the runners' entry points and
+the pool let go of the program they were given, and a batch's `gather` with it
+(it holds every sample's first state, and a lazy `forward` keeps its started
+state); the sync driver passes programs on a stack, not as arguments. So the
 objects a run keeps alive grow with what is in flight, not with what is done,
 and CPython's cyclic collector, which runs whenever more objects have been made
 than freed since its last pass, runs less often on a run's critical path: W1's
