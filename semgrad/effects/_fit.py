@@ -291,11 +291,15 @@ async def fit(
     if state.iteration == 0 and validation_set and state.initial_score is None:
         # The initial validation score and the first training forward are independent: run them together.
         progress(0, "scoring initial params")
-        both = (
-            evaluate(graph, params, validation_set, loss, options=forward_options),
-            evaluate(graph, params, train_set, loss, options=forward_options),
-        )
-        initial, first = await runner.run(gather(*both)) if iterations > 0 else (await runner.run(both[0]), None)
+        # (The programs are built in the calls: the run, not this frame, holds them, and lets go of
+        # each sample's first state as it goes.)
+        score = partial(evaluate, graph, params, validation_set, loss, options=forward_options)
+        if iterations > 0:
+            initial, first = await runner.run(
+                gather(score(), evaluate(graph, params, train_set, loss, options=forward_options))
+            )
+        else:
+            initial = await runner.run(score())
         if guard.exceeded:
             return state.result(runner, guard.stopped)
         state = attrs.evolve(state, initial_score=mean_score(initial), best_score=mean_score(initial))

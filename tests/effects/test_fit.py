@@ -51,6 +51,16 @@ def test_one_neighbor_sgd_iteration_makes_exactly_the_paper_counts(via_feedback,
     assert dict(rec.counts()) == {"forward": 3 * n + 3 * v + 3 * v, "backward": 2, **rewrite_side}
 
 
+def test_zero_iterations_with_a_validation_set_only_score_the_initial_params():
+    """iterations=0: the validation set is scored once (3V forward calls), nothing else runs, and the score is kept."""
+    llm, train, validation = _gsm8k()
+    rec = RecordingLLM(llm)
+    result, _ = _demo_fit(llm=rec, iterations=0)
+    assert dict(rec.counts()) == {"forward": 3 * len(validation)}
+    assert result.initial_score == result.best_score == 0.0
+    assert len(result.history) == 0
+
+
 def test_the_demo_task_improves_and_returns_the_best_accepted_params():
     """On the simulated task every accepted update raises the validation score; FitResult.params holds them."""
     result, params = _demo_fit(iterations=3)
