@@ -32,6 +32,14 @@ def test_a_dated_model_name_takes_the_price_of_its_longest_prefix(model, suffix)
     assert price_of(table, model + suffix) == table[longest]
 
 
+def test_a_newer_model_is_not_priced_as_the_older_model_its_name_extends():
+    """Models whose names extend an older entry's at another price have their own entries (Opus 4.5 is not Opus 4)."""
+    table = bundled_prices().models
+    assert price_of(table, "claude-opus-4-5-20251101") == (5.0, 25.0) != price_of(table, "claude-opus-4-1-20250805")
+    assert price_of(table, "gpt-5-mini-2025-08-07") == (0.25, 2.0) != price_of(table, "gpt-5-2025-08-07")
+    assert price_of(table, "claude-haiku-4-5-20251001") == (1.0, 5.0)
+
+
 def _config(system_file, items_file, **changes):
     return RunConfig(
         f"{system_file}:build", data=str(items_file), backend="openai-compatible", model="gpt-4o-mini",
@@ -64,7 +72,7 @@ def test_the_confirmation_threshold_works_without_a_price_file(tmp_path, system_
         "--out", str(tmp_path / "o"),
     )  # fmt: skip
     one_line_error(result, "--yes")
-    assert "estimated cost: $" in result.stdout and "2025-" in result.stdout
+    assert "estimated cost: $" in result.stdout and bundled_prices().date in result.stdout
     assert not (tmp_path / "o").exists()
 
 
