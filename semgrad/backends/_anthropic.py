@@ -127,7 +127,7 @@ def anthropic(
     Needs the ``http`` extra (httpx), imported on the first call.
 
     Args:
-        model: The model to ask, e.g. ``"claude-3-5-haiku-latest"``.
+        model: The model to ask, e.g. ``"claude-haiku-4-5"``.
         api_key: The key; default ``$ANTHROPIC_API_KEY``.
         base_url: The API root; default ``$ANTHROPIC_BASE_URL``, else
             ``https://api.anthropic.com``.
@@ -143,9 +143,9 @@ def anthropic(
         its repr shows the key.
 
     Examples:
-        >>> llm = anthropic("claude-3-5-haiku-latest", api_key="sk-ant-x", models={"optimizer": "claude-opus-4"})
+        >>> llm = anthropic("claude-haiku-4-5", api_key="sk-ant-x", models={"optimizer": "claude-opus-4-1"})
         >>> llm.identity["models"]
-        FrozenMap({'optimizer': 'claude-opus-4'})
+        FrozenMap({'optimizer': 'claude-opus-4-1'})
         >>> "sk-ant-x" in repr(llm)
         False
     """

@@ -23,8 +23,9 @@ import attrs
 
 __all__ = ["DEFAULT_MODELS", "PriceTable", "bundled_prices", "load_prices", "model_for", "price_of"]
 
-#: The model a backend uses when the config names none.
-DEFAULT_MODELS = {"openai-compatible": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+#: The model a backend uses when the config names none. (Anthropic retires old models: requests
+#: to a retired one fail, so the default is a current one; Claude 3.5 Haiku was deprecated in 2026.)
+DEFAULT_MODELS = {"openai-compatible": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 
 Prices = Mapping[str, tuple[float, float]]
 

@@ -23,6 +23,7 @@ from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._ledger import Ledger
 from ._predictions import predictions_json
+from ._prices import DEFAULT_MODELS, model_for, price_of
 from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 __all__ = [
@@ -123,14 +124,14 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         if not os.environ.get("OPENAI_API_KEY") and (base is None or "api.openai.com" in base):
             raise SetupError("no API key: set OPENAI_API_KEY, or pass --base-url for a local server that needs none")
         return openai_compatible(
-            base, model=config.model or "gpt-4o-mini", timeout=config.timeout, models=config.models()
+            base, model=config.model or DEFAULT_MODELS[config.backend], timeout=config.timeout, models=config.models()
         )
     from ..backends import anthropic
 
     if not os.environ.get("ANTHROPIC_API_KEY"):
         raise SetupError("no API key: set ANTHROPIC_API_KEY")
     return anthropic(
-        config.model or "claude-3-5-haiku-latest",
+        config.model or DEFAULT_MODELS[config.backend],
         base_url=config.base_url,
         timeout=config.timeout,
         models=config.models(),
@@ -434,8 +435,6 @@ def estimate_cost(
     """
     if not prices:
         return None
-    from ._prices import model_for, price_of
-
     total = 0.0
     for role, (used_in, used_out) in tokens_by_role.items():
         price = price_of(prices, model_for(config, role) or config.model or "")
