@@ -382,7 +382,10 @@ def _shared_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--validation", type=int, help="validation items")
     parser.add_argument("--test", type=int, help="test items (default: all held out)")
     parser.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
-    parser.add_argument("--model", help="the model for every role")
+    parser.add_argument(
+        "--model",
+        help="the model for every role (default: gpt-4o-mini on openai-compatible, claude-haiku-4-5 on anthropic)",
+    )
     parser.add_argument("--forward-model", help="the model for forward calls")
     parser.add_argument("--backward-model", help="the model for backward calls")
     parser.add_argument("--optimizer-model", help="the model for rewrite and critique calls")

@@ -81,6 +81,8 @@ def test_help_shows_the_defaults():
     text = " ".join(semgrad("run", "--help").stdout.split())
     for fragment in ("(default: 2)", "(default: neighbor-sgd)", "(default: 8)", "(default: exact)", "prices.json"):
         assert fragment in text
+    for backend, model in DEFAULT_MODELS.items():  # the help names the models the backends default to
+        assert f"{model} on {backend}" in text
 
 
 def test_version():
