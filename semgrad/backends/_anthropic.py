@@ -2,7 +2,9 @@
 
 One POST to ``{base_url}/v1/messages`` per request. System messages go into
 the top-level ``system`` field; consecutive messages of one role are merged
-(the API wants user and assistant turns to alternate).
+(the API wants user and assistant turns to alternate). A reply that stopped at
+``max_tokens`` before any text (extended thinking can spend the whole cap) is a
+``truncated`` failure, not an empty answer (see `_http`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import FrozenMap, LLMRequest, LLMResponse, Message
-from ._http import HTTPBackend, jsonable, setting
+from ._http import HTTPBackend, jsonable, setting, truncated
 
 __all__ = ["AnthropicMessages", "anthropic"]
 
@@ -102,12 +104,16 @@ class AnthropicMessages(HTTPBackend):
         return body
 
     def parse(self, data: Any, model: str) -> LLMResponse:
-        """Text (the text blocks, joined), usage and model from a message."""
+        """Text (the text blocks, joined), usage and model from a message; a `truncated` failure if it
+        stopped at ``max_tokens`` before any text."""
         blocks = data["content"]
         if not isinstance(blocks, list):
             raise TypeError(f"content is {type(blocks).__name__}, not a list of blocks")
         text = "".join(block["text"] for block in blocks if block.get("type") == "text")
-        return LLMResponse(text, _usage(data), str(data.get("model") or model))
+        answered = str(data.get("model") or model)
+        if not text and data.get("stop_reason") == "max_tokens":
+            raise truncated(answered)
+        return LLMResponse(text, _usage(data), answered)
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", max_tokens={self.max_tokens})"

@@ -15,7 +15,12 @@ HTTP 5xx           server          yes
 client timeout     timeout         yes
 no connection      connection      yes
 unreadable reply   malformed       yes
+cap hit, no text   truncated       no
 =================  ==============  ===========================
+
+A reply that stopped at its output-token cap before any text (a reasoning model
+can spend the whole cap on reasoning) is a failed call, ``truncated``, not an
+empty answer: scored as one, every sample would look like a wrong answer.
 
 API keys live in a `Secret`, which never shows its value in a repr, a string,
 or a pickle, and every message is scrubbed of the key before it is raised.
@@ -50,6 +55,7 @@ __all__ = [
     "retry_after_seconds",
     "setting",
     "status_error",
+    "truncated",
 ]
 
 
@@ -251,6 +257,29 @@ def _transport_error(exc: Exception, url: str) -> LLMError:
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL)):
         return LLMError("bad_request", f"cannot send to {url} ({type(exc).__name__}: {exc}); check base_url")
     return LLMError("connection", f"no connection to {url} ({type(exc).__name__}: {exc})", retryable=True)
+
+
+def truncated(model: str, reasoning_tokens: Any = None) -> LLMFailure:
+    """The failure for a reply that stopped at its output-token cap before writing any text.
+
+    Not retryable: the same request stops at the same cap.
+
+    Examples:
+        >>> failure = truncated("gpt-5-mini", 1024)
+        >>> failure.error.kind, failure.error.retryable
+        ('truncated', False)
+        >>> print(failure.error.message)  # doctest: +NORMALIZE_WHITESPACE
+        gpt-5-mini stopped at the output-token cap before writing any text (1024 reasoning tokens): raise the
+        max_tokens option (semgrad run: --max-output-tokens); a reasoning model spends the cap on reasoning first
+    """
+    spent = f" ({reasoning_tokens} reasoning tokens)" if isinstance(reasoning_tokens, int) and reasoning_tokens else ""
+    return LLMFailure(
+        LLMError(
+            "truncated",
+            f"{model} stopped at the output-token cap before writing any text{spent}: raise the "
+            "max_tokens option (semgrad run: --max-output-tokens); a reasoning model spends the cap on reasoning first",
+        )
+    )
 
 
 def malformed(message: str) -> LLMFailure:

@@ -2,21 +2,33 @@
 
 One POST to ``{base_url}/chat/completions`` per request; the request's options
 (temperature, max_tokens, top_p, stop, seed, ...) go into the body as they are,
-so server-specific options (vLLM's ``top_k``, say) pass through too.
+so server-specific options (vLLM's ``top_k``, say) pass through too. One
+exception: on OpenAI's own API (``https://api.openai.com``) ``max_tokens`` is
+sent as ``max_completion_tokens``, which OpenAI takes for every chat model and
+its reasoning models (o-series, GPT-5) require: they refuse ``max_tokens`` with
+an HTTP 400. Other servers get ``max_tokens``, which they all know.
+
+A reply cut at that cap before any text (a reasoning model may spend all of it
+on reasoning) is a ``truncated`` failure, not an empty answer (see `_http`).
+Reasoning models also refuse any ``temperature`` but 1; that 400 is shown as
+OpenAI words it (``semgrad run``: pass ``--temperature 1``).
 """
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ._http import HTTPBackend, jsonable, setting
+from ._http import HTTPBackend, jsonable, setting, truncated
 
 __all__ = ["OpenAICompatible", "openai_compatible"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RESERVED = ("model", "messages", "stream")
+#: Hosts that take ``max_completion_tokens`` for a request's ``max_tokens`` (OpenAI's own API).
+COMPLETION_TOKENS_HOSTS = ("api.openai.com",)
 
 
 def _usage(data: Mapping[str, Any]) -> dict[str, int]:
@@ -32,6 +44,15 @@ class OpenAICompatible(HTTPBackend):
     factory = "openai_compatible"
     key_env = "OPENAI_API_KEY"
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        try:
+            host = urllib.parse.urlsplit(self.base_url).hostname
+        except ValueError:  # a base_url that does not parse: its first call fails and says so
+            host = None
+        #: What a request's ``max_tokens`` is sent as: ``max_completion_tokens`` on OpenAI's own API.
+        self.max_tokens_field = "max_completion_tokens" if host in COMPLETION_TOKENS_HOSTS else "max_tokens"
+
     def url(self) -> str:
         """The chat completions endpoint."""
         return f"{self.base_url}/chat/completions"
@@ -42,28 +63,45 @@ class OpenAICompatible(HTTPBackend):
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def body(self, request: LLMRequest, model: str) -> dict[str, Any]:
-        """The JSON body: model, messages, and the request's options.
+        """The JSON body: model, messages, and the request's options (``max_tokens`` as `max_tokens_field`).
 
         Examples:
             >>> from semgrad.core import Message
             >>> llm = openai_compatible("http://127.0.0.1:8000/v1", model="m")
             >>> llm.body(LLMRequest((Message("user", "hi"),), options={"temperature": 0, "stop": ("\\n",)}), "m")
             {'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}], 'temperature': 0, 'stop': ['\\n']}
+            >>> official = openai_compatible("https://api.openai.com/v1", model="gpt-5-mini", api_key="sk-x")
+            >>> official.body(LLMRequest((Message("user", "hi"),), options={"max_tokens": 9}), "gpt-5-mini")
+            {'model': 'gpt-5-mini', 'messages': [{'role': 'user', 'content': 'hi'}], 'max_completion_tokens': 9}
         """
-        clash = [name for name in _RESERVED if name in request.options]
+        options = request.options
+        clash = [name for name in _RESERVED if name in options]
         if clash:
             raise LLMFailure(
                 LLMError("bad_request", f"options {clash} are set by the backend; remove them from the request")
             )
+        body = jsonable(options)
+        field = self.max_tokens_field
+        if field != "max_tokens" and "max_tokens" in body:
+            if field in body:
+                raise LLMFailure(
+                    LLMError("bad_request", f"options max_tokens and {field} are the same cap here; set one of them")
+                )
+            body = {(field if name == "max_tokens" else name): value for name, value in body.items()}
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        return {"model": model, "messages": messages, **jsonable(request.options)}
+        return {"model": model, "messages": messages, **body}
 
     def parse(self, data: Any, model: str) -> LLMResponse:
-        """Text, usage and model from a chat completion."""
-        content = data["choices"][0]["message"]["content"]
+        """Text, usage and model from a chat completion; `truncated` if it stopped at its cap before any text."""
+        choice = data["choices"][0]
+        content = choice["message"]["content"]
         if content is not None and not isinstance(content, str):
             raise TypeError(f"message content is {type(content).__name__}, not text")
-        return LLMResponse(content or "", _usage(data), str(data.get("model") or model))
+        answered = str(data.get("model") or model)
+        if not content and choice.get("finish_reason") == "length":
+            details = (data.get("usage") or {}).get("completion_tokens_details") or {}
+            raise truncated(answered, details.get("reasoning_tokens") if isinstance(details, Mapping) else None)
+        return LLMResponse(content or "", _usage(data), answered)
 
 
 def openai_compatible(

@@ -126,3 +126,27 @@ def test_merged_turns_alternate_and_keep_all_text(pairs):
     assert system == "\n\n".join(m.content for m in messages if m.role == "system")
     joined = "\n\n".join(t["content"] for t in turns)
     assert joined == "\n\n".join(m.content for m in messages if m.role != "system")
+
+
+def _cut(content):
+    usage = {"input_tokens": 10, "output_tokens": 64}
+    return (
+        200,
+        {},
+        {"type": "message", "model": "claude-small", "content": content, "stop_reason": "max_tokens", "usage": usage},
+    )
+
+
+async def test_a_message_cut_at_max_tokens_before_any_text_is_a_truncated_failure(provider):
+    """stop_reason 'max_tokens' with no text (only thinking) is a non-retryable 'truncated' failure, not a reply."""
+    provider.script(_cut([{"type": "thinking", "thinking": "Let me see", "signature": "s"}]))
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider)(REQUEST)
+    assert (caught.value.error.kind, caught.value.error.retryable) == ("truncated", False)
+    assert "claude-small" in caught.value.error.message
+
+
+async def test_a_message_cut_at_max_tokens_after_some_text_keeps_the_text(provider):
+    """stop_reason 'max_tokens' after some text is a reply with that text."""
+    provider.script(_cut([{"type": "text", "text": "The answer is"}]))
+    assert (await backend(provider)(REQUEST)).text == "The answer is"

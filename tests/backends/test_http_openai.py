@@ -88,6 +88,55 @@ async def test_options_the_backend_sets_itself_are_refused(provider):
     assert provider.count == 0
 
 
+async def test_openai_s_own_api_gets_max_completion_tokens_and_other_servers_max_tokens(provider, monkeypatch):
+    """On OpenAI's API a request's max_tokens is sent as max_completion_tokens (in its place); elsewhere as it is."""
+    request = LLMRequest(QUESTION.messages, options={"temperature": 1, "max_tokens": 20, "seed": 7})
+    official = openai_compatible("https://api.openai.com/v1", model="gpt-5-mini", api_key="sk-x")
+    assert list(official.body(request, "gpt-5-mini"))[2:] == ["temperature", "max_completion_tokens", "seed"]
+    assert official.body(request, "gpt-5-mini")["max_completion_tokens"] == 20
+    assert backend(provider).body(request, "m")["max_tokens"] == 20
+    # The same over a real connection, with the local server standing in for OpenAI's host.
+    monkeypatch.setattr("semgrad.backends._openai.COMPLETION_TOKENS_HOSTS", ("127.0.0.1",))
+    await backend(provider)(request)
+    await backend(provider)(LLMRequest(QUESTION.messages, options={"max_completion_tokens": 5}))
+    sent = [body for _, _, body in provider.requests]
+    assert [(b.get("max_tokens"), b.get("max_completion_tokens")) for b in sent] == [(None, 20), (None, 5)]
+
+
+async def test_both_token_caps_on_openai_s_api_are_refused_before_sending(provider, monkeypatch):
+    """max_tokens and max_completion_tokens together, where they are one cap, are a bad_request and nothing is sent."""
+    monkeypatch.setattr("semgrad.backends._openai.COMPLETION_TOKENS_HOSTS", ("127.0.0.1",))
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider)(LLMRequest(QUESTION.messages, options={"max_tokens": 5, "max_completion_tokens": 5}))
+    assert (caught.value.error.kind, caught.value.error.retryable, provider.count) == ("bad_request", False, 0)
+
+
+def _cut(content, reasoning_tokens=None):
+    usage = {"prompt_tokens": 10, "completion_tokens": 64}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"}
+    return (200, {}, {"model": "gpt-5-mini", "choices": [choice], "usage": usage})
+
+
+@pytest.mark.parametrize("content", ["", None])
+async def test_a_reply_cut_at_its_cap_before_any_text_is_a_truncated_failure(provider, content):
+    """finish_reason 'length' with no text is a non-retryable 'truncated' failure naming the cap, not an empty reply."""
+    provider.script(_cut(content, reasoning_tokens=64))
+    with pytest.raises(LLMFailure) as caught:
+        await retrying(backend(provider), RetryPolicy(max_attempts=3, base_delay=0.0))(QUESTION)
+    error = caught.value.error
+    assert (error.kind, error.retryable) == ("truncated", False)
+    assert "64 reasoning tokens" in error.message and "--max-output-tokens" in error.message
+    assert provider.count == 1  # not retried: the same request stops at the same cap
+
+
+async def test_a_reply_cut_at_its_cap_after_some_text_keeps_the_text(provider):
+    """finish_reason 'length' after some text is a reply with that text (the parsers judge it)."""
+    provider.script(_cut("The answer is"))
+    assert (await backend(provider)(QUESTION)).text == "The answer is"
+
+
 FAULTS = [
     ((429, {"Retry-After": "3"}, {"error": {"message": "slow down"}}), "rate_limit", True),
     ((500, {}, {"error": {"message": "boom"}}), "server", True),
