@@ -145,6 +145,8 @@ def _run(args: argparse.Namespace) -> int:
         plan = report = dry_run(config, prices=prices.models)
         print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
         print(report.table())
+        if not args.dry_run:
+            print("(retries, and repair requests after unreadable replies, come on top: --max-calls caps them all)")
         if config.backend != "simulated":
             print(f"(cost from {prices.describe()})")
         if args.dry_run:

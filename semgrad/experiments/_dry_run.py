@@ -34,7 +34,10 @@ def estimate_tokens(text: str) -> int:
 
 @attrs.frozen
 class DryRunReport:
-    """The calls a run will make at most, by (engine, purpose), with token and cost estimates."""
+    """The calls a run will make at most, by (engine, purpose), with token and cost estimates.
+
+    Retries, and repair requests after unreadable replies, are not counted.
+    """
 
     calls: FrozenMap[tuple[str, str], int]
     input_tokens: int
@@ -111,6 +114,8 @@ def dry_run(
     counter: _Counter | None = None,
 ) -> DryRunReport:
     """The calls `run_experiment(config)` will make at most, without calling any LLM or writing files.
+
+    Retries, and repair requests after unreadable replies, are not counted: they come on top.
 
     Args:
         config: The run to estimate.
