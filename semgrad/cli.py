@@ -202,7 +202,11 @@ def _run(args: argparse.Namespace) -> int:
             acc = task["accuracy"]
             fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
             scores = ", ".join(f"{part} {fmt(acc[part])}" for part in ("train", "validation", "test"))
-            print(f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])}){_errors_text(task)}")
+            print(
+                f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])})"
+                + _errors_text(task)
+                + _unanswered_text(task)
+            )
         if len(summary["tasks"]) > 1:
             both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
             for name, values in both:
@@ -268,6 +272,18 @@ def _errors_text(task: dict[str, Any]) -> str:
         return ""
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(task["errors_by_kind"].items(), key=lambda kv: -kv[1]))
     return f"; {task['errors']} calls without a reply ({kinds})"
+
+
+def _unanswered_text(task: dict[str, Any]) -> str:
+    """How many test samples got no answer at all: a score of 0 from unreadable replies is not a wrong answer."""
+    predictions = task.get("predictions") or []
+    missing = sum(1 for p in predictions if isinstance(p, dict) and p.get("output") is None)
+    if not missing:
+        return ""
+    return (
+        f"; {missing} of {len(predictions)} test samples have no answer "
+        "(unreadable or failed replies: each sample's errors are in results.json)"
+    )
 
 
 def _report(args: argparse.Namespace) -> int:

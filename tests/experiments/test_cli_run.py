@@ -146,6 +146,42 @@ def counting_server():
     thread.join()
 
 
+class _Unformatted(http.server.BaseHTTPRequestHandler):
+    """Answers every chat completion in prose, never in the <result> block the parsers read."""
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        message = {"role": "assistant", "content": "I think the answer is yes."}
+        data = json.dumps({"model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@needs_data
+def test_a_run_whose_replies_are_all_unreadable_says_no_sample_was_answered(tmp_path):
+    """A run whose model never answers in the readable form ends by saying how many test samples have no answer,
+    instead of a bare score of 0 and no errors."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unformatted)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        args = ("--yes", "--iterations", "1", "--train", "2", "--test", "3", "--out", str(tmp_path / "o"))
+        result = openai_run(url, *args)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert result.returncode == 0, result.stderr
+    assert "test 0.000" in result.stdout and "3 of 3 test samples have no answer" in result.stdout, result.stdout
+
+
 @needs_data
 def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
     """A base URL where nothing listens gives one line saying the backend cannot be used."""
