@@ -407,7 +407,13 @@ def _shared_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--forward-model", help="the model for forward calls")
     parser.add_argument("--backward-model", help="the model for backward calls")
     parser.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
-    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of every call")
+    parser.add_argument(
+        "--temperature",
+        type=_temperature,
+        default=0.0,
+        help="sampling temperature of every call (default: 0), or none to send none: for models that refuse one "
+        "(Claude Opus 4.7, OpenAI's reasoning models); a role's own --ROLE-temperature is still sent",
+    )
     parser.add_argument("--max-output-tokens", type=int, default=1024, help="reply length cap of every call")
     for role in ("forward", "backward", "optimizer"):
         parser.add_argument(f"--{role}-temperature", type=float, help=f"the temperature of {role} calls")
@@ -415,6 +421,16 @@ def _shared_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     parser.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
+
+
+def _temperature(text: str) -> float | None:
+    """A temperature, or None for ``none`` (no temperature is sent)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number or none, got {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,8 @@ an HTTP 400. Other servers get ``max_tokens``, which they all know.
 A reply cut at that cap before any text (a reasoning model may spend all of it
 on reasoning) is a ``truncated`` failure, not an empty answer (see `_http`).
 Reasoning models also refuse any ``temperature`` but 1; that 400 is shown as
-OpenAI words it (``semgrad run``: pass ``--temperature 1``).
+OpenAI words it (leave temperature out of the options: ``semgrad run
+--temperature none``).
 """
 
 from __future__ import annotations

@@ -73,7 +73,9 @@ class RunConfig:
     #: "official" or "heldout"; None picks "heldout" when a validation size is given, else "official".
     protocol: str = attrs.field(default=None, validator=attrs.validators.optional(_choice(PROTOCOLS, "protocol")))
     param: str | None = attrs.field(default=None)
-    temperature: float = 0.0
+    #: None: no temperature is sent (models that refuse one: Claude Opus 4.7, OpenAI's reasoning models),
+    #: except to the roles whose own temperature is set.
+    temperature: float | None = 0.0
     max_output_tokens: int = attrs.field(default=1024, validator=_positive)
     forward_temperature: float | None = None
     backward_temperature: float | None = None
@@ -120,17 +122,18 @@ class RunConfig:
             >>> opts = RunConfig("gsm8k", forward_temperature=0.7).sampling()
             >>> dict(opts["forward"]), dict(opts["backward"])
             ({'temperature': 0.7, 'max_tokens': 1024}, {'temperature': 0.0, 'max_tokens': 1024})
+            >>> opts = RunConfig("gsm8k", temperature=None, forward_temperature=0.0).sampling()
+            >>> dict(opts["forward"]), dict(opts["optimizer"])  # None: no temperature is sent
+            ({'temperature': 0.0, 'max_tokens': 1024}, {'max_tokens': 1024})
         """
         found = {}
         for engine in ENGINES:
             temperature = getattr(self, f"{engine}_temperature")
+            temperature = self.temperature if temperature is None else temperature
             tokens = getattr(self, f"{engine}_max_output_tokens")
-            found[engine] = FrozenMap(
-                {
-                    "temperature": self.temperature if temperature is None else temperature,
-                    "max_tokens": self.max_output_tokens if tokens is None else tokens,
-                }
-            )
+            options = {} if temperature is None else {"temperature": temperature}
+            options["max_tokens"] = self.max_output_tokens if tokens is None else tokens
+            found[engine] = FrozenMap(options)
         return FrozenMap(found)
 
     def to_json(self) -> dict[str, Any]:

@@ -375,8 +375,12 @@ def _settings(table: Mapping[str, Any], base_dir: str | os.PathLike[str] | None)
             continue
         if key in _INTS and (not isinstance(value, int) or isinstance(value, bool)):
             raise SweepError(f"settings.{key} must be an integer, got {value!r}")
+        if key == "temperature" and value == "none":  # TOML has no null: no temperature is sent
+            settings[key] = None
+            continue
         if key in _FLOATS and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-            raise SweepError(f"settings.{key} must be a number, got {value!r}")
+            also = ' (or "none": no temperature is sent)' if key == "temperature" else ""
+            raise SweepError(f"settings.{key} must be a number{also}, got {value!r}")
         if key in _TEXTS:
             _text(value, f"settings.{key}")
         if key in ("data_dir", "cache") and base_dir is not None:

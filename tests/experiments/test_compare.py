@@ -129,3 +129,19 @@ def test_compare_takes_the_same_model_and_sampling_flags_as_run():
     cmp = _config(cmp_args, optimizer="neighbor-sgd")
     assert cmp.sampling() == run.sampling() and cmp.models() == run.models()
     assert (cmp.base_url, cmp.model) == (run.base_url, run.model) == ("http://127.0.0.1:1", "m")
+
+
+def test_temperature_none_sends_no_temperature_except_a_role_s_own():
+    """`--temperature none` leaves temperature out of every request's options except a role's that sets its own
+    (Claude Opus 4.7 and OpenAI's reasoning models refuse one); anything else but a number is a usage error."""
+    from semgrad.cli import _config, build_parser
+    from semgrad.experiments import RunConfig
+
+    args = build_parser().parse_args(["run", "bbh:navigate", "--temperature", "None", "--forward-temperature", "0"])
+    config = _config(args)
+    sampling = config.sampling()
+    assert dict(sampling["forward"]) == {"temperature": 0.0, "max_tokens": 1024}
+    assert dict(sampling["backward"]) == dict(sampling["optimizer"]) == {"max_tokens": 1024}
+    assert RunConfig.from_json(config.to_json()) == config and config.to_json()["temperature"] is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "bbh:navigate", "--temperature", "cold"])

@@ -72,6 +72,16 @@ def test_model_sets_per_role_fill_the_config_and_several_extend_the_grid():
     assert two.models[1] == ModelSet(name="big", model="gpt-4o")
 
 
+def test_temperature_none_in_a_spec_sends_no_temperature():
+    """settings.temperature = "none" (TOML has no null) gives runs whose requests carry no temperature; any other
+    text is a SweepError."""
+    spec = parse_spec({"tasks": ["gsm8k"], "seeds": [0], "optimizers": ["tgd"], "settings": {"temperature": "none"}})
+    (run,) = spec.runs()
+    assert run.config.temperature is None and "temperature" not in run.config.sampling()["forward"]
+    with pytest.raises(SweepError, match="temperature must be a number"):
+        parse_spec({"tasks": ["gsm8k"], "seeds": [0], "optimizers": ["tgd"], "settings": {"temperature": "cold"}})
+
+
 def test_the_call_limit_is_kept_per_backend():
     """max_concurrent_calls as a number limits the sweep's backend; as a table, the backends it names."""
     spec = parse_spec({**GRID, "settings": {"backend": "openai-compatible", "max_concurrent_calls": 3}})
