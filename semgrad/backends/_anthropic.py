@@ -2,9 +2,10 @@
 
 One POST to ``{base_url}/v1/messages`` per request. System messages go into
 the top-level ``system`` field; consecutive messages of one role are merged
-(the API wants user and assistant turns to alternate). A reply that stopped at
-``max_tokens`` before any text (extended thinking can spend the whole cap) is a
-``truncated`` failure, not an empty answer (see `_http`).
+(the API wants user and assistant turns to alternate). A reply without text is
+a failure, not an empty answer (see `_http`): ``truncated`` when it stopped at
+``max_tokens`` (extended thinking can spend the whole cap), else ``malformed``;
+one that stopped with ``stop_reason: "refusal"`` is ``refused``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import FrozenMap, LLMRequest, LLMResponse, Message
-from ._http import HTTPBackend, jsonable, setting, truncated
+from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated
 
 __all__ = ["AnthropicMessages", "anthropic"]
 
@@ -104,16 +105,21 @@ class AnthropicMessages(HTTPBackend):
         return body
 
     def parse(self, data: Any, model: str) -> LLMResponse:
-        """Text (the text blocks, joined), usage and model from a message; a `truncated` failure if it
-        stopped at ``max_tokens`` before any text."""
+        """Text (the text blocks, joined), usage and model from a message; a message without text, or one
+        that stopped with a refusal, is a failure that says why (see `_http`)."""
         blocks = data["content"]
         if not isinstance(blocks, list):
             raise TypeError(f"content is {type(blocks).__name__}, not a list of blocks")
         text = "".join(block["text"] for block in blocks if block.get("type") == "text")
         answered = str(data.get("model") or model)
-        if not text and data.get("stop_reason") == "max_tokens":
+        stop = data.get("stop_reason")
+        if stop == "refusal":  # whatever text came before the refusal is not an answer
+            raise refused(answered, "the reply stopped with stop_reason 'refusal'")
+        if text:
+            return LLMResponse(text, _usage(data), answered)
+        if stop == "max_tokens":
             raise truncated(answered)
-        return LLMResponse(text, _usage(data), answered)
+        raise malformed(f"{answered} replied with no text (stop_reason {stop!r})")
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", max_tokens={self.max_tokens})"

@@ -9,18 +9,25 @@ what happened      kind            retryable
 =================  ==============  ===========================
 HTTP 401, 403      auth            no
 HTTP 400/413/422   bad_request     no (other 4xx too)
+HTTP 3xx           bad_request     no (names where it redirects)
 HTTP 408           timeout         yes
 HTTP 429           rate_limit      yes, with ``retry_after``
 HTTP 5xx           server          yes
+200 with an error  by its code     as its code (else bad_request)
 client timeout     timeout         yes
 no connection      connection      yes
 unreadable reply   malformed       yes
+no text at all     malformed       yes
 cap hit, no text   truncated       no
+refusal, filter    refused         no
 =================  ==============  ===========================
 
-A reply that stopped at its output-token cap before any text (a reasoning model
-can spend the whole cap on reasoning) is a failed call, ``truncated``, not an
-empty answer: scored as one, every sample would look like a wrong answer.
+A reply without text is a failed call, never an empty answer: scored as one,
+every sample would look like a wrong answer (and a cache would keep it). Why it
+has none says which: it stopped at its output-token cap (a reasoning model can
+spend the whole cap on reasoning), the model refused or a content filter
+stopped it, or it just has none (a server whose reasoning parser kept the whole
+reply as reasoning, say).
 
 API keys live in a `Secret`, which never shows its value in a repr, a string,
 or a pickle, and every message is scrubbed of the key before it is raised.
@@ -52,6 +59,7 @@ __all__ = [
     "check_key",
     "jsonable",
     "malformed",
+    "refused",
     "retry_after_seconds",
     "setting",
     "status_error",
@@ -246,6 +254,8 @@ def status_error(status: int, headers: Mapping[str, str], body: str, *, key_env:
         return LLMError("server", f"server error ({detail})", retryable=True, retry_after=retry_after_seconds(headers))
     if status == 404:
         return LLMError("bad_request", f"not found ({detail}); check base_url and the model name")
+    if status == 402:
+        return LLMError("bad_request", f"payment required ({detail}); check the account's credit")
     return LLMError("bad_request", f"the server rejected the request ({detail}); too long a prompt or a bad option?")
 
 
@@ -280,6 +290,17 @@ def truncated(model: str, reasoning_tokens: Any = None) -> LLMFailure:
             "max_tokens option (semgrad run: --max-output-tokens); a reasoning model spends the cap on reasoning first",
         )
     )
+
+
+def refused(model: str, why: str) -> LLMFailure:
+    """The failure for a reply the model refused to give, or a content filter stopped; not retryable.
+
+    Examples:
+        >>> error = refused("m", "I cannot help with that.").error
+        >>> error.kind, error.retryable, error.message
+        ('refused', False, 'm refused to answer: I cannot help with that.')
+    """
+    return LLMFailure(LLMError("refused", f"{model} refused to answer: {why}"[:500]))
 
 
 def malformed(message: str) -> LLMFailure:
@@ -377,7 +398,16 @@ class HTTPBackend:
             error = LLMError(
                 "bad_request", f"cannot send to {url}: a header or the body cannot be encoded ({type(exc).__name__})"
             )
+        except ImportError as exc:  # a proxy setting (ALL_PROXY=socks5://...) whose transport is not installed
+            error = LLMError("bad_request", f"cannot send to {url}: {exc}")
         if error is not None:
+            raise LLMFailure(error)
+        if 300 <= response.status_code < 400:  # not followed: a POST's body and key go only where base_url says
+            where = response.headers.get("location")
+            error = LLMError(
+                "bad_request",
+                f"the server redirects (HTTP {response.status_code}) to {where!r}: set base_url to where it points",
+            )
             raise LLMFailure(error)
         if response.status_code >= 400:
             error = status_error(
@@ -394,6 +424,15 @@ class HTTPBackend:
             problem = f"the reply is not JSON ({exc}); a proxy page or a cut connection?"
         if problem is not None:
             raise malformed(problem)
+        error = data.get("error") if isinstance(data, dict) and not {"choices", "content"} & set(data) else None
+        if error:  # a 200 that carries an error (OpenRouter after a reply has begun; LM Studio off its routes)
+            code = error.get("code") if isinstance(error, dict) else None
+            if type(code) is int and 400 <= code <= 599:
+                found = status_error(code, {}, response.text, key_env=self.key_env, has_key=bool(self._key))
+            else:
+                said = _provider_message(response.text)
+                found = LLMError("bad_request", f"the server answered with an error ({said}); check base_url and model")
+            raise LLMFailure(found)
         try:
             return self.parse(data, model)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
@@ -406,7 +445,7 @@ class HTTPBackend:
         if self._tls is None:
             # Loading the CA bundle costs ~50 ms: do it once per backend, and not at all
             # for a plain-HTTP endpoint (a local server), which never uses TLS.
-            self._tls = httpx.create_ssl_context(verify=self.base_url.startswith("https://"))
+            self._tls = httpx.create_ssl_context(verify=self.base_url[:8].lower() == "https://")
         return httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), verify=self._tls)
 
     async def __aenter__(self) -> HTTPBackend:

@@ -3,13 +3,17 @@
 One POST to ``{base_url}/chat/completions`` per request; the request's options
 (temperature, max_tokens, top_p, stop, seed, ...) go into the body as they are,
 so server-specific options (vLLM's ``top_k``, say) pass through too. One
-exception: on OpenAI's own API (``https://api.openai.com``) ``max_tokens`` is
-sent as ``max_completion_tokens``, which OpenAI takes for every chat model and
-its reasoning models (o-series, GPT-5) require: they refuse ``max_tokens`` with
-an HTTP 400. Other servers get ``max_tokens``, which they all know.
+exception: on OpenAI's own API (``https://api.openai.com``) and Azure OpenAI's
+(``https://RESOURCE.openai.azure.com/openai/v1``) ``max_tokens`` is sent as
+``max_completion_tokens``, which they take for every chat model and their
+reasoning models (o-series, GPT-5) require: they refuse ``max_tokens`` with an
+HTTP 400. Other servers get ``max_tokens``, which they all know.
 
-A reply cut at that cap before any text (a reasoning model may spend all of it
-on reasoning) is a ``truncated`` failure, not an empty answer (see `_http`).
+A reply without text is a failure, not an empty answer (see `_http`): cut at
+that cap before any text (a reasoning model may spend all of it on reasoning),
+``truncated``; a refusal or a content filter's stop, ``refused``; otherwise
+``malformed``. An error inside a choice (OpenRouter's, when the provider fails
+part-way) is a retryable ``server`` failure.
 Reasoning models also refuse any ``temperature`` but 1; that 400 is shown as
 OpenAI words it (leave temperature out of the options: ``semgrad run
 --temperature none``).
@@ -22,14 +26,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ._http import HTTPBackend, jsonable, setting, truncated
+from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated
 
 __all__ = ["OpenAICompatible", "openai_compatible"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RESERVED = ("model", "messages", "stream")
-#: Hosts that take ``max_completion_tokens`` for a request's ``max_tokens`` (OpenAI's own API).
-COMPLETION_TOKENS_HOSTS = ("api.openai.com",)
+#: Hosts that take ``max_completion_tokens`` for a request's ``max_tokens``: OpenAI's own API, and
+#: Azure OpenAI's (``https://RESOURCE.openai.azure.com/openai/v1``); a leading dot matches any subdomain.
+COMPLETION_TOKENS_HOSTS = ("api.openai.com", ".openai.azure.com")
 
 
 def _usage(data: Mapping[str, Any]) -> dict[str, int]:
@@ -51,8 +56,8 @@ class OpenAICompatible(HTTPBackend):
             host = urllib.parse.urlsplit(self.base_url).hostname
         except ValueError:  # a base_url that does not parse: its first call fails and says so
             host = None
-        #: What a request's ``max_tokens`` is sent as: ``max_completion_tokens`` on OpenAI's own API.
-        self.max_tokens_field = "max_completion_tokens" if host in COMPLETION_TOKENS_HOSTS else "max_tokens"
+        #: What a request's ``max_tokens`` is sent as: ``max_completion_tokens`` on OpenAI's and Azure OpenAI's API.
+        self.max_tokens_field = "max_completion_tokens" if _takes_completion_tokens(host) else "max_tokens"
 
     def url(self) -> str:
         """The chat completions endpoint."""
@@ -93,16 +98,51 @@ class OpenAICompatible(HTTPBackend):
         return {"model": model, "messages": messages, **body}
 
     def parse(self, data: Any, model: str) -> LLMResponse:
-        """Text, usage and model from a chat completion; `truncated` if it stopped at its cap before any text."""
+        """Text, usage and model from a chat completion; a reply without text is a failure that says why.
+
+        ``content`` may be a string or a list of parts (Mistral's): its text parts are joined.
+        """
         choice = data["choices"][0]
-        content = choice["message"]["content"]
-        if content is not None and not isinstance(content, str):
-            raise TypeError(f"message content is {type(content).__name__}, not text")
         answered = str(data.get("model") or model)
-        if not content and choice.get("finish_reason") == "length":
+        failed = choice.get("error")
+        if failed:  # OpenRouter: the provider failed after the reply had begun
+            said = failed.get("message") if isinstance(failed, Mapping) else failed
+            raise LLMFailure(LLMError("server", f"the reply failed part-way ({str(said)[:300]})", retryable=True))
+        message = choice["message"]
+        content = _text(message["content"])
+        finish = choice.get("finish_reason")
+        if finish == "content_filter":  # whatever text came before the filter stopped it is not an answer
+            raise refused(answered, "a content filter stopped the reply")
+        if content:
+            return LLMResponse(content, _usage(data), answered)
+        if finish == "length":
             details = (data.get("usage") or {}).get("completion_tokens_details") or {}
             raise truncated(answered, details.get("reasoning_tokens") if isinstance(details, Mapping) else None)
-        return LLMResponse(content or "", _usage(data), answered)
+        if message.get("refusal"):
+            raise refused(answered, str(message["refusal"]))
+        if message.get("reasoning_content") or message.get("reasoning"):
+            raise malformed(
+                f"{answered} replied with reasoning but no text (finish_reason {finish!r}): "
+                "a server's reasoning parser may have kept the whole reply as reasoning"
+            )
+        raise malformed(f"{answered} replied with no text (finish_reason {finish!r})")
+
+
+def _takes_completion_tokens(host: str | None) -> bool:
+    """Whether `host` is one of `COMPLETION_TOKENS_HOSTS` (or a subdomain of one that starts with a dot)."""
+    if not host:
+        return False
+    host = host.lower()
+    return any(host == name or (name.startswith(".") and host.endswith(name)) for name in COMPLETION_TOKENS_HOSTS)
+
+
+def _text(content: Any) -> str | None:
+    """A message's content as text: a string as it is, a list of parts as its text parts joined."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content if isinstance(part, Mapping) and part.get("type") == "text")
+    raise TypeError(f"message content is {type(content).__name__}, not text")
 
 
 def openai_compatible(

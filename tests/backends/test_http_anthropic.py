@@ -150,3 +150,22 @@ async def test_a_message_cut_at_max_tokens_after_some_text_keeps_the_text(provid
     """stop_reason 'max_tokens' after some text is a reply with that text."""
     provider.script(_cut([{"type": "text", "text": "The answer is"}]))
     assert (await backend(provider)(REQUEST)).text == "The answer is"
+
+
+@pytest.mark.parametrize(
+    ("content", "stop", "kind"),
+    [
+        ([{"type": "text", "text": "I will not"}], "refusal", "refused"),
+        ([], "refusal", "refused"),
+        ([], "end_turn", "malformed"),
+    ],
+)
+async def test_a_refusal_or_a_message_without_text_is_a_failure(provider, content, stop, kind):
+    """stop_reason 'refusal' (with or without text) is a non-retryable 'refused'; no text at all is 'malformed'."""
+    usage = {"input_tokens": 10, "output_tokens": 3}
+    provider.script(
+        (200, {}, {"type": "message", "model": "claude-small", "content": content, "stop_reason": stop, "usage": usage})
+    )
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider)(REQUEST)
+    assert (caught.value.error.kind, caught.value.error.retryable) == (kind, kind == "malformed")

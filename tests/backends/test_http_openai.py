@@ -137,6 +137,89 @@ async def test_a_reply_cut_at_its_cap_after_some_text_keeps_the_text(provider):
     assert (await backend(provider)(QUESTION)).text == "The answer is"
 
 
+def _choice(message, finish="stop", **extra):
+    return (200, {}, {"model": "m2", "choices": [{"index": 0, "message": message, "finish_reason": finish, **extra}]})
+
+
+NO_ANSWER = [
+    (_choice({"role": "assistant", "content": None, "refusal": "I can't help with that."}), "refused", "can't help"),
+    (_choice({"role": "assistant", "content": "Partial"}, "content_filter"), "refused", "content filter"),
+    (_choice({"role": "assistant", "content": None, "reasoning_content": "Hmm."}), "malformed", "reasoning parser"),
+    (_choice({"role": "assistant", "content": "", "reasoning": "Hmm."}), "malformed", "reasoning parser"),
+    (_choice({"role": "assistant", "content": ""}), "malformed", "no text"),
+    (_choice({"role": "assistant", "content": ""}, "error", error={"code": 502, "message": "upstream died"}), "server",
+     "upstream died"),
+    ((200, {}, {"error": {"code": 429, "message": "slow down"}}), "rate_limit", "slow down"),
+    ((200, {}, {"error": "Unexpected endpoint or method. (POST /chat/completions)"}), "bad_request",
+     "Unexpected endpoint"),
+    ((402, {}, {"error": {"message": "Insufficient credits"}}), "bad_request", "payment required"),
+    ((308, {"Location": "https://elsewhere.example/v1/chat/completions"}, {}), "bad_request", "elsewhere.example"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "kind", "says"), NO_ANSWER, ids=lambda v: str(v)[:40])
+async def test_a_reply_without_an_answer_is_a_failure_that_says_why(provider, reply, kind, says):
+    """A refusal, a content filter's stop, reasoning without text, no text at all, an error inside the choice or
+    in a 200's body, a 402 and a redirect each fail with their kind and the provider's words, never as a reply."""
+    provider.script(reply)
+    with pytest.raises(LLMFailure) as caught:
+        await backend(provider)(QUESTION)
+    error = caught.value.error
+    assert error.kind == kind and says in error.message
+    assert error.retryable == (kind in ("server", "rate_limit", "malformed"))
+    assert provider.count == 1  # a redirect is not followed
+
+
+async def test_content_given_as_parts_is_read_as_its_text_parts(provider):
+    """A content list (Mistral's parts) is its text parts joined; other parts (thinking) are left out."""
+    parts = [
+        {"type": "thinking", "thinking": "Hmm."},
+        {"type": "text", "text": "The answer"},
+        {"type": "text", "text": " is 4."},
+    ]
+    provider.script(_choice({"role": "assistant", "content": parts}))
+    assert (await backend(provider)(QUESTION)).text == "The answer is 4."
+
+
+def test_tls_is_verified_for_an_https_url_written_in_capitals():
+    """'HTTPS://' verifies certificates as 'https://' does (it once turned verification off)."""
+    import ssl
+
+    llm = openai_compatible("HTTPS://api.example.com/v1", model="m", api_key="sk-x")
+    llm._new_client()
+    assert llm._tls is not None and llm._tls.verify_mode == ssl.CERT_REQUIRED and llm._tls.check_hostname
+
+
+async def test_a_missing_proxy_transport_is_a_bad_request_not_an_import_error(provider, monkeypatch):
+    """A proxy setting whose transport is not installed (socks without socksio) fails as a bad_request LLMFailure."""
+    llm = backend(provider)
+
+    class Client:
+        async def __aenter__(self):
+            return self
+
+        async def __aexit__(self, *exc):
+            return None
+
+        async def post(self, *args, **kwargs):
+            raise ImportError("Using SOCKS proxy, but the 'socksio' package is not installed.")
+
+    monkeypatch.setattr(llm, "_new_client", Client)
+    with pytest.raises(LLMFailure) as caught:
+        await llm(QUESTION)
+    assert caught.value.error.kind == "bad_request" and "socksio" in caught.value.error.message
+
+
+def test_azure_openai_also_gets_max_completion_tokens_and_look_alike_hosts_do_not():
+    """max_completion_tokens goes to api.openai.com and *.openai.azure.com (any case), not to hosts merely like them."""
+    fields = {
+        url: openai_compatible(url, model="m").max_tokens_field
+        for url in ("HTTPS://API.OPENAI.COM/v1", "https://res.openai.azure.com/openai/v1",
+                    "https://openai.azure.com.evil.example/v1", "https://xopenai.azure.com/v1", "http://[::1/v1")
+    }  # fmt: skip
+    assert list(fields.values()) == ["max_completion_tokens", "max_completion_tokens"] + ["max_tokens"] * 3
+
+
 FAULTS = [
     ((429, {"Retry-After": "3"}, {"error": {"message": "slow down"}}), "rate_limit", True),
     ((500, {}, {"error": {"message": "boom"}}), "server", True),
