@@ -8,6 +8,7 @@ Place them inside `cached` to count only the calls that reach the provider.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,11 +70,30 @@ class AccountingReport:
     rows: FrozenMap[tuple[str, str], UsageRow] = FrozenMap()
 
 
-def _price(prices: Prices, model: str) -> tuple[float, float] | None:
+#: What may follow an entry's name in a model name it prices: snapshot dates and tags only
+#: (``-2024-08-06``, ``-20241022``, ``-0613``, ``-latest``, ``-preview``). Anything else names
+#: another model -- ``o3-pro`` is not ``o3``, ``gpt-5.4`` not ``gpt-5`` -- often at another price.
+_SNAPSHOT = re.compile(r"(?:-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|preview))+")
+
+
+def price_of(prices: Prices, model: str) -> tuple[float, float] | None:
+    """The price of `model`: an exact entry, else the entry it extends by a snapshot suffix only
+    (a date, ``-latest``, ``-preview``), else None: an unpriced model, not a guess.
+
+    Examples:
+        >>> price_of({"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}, "gpt-4o-mini-2024-07-18")
+        (0.15, 0.6)
+        >>> price_of({"o3": (2.0, 8.0)}, "o3-pro") is None  # another model, at ten times the price
+        True
+        >>> price_of({"gpt-4o": (2.5, 10.0)}, "llama3") is None
+        True
+    """
     if model in prices:
         return prices[model]
-    prefixes = [name for name in prices if model.startswith(name)]
-    return prices[max(prefixes, key=len)] if prefixes else None
+    for name in sorted((n for n in prices if model.startswith(n)), key=len, reverse=True):
+        if _SNAPSHOT.fullmatch(model, len(name)):
+            return prices[name]
+    return None
 
 
 def _check_prices(prices: Prices) -> FrozenMap[str, tuple[float, float]]:
@@ -149,7 +169,7 @@ class _Accounted:
         )
 
     def _row(self, engine: str, model: str, calls: int, failures: int, tokens_in: int, tokens_out: int) -> UsageRow:
-        price = _price(self.prices, model) if self.prices is not None else None
+        price = price_of(self.prices, model) if self.prices is not None else None
         cost = (tokens_in * price[0] + tokens_out * price[1]) / 1e6 if price is not None else None
         return UsageRow(engine, model, calls, failures, tokens_in, tokens_out, cost)
 
@@ -163,8 +183,10 @@ def accounted(llm: Any, prices: Prices | None = None) -> Any:
     Args:
         llm: A sync or async LLM.
         prices: ``{model: (usd_per_1M_input_tokens, usd_per_1M_output_tokens)}``.
-            A reply's model matches an exact entry, else the longest entry it
-            starts with (``"gpt-4o-mini"`` prices ``"gpt-4o-mini-2024-07-18"``).
+            A reply's model matches an exact entry, else the entry it extends by
+            a snapshot suffix only (``"gpt-4o-mini"`` prices
+            ``"gpt-4o-mini-2024-07-18"``, ``"o3"`` does not price ``"o3-pro"``;
+            see `price_of`).
 
     Returns:
         An async LLM with the same ``identity`` as `llm` and a ``report()`` method.
@@ -172,7 +194,7 @@ def accounted(llm: Any, prices: Prices | None = None) -> Any:
     Examples:
         >>> import anyio
         >>> from semgrad.core import Message
-        >>> llm = accounted(lambda r: LLMResponse("4", {"input_tokens": 1000, "output_tokens": 10}, "m-1"),
+        >>> llm = accounted(lambda r: LLMResponse("4", {"input_tokens": 1000, "output_tokens": 10}, "m-2025-01-31"),
         ...                 prices={"m": (1.0, 2.0)})
         >>> _ = anyio.run(llm, LLMRequest((Message("user", "2+2?"),)))
         >>> report = llm.report()

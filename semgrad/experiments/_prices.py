@@ -21,6 +21,8 @@ from typing import Any
 
 import attrs
 
+from ..effects._accounting import price_of
+
 __all__ = ["DEFAULT_MODELS", "PriceTable", "bundled_prices", "load_prices", "model_for", "price_of"]
 
 #: The model a backend uses when the config names none. (Anthropic retires old models: requests
@@ -93,21 +95,6 @@ def load_prices(path: str | None) -> PriceTable:
             f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})"
         ) from None
     return _parse(data, path)
-
-
-def price_of(prices: Prices, model: str) -> tuple[float, float] | None:
-    """The price of `model`: an exact entry, else the longest entry it starts with, else None.
-
-    Examples:
-        >>> price_of({"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}, "gpt-4o-mini-2024-07-18")
-        (0.15, 0.6)
-        >>> price_of({"gpt-4o": (2.5, 10.0)}, "llama3") is None
-        True
-    """
-    if model in prices:
-        return prices[model]
-    prefixes = [name for name in prices if model.startswith(name)]
-    return prices[max(prefixes, key=len)] if prefixes else None
 
 
 def model_for(config: Any, role: str) -> str:

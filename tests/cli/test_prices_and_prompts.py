@@ -40,6 +40,21 @@ def test_a_newer_model_is_not_priced_as_the_older_model_its_name_extends():
     assert price_of(table, "claude-haiku-4-5-20251001") == (1.0, 5.0)
 
 
+@pytest.mark.parametrize(
+    "model", ["o3-pro", "gpt-5-pro", "gpt-5.4", "gpt-5.4-mini", "claude-opus-4-7", "gpt-4o-audio-preview"]
+)
+def test_a_model_that_extends_an_entry_by_more_than_a_snapshot_is_unpriced(model):
+    """Only snapshot suffixes (dates, -latest, -preview) inherit an entry's price: o3-pro costs ten times o3's, so
+    another model's name is unpriced (the estimate says so) rather than priced as the entry it extends."""
+    table = bundled_prices().models
+    assert price_of(table, model) is None
+    assert price_of(table, "o3-2025-04-16") == price_of(table, "o3-latest") == table["o3"]
+    assert (
+        price_of(table, "gpt-4-0613") == table["gpt-4"]
+        and price_of(table, "gpt-4-turbo-preview") == table["gpt-4-turbo"]
+    )
+
+
 def _config(system_file, items_file, **changes):
     return RunConfig(
         f"{system_file}:build", data=str(items_file), backend="openai-compatible", model="gpt-4o-mini",
