@@ -446,7 +446,10 @@ class HTTPBackend:
             # Loading the CA bundle costs ~50 ms: do it once per backend, and not at all
             # for a plain-HTTP endpoint (a local server), which never uses TLS.
             self._tls = httpx.create_ssl_context(verify=self.base_url[:8].lower() == "https://")
-        return httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), verify=self._tls)
+        # No cap on connections: the callers bound the calls in flight (`limited`, a runner's
+        # max_concurrency), and httpx's 100 made call 101 wait for a connection, on its timeout.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        return httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), verify=self._tls, limits=limits)
 
     async def __aenter__(self) -> HTTPBackend:
         if self._client is not None:

@@ -6,6 +6,7 @@ A run directory holds ``config.json``, one checkpoint per task
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -224,12 +225,19 @@ def run_experiment(
     _check_run_dir(config, out, resume)
     tasks = load_run_tasks(config)
     _check_protocol(config, tasks)
-    stack = run_stack(config, llm if llm is not None else build_llm(config, tasks))
+    backend = llm if llm is not None else build_llm(config, tasks)
+    stack = run_stack(config, backend)
     ledger = Ledger.load(out) if resume else Ledger(out)
     if hasattr(on_reply, "watch"):
         on_reply.watch(stack.llm)  # type: ignore[union-attr]
 
     async def everything() -> list[dict[str, Any]]:
+        # A backend the run built shares one connection pool over every call (each would open its own
+        # connection, TLS handshake and all); one that was given is the caller's to enter.
+        async with backend if llm is None and hasattr(backend, "__aenter__") else contextlib.nullcontext():
+            return await _everything()
+
+    async def _everything() -> list[dict[str, Any]]:
         config.save(out)  # first, so a run killed in its preflight can be resumed
         if check_backend and config.backend != "simulated":
             try:

@@ -65,7 +65,7 @@ class FakeProvider:
         self.faults.extend(faults)
 
     def start(self) -> FakeProvider:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), _Handler)
         server.daemon_threads = False
         server.block_on_close = True
         server.provider = self  # type: ignore[attr-defined]
@@ -132,6 +132,10 @@ def _anthropic_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
         "stop_reason": "end_turn",
         "usage": usage,
     }
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # socketserver's 5 drops bursts of connections (the client retries a second later)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -365,6 +365,19 @@ async def test_non_retryable_faults_are_not_retried(provider):
     assert provider.count == 1
 
 
+async def test_an_entered_backend_has_no_cap_of_its_own_on_connections(provider):
+    """An entered backend runs more than httpx's default 100 calls at once (its callers bound concurrency):
+    with the cap, call 101 waited for a connection, on its own timeout."""
+    import anyio
+
+    provider.delay = 1.5
+    llm = backend(provider)
+    async with llm, anyio.create_task_group() as tg:
+        for _ in range(120):
+            tg.start_soon(llm, QUESTION)
+    assert provider.count == 120 and provider.peak > 100
+
+
 async def test_an_entered_backend_shares_one_connection_pool(provider):
     """Inside 'async with backend:' many calls succeed over the shared client, which is closed at exit."""
     llm = backend(provider)

@@ -182,6 +182,53 @@ def test_a_run_whose_replies_are_all_unreadable_says_no_sample_was_answered(tmp_
     assert "test 0.000" in result.stdout and "3 of 3 test samples have no answer" in result.stdout, result.stdout
 
 
+class _KeepAlive(http.server.BaseHTTPRequestHandler):
+    """Answers every chat completion readably over kept-alive HTTP/1.1 connections, and counts the connections."""
+
+    protocol_version = "HTTP/1.1"
+    connections = 0
+    requests = 0
+
+    def setup(self):
+        super().setup()
+        type(self).connections += 1
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).requests += 1
+        message = {"role": "assistant", "content": "Step by step. <result>Yes</result>"}
+        data = json.dumps({"model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@needs_data
+def test_a_run_on_its_own_http_backend_reuses_connections(tmp_path):
+    """The backend a run builds shares one connection pool over all its calls: at most a connection per call in
+    flight (--concurrency 2), not one (with its TLS handshake) per call."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _KeepAlive.connections = _KeepAlive.requests = 0
+    try:
+        config = RunConfig(
+            "bbh:navigate", data_dir=str(DATA), backend="openai-compatible", model="m", train=3, test=4, iterations=1,
+            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", concurrency=2,
+        )  # fmt: skip
+        run_experiment(config, tmp_path / "run")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert _KeepAlive.requests > 10 and _KeepAlive.connections <= 3  # the preflight's, then two in flight
+
+
 @needs_data
 def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
     """A base URL where nothing listens gives one line saying the backend cannot be used."""
