@@ -641,9 +641,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"semgrad: error: {message}", file=sys.stderr)
+        print(f"semgrad: error: {one_line(str(exc)) or type(exc).__name__}", file=sys.stderr)
         return 1
+
+
+def one_line(text: str) -> str:
+    r"""`text` on one line for a terminal: whitespace runs as one space, other control characters escaped.
+
+    An error may quote a file's contents (a run folder's config.json, say): its escape sequences must not
+    reach the terminal, which would act on them.
+
+    Examples:
+        >>> one_line("bad\n  value \x1b]52;c;ZWNobw==\x07!")
+        'bad value \\x1b]52;c;ZWNobw==\\x07!'
+    """
+    flat = " ".join(text.split())
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in flat)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,13 @@ The user types the spec again (``semgrad run my_system.py:build --resume --out
 DIR``); it is compared, as text, with the saved one -- a file spec made absolute
 first -- and only an equal spec is loaded.
 
+Nor may a file decide where calls go, with the API key, or where a file is
+written outside the run folder: a run on a real backend resumes only when its
+``--backend`` (and ``--base-url``, when it has one) is typed again, and a run
+with a cache only when its ``--cache`` is (``--cache ''`` goes on without it).
+Anyone who can write to a run folder could otherwise send the key to their own
+server, or make the cache write into any file.
+
 Examples:
     >>> from semgrad.experiments import RunConfig
     >>> saved = RunConfig("bbh:navigate", data_dir="d", iterations=2)
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,6 +80,7 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
             value was given for one that may only grow, or the run is of your
             own system and its spec was not typed again (or differs).
     """
+    _check_destinations(saved, given, run_dir)
     if saved.data:
         _check_system(saved, given.get("task"), run_dir)
     elif given.get("task") not in (None, saved.task):
@@ -95,6 +104,32 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
             "--timeout, --cache"
         )
     return attrs.evolve(saved, **changes)
+
+
+def _check_destinations(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> None:
+    """Refuse to take where calls go, or where the cache is written, from ``config.json`` alone."""
+    untyped = []
+    if saved.backend != "simulated":
+        untyped.append(("backend", saved.backend))
+        if saved.base_url:
+            untyped.append(("base_url", saved.base_url))
+    if saved.cache:
+        untyped.append(("cache", saved.cache))
+    missing = [(name, value) for name, value in untyped if name not in given]
+    if not missing:
+        return
+    flags = " ".join(f"--{name.replace('_', '-')} {shlex.quote(str(value))}" for name, value in missing)
+    what = []
+    if any(name != "cache" for name, _ in missing):
+        where = f" at {saved.base_url}" if saved.base_url else ""
+        what.append(f"sends its calls, with your API key, to {saved.backend}{where}")
+    if any(name == "cache" for name, _ in missing):
+        what.append(f"writes its cache to {saved.cache}")
+    raise SetupError(
+        f"{run_dir} {' and '.join(what)}; semgrad takes these only from what you type: "
+        f"semgrad run --resume --out {shlex.quote(str(run_dir))} {flags}"
+        + (" (or --cache '' to go on without the cache)" if any(name == "cache" for name, _ in missing) else "")
+    )
 
 
 def _check_system(saved: RunConfig, typed: str | None, run_dir: str | os.PathLike[str]) -> None:

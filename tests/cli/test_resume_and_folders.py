@@ -97,6 +97,46 @@ def test_resume_with_only_out_continues_from_config_json(tmp_path):
     assert json.loads((out / "config.json").read_text())["iterations"] == 2
 
 
+REAL = RunConfig("gsm8k", backend="openai-compatible", base_url="http://127.0.0.1:9/v1", cache="/tmp/c.sqlite")
+
+
+@pytest.mark.parametrize(
+    ("typed", "missing"),
+    [
+        ({}, ["--backend openai-compatible", "--base-url http://127.0.0.1:9/v1", "--cache /tmp/c.sqlite"]),
+        ({"backend": "openai-compatible", "cache": ""}, ["--base-url http://127.0.0.1:9/v1"]),
+        ({"backend": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"}, ["--cache /tmp/c.sqlite"]),
+    ],
+)
+def test_where_calls_and_the_cache_go_are_taken_only_from_what_is_typed(typed, missing):
+    """A saved real backend, base URL or cache path is used on resume only when typed again (config.json alone
+    could send the API key to any server, or make the cache write into any file); the error says what to type."""
+    with pytest.raises(SetupError) as caught:
+        resumed_config(REAL, typed, "DIR")
+    message = str(caught.value)
+    assert all(flag in message for flag in missing) and "semgrad run --resume --out DIR" in message
+    typed_all = {"backend": "openai-compatible", "base_url": "http://127.0.0.1:9/v1", "cache": ""}
+    assert resumed_config(REAL, typed_all, "DIR") == attrs.evolve(REAL, cache="")
+    assert resumed_config(SAVED, {}, "DIR") == SAVED  # a simulated run without a cache needs nothing typed
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+def test_a_config_json_pointed_at_a_server_sends_nothing_on_resume(tmp_path):
+    """A run folder whose config.json was edited to name a real backend and server stops --resume in one line,
+    before any request, and an escape sequence in it reaches the terminal escaped."""
+    out = tmp_path / "run"
+    sizes = ["--train", "2", "--test", "2", "--iterations", "1"]
+    first = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), *sizes, "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    config = json.loads((out / "config.json").read_text())
+    config.update(backend="openai-compatible", base_url="http://127.0.0.1:9/v1\x1b]52;c;ZWNobw==\x07")
+    (out / "config.json").write_text(json.dumps(config))
+    line = one_line_error(
+        semgrad("run", "--resume", "--out", str(out), env={"OPENAI_API_KEY": "sk-test"}), "--backend openai-compatible"
+    )
+    assert "\x1b" not in line and "\\x1b]52" in line
+
+
 def test_resume_without_out_or_without_a_run_is_a_one_line_error(tmp_path):
     """--resume needs --out, and a folder with a config.json."""
     one_line_error(semgrad("run", "--resume"), "--out")
