@@ -1,12 +1,35 @@
-"""Small file helpers shared by the parts of semgrad that write files (never the core)."""
+"""Small file helpers shared by the parts of semgrad that read and write files (never the core)."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["remove_stale_temporaries", "temporary_path", "write_text_atomically"]
+__all__ = ["read_regular_text", "remove_stale_temporaries", "temporary_path", "write_text_atomically"]
+
+
+def read_regular_text(path: str | os.PathLike[str], *, limit: int) -> str:
+    """The UTF-8 text of `path`, which must be a regular file of at most `limit` bytes.
+
+    What a run folder holds is read as hostile: a FIFO in a file's place would hang the
+    read, ``/dev/zero`` linked there would fill memory. So the file is opened without
+    blocking, checked to be a regular file, and read no further than the limit.
+
+    Raises:
+        FileNotFoundError: There is no such file.
+        OSError: It is not a regular file, or larger than `limit` (the message says which).
+        UnicodeDecodeError: It is not UTF-8.
+    """
+    target = Path(path)
+    with open(target, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(f"{target} is not a regular file")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{target} is larger than {limit:,} bytes")
+    return data.decode("utf-8")
 
 
 def _prefix(target: Path, pid: int) -> str:

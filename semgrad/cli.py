@@ -206,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"{task['task']}: {scores} (initial test {fmt(acc['initial_test'])})"
                 + _errors_text(task)
                 + _unanswered_text(task)
+                + _carried_text(task)
             )
         if len(summary["tasks"]) > 1:
             both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
@@ -272,6 +273,12 @@ def _errors_text(task: dict[str, Any]) -> str:
         return ""
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(task["errors_by_kind"].items(), key=lambda kv: -kv[1]))
     return f"; {task['errors']} calls without a reply ({kinds})"
+
+
+def _carried_text(task: dict[str, Any]) -> str:
+    """Which scores an earlier process of a resumed run computed (read back from its ledger.json)."""
+    carried = [str(split).replace("_", " ") for split in task.get("carried_over") or ()]
+    return f"; {', '.join(carried)} scored by an earlier process of this run" if carried else ""
 
 
 def _unanswered_text(task: dict[str, Any]) -> str:

@@ -23,12 +23,14 @@ from typing import Any
 
 import attrs
 
-from .._files import write_text_atomically
+from .._files import read_regular_text, write_text_atomically
 from ..core import FrozenMap
 
 __all__ = ["CheckpointError", "allowed_types", "decode", "encode", "read_checkpoint", "write_checkpoint"]
 
 FORMAT = "semgrad.checkpoint/1"
+#: The largest checkpoint read back (a sanity bound: real ones hold params and a history, well under it).
+MAX_BYTES = 512 * 2**20
 _REMEDY = "remove the file to start the run over"
 
 
@@ -213,7 +215,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     target = Path(path)
     try:
-        data = json.loads(target.read_text("utf-8"))
+        data = json.loads(read_regular_text(target, limit=MAX_BYTES))
     except FileNotFoundError:
         raise CheckpointError(f"no checkpoint at {target}") from None
     except (OSError, UnicodeDecodeError) as exc:

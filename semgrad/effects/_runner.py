@@ -181,7 +181,7 @@ class Runner:
     ) -> None:
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
-        if timeout is not None and timeout <= 0:
+        if timeout is not None and not timeout > 0:  # NaN too: every call would fail before it started
             raise ValueError(f"timeout must be positive, got {timeout}")
         self.llm = llm
         self.max_concurrency = max_concurrency

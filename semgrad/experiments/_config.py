@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,29 @@ def _positive(instance: Any, attribute: Any, value: int | None) -> None:
         raise ValueError(f"--{attribute.name.replace('_', '-')} must be at least 1, got {value}")
 
 
+def _at_least(low: float, *, strictly: bool = False) -> Any:
+    """A validator: a finite number at least `low` (above it, when `strictly`), or None."""
+
+    def check(instance: Any, attribute: Any, value: float | None) -> None:
+        if value is None:
+            return
+        if not (math.isfinite(value) and (value > low if strictly else value >= low)):
+            bound = f"above {low:g}" if strictly else f"at least {low:g}"
+            raise ValueError(f"--{attribute.name.replace('_', '-')} must be a number {bound}, got {value}")
+
+    return check
+
+
+#: The most iterations a run may ask for: a run is planned (every iteration replayed offline) before it
+#: starts, so an absurd number from a file would hang it there.
+MAX_ITERATIONS = 1000
+
+
+def _iterations(instance: Any, attribute: Any, value: int) -> None:
+    if not 0 <= value <= MAX_ITERATIONS:
+        raise ValueError(f"--iterations must be from 0 to {MAX_ITERATIONS}, got {str(value)[:20]}")
+
+
 @attrs.frozen
 class RunConfig:
     """Everything a run depends on (never an API key).
@@ -53,7 +78,7 @@ class RunConfig:
     data_dir: str | None = None
     backend: str = attrs.field(default="simulated", validator=_choice(BACKENDS, "backend"))
     optimizer: str = attrs.field(default="neighbor-sgd", validator=_choice(OPTIMIZERS, "optimizer"))
-    iterations: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    iterations: int = attrs.field(default=4, validator=_iterations)
     k: int = attrs.field(default=2, validator=_positive)
     seed: int = 0
     train: int | None = attrs.field(default=None, validator=_positive)
@@ -65,21 +90,21 @@ class RunConfig:
     backward_model: str | None = None
     optimizer_model: str | None = None
     concurrency: int = attrs.field(default=8, validator=_positive)
-    timeout: float = 120.0
+    timeout: float = attrs.field(default=120.0, validator=_at_least(0, strictly=True))
     cache: str | None = None
     max_calls: int | None = attrs.field(default=None, validator=_positive)
     max_tokens: int | None = attrs.field(default=None, validator=_positive)
-    simulated_latency: float = 0.0
+    simulated_latency: float = attrs.field(default=0.0, validator=_at_least(0))
     #: "official" or "heldout"; None picks "heldout" when a validation size is given, else "official".
     protocol: str = attrs.field(default=None, validator=attrs.validators.optional(_choice(PROTOCOLS, "protocol")))
     param: str | None = attrs.field(default=None)
     #: None: no temperature is sent (models that refuse one: Claude Opus 4.7, OpenAI's reasoning models),
     #: except to the roles whose own temperature is set.
-    temperature: float | None = 0.0
+    temperature: float | None = attrs.field(default=0.0, validator=_at_least(0))
     max_output_tokens: int = attrs.field(default=1024, validator=_positive)
-    forward_temperature: float | None = None
-    backward_temperature: float | None = None
-    optimizer_temperature: float | None = None
+    forward_temperature: float | None = attrs.field(default=None, validator=_at_least(0))
+    backward_temperature: float | None = attrs.field(default=None, validator=_at_least(0))
+    optimizer_temperature: float | None = attrs.field(default=None, validator=_at_least(0))
     forward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     backward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     optimizer_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
@@ -142,9 +167,34 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
-        """The config saved in ``config.json``."""
-        known = {f.name for f in attrs.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """The config saved in ``config.json``, each field checked to be of its type first.
+
+        Raises:
+            ValueError: Not an object, or a field of another type (one line naming it).
+
+        Examples:
+            >>> RunConfig.from_json({"task": "gsm8k", "iterations": 2.5})
+            Traceback (most recent call last):
+            ...
+            ValueError: iterations must be an integer, got 2.5
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        types = _field_types()
+        found = {}
+        for name, value in data.items():
+            if name not in types:
+                continue  # a field of another version of semgrad
+            allowed = types[name]
+            if not (
+                (value is None and type(None) in allowed)
+                or type(value) in allowed
+                or (type(value) is int and float in allowed)
+            ):
+                what = " or ".join(_TYPE_WORDS[t] for t in allowed)
+                raise ValueError(f"{name} must be {what}, got {repr(value)[:60]}")
+            found[name] = value
+        return cls(**found)
 
     def save(self, run_dir: Path) -> None:
         """Write ``config.json`` (atomically)."""
@@ -157,6 +207,15 @@ class RunConfig:
             for f in attrs.fields(RunConfig)
             if f.name not in self.RESUMABLE_CHANGES and getattr(self, f.name) != getattr(other, f.name)
         ]
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", str: "text", bool: "true or false", type(None): "null"}
+
+
+def _field_types() -> dict[str, tuple[type, ...]]:
+    """Each `RunConfig` field's allowed JSON value types (``int | None`` gives int and NoneType)."""
+    hints = typing.get_type_hints(RunConfig)
+    return {f.name: tuple(typing.get_args(hints[f.name]) or (hints[f.name],)) for f in attrs.fields(RunConfig)}
 
 
 def make_optimizer(config: RunConfig) -> Transform:

@@ -2,8 +2,9 @@
 
 ``ledger.json`` in a run directory holds, per task, the call counters of every
 process so far (`semgrad.experiments._stack.empty_counters`) and the score of
-each evaluation split already done, with a digest of the params it scored (and,
-for the test split, its per-sample predictions, so a resumed run reports them).
+each evaluation split already done, with a digest of the params it scored and
+the items it scored them on (and, for the test split, its per-sample predictions,
+so a resumed run reports them; the score must be their mean).
 `fit`'s checkpoint makes training resumable; the ledger does the same for the
 final evaluation (a resumed run repeats no split it finished, unless the
 params changed) and keeps ``results.json``'s counts cumulative. A process
@@ -20,11 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import Params
+from ..core import Example, Params
 from ..effects import CheckpointError
 from ..effects._checkpoint import read_checkpoint, write_checkpoint
 from ._stack import add_counters, empty_counters
@@ -34,17 +35,19 @@ __all__ = ["Ledger", "params_digest"]
 SPLITS = ("train", "validation", "test", "initial_test")
 
 
-def params_digest(params: Params) -> str:
-    """A short digest of params' texts: an evaluation is reused only for the same params.
+def params_digest(params: Params, examples: Sequence[Example] = ()) -> str:
+    """A short digest of params' texts and the items they are scored on: an evaluation is reused only
+    for the same params on the same items (a changed data file is scored again).
 
     Examples:
         >>> from semgrad.core import GraphBuilder
         >>> b = GraphBuilder(); q = b.input("q"); _ = b.llm("a", inputs=[q], instruction="Solve.")
         >>> _, params = b.build(output="a")
-        >>> len(params_digest(params))
-        16
+        >>> len(params_digest(params)), params_digest(params) == params_digest(params, [Example({"q": "1"}, "1")])
+        (16, False)
     """
-    blob = json.dumps(sorted(params.texts().items()), ensure_ascii=False)
+    items = [[sorted((str(k), repr(v)) for k, v in e.inputs.items()), repr(e.target), repr(e.id)] for e in examples]
+    blob = json.dumps([sorted(params.texts().items()), items] if items else sorted(params.texts().items()))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -102,7 +105,17 @@ def _check_split(value: Any) -> bool:
         and math.isfinite(value["score"])
         and 0 <= value["score"] <= 1
         and ("predictions" not in value or _check_predictions(value["predictions"]))
+        and ("predictions" not in value or _score_is_their_mean(value["score"], value["predictions"]))
     )
+
+
+def _score_is_their_mean(score: float, predictions: list[dict[str, Any]]) -> bool:
+    """A split's score is the mean of its predictions' (when it kept them): one changed alone is refused."""
+    if not predictions:
+        return True
+    if not all("score" in p for p in predictions):
+        return False
+    return math.isclose(score, math.fsum(p["score"] for p in predictions) / len(predictions), abs_tol=1e-9)
 
 
 def _check_task(value: Any) -> bool:
@@ -175,22 +188,30 @@ class Ledger:
         """A task's counters over every process so far."""
         return self._task(task)["counters"]
 
-    def evaluation(self, task: str, split: str, params: Params) -> float | None:
-        """The score of `split` for `params`, if a process already evaluated it."""
+    def evaluation(self, task: str, split: str, params: Params, examples: Sequence[Example] = ()) -> float | None:
+        """The score of `split` for `params` on `examples`, if a process already evaluated it."""
         saved = self._task(task)["evaluation"].get(split)
-        return saved["score"] if saved is not None and saved["params"] == params_digest(params) else None
+        return saved["score"] if saved is not None and saved["params"] == params_digest(params, examples) else None
 
     def evaluated(
-        self, task: str, split: str, params: Params, score: float, predictions: list[dict[str, Any]] | None = None
+        self,
+        task: str,
+        split: str,
+        params: Params,
+        score: float,
+        predictions: list[dict[str, Any]] | None = None,
+        examples: Sequence[Example] = (),
     ) -> None:
-        """Record the score of `split` for `params`, and its per-sample `predictions` when given."""
-        entry: dict[str, Any] = {"params": params_digest(params), "score": score}
+        """Record the score of `split` for `params` on `examples`, and its per-sample `predictions` when given."""
+        entry: dict[str, Any] = {"params": params_digest(params, examples), "score": score}
         if predictions is not None:
             entry["predictions"] = predictions
         self._task(task)["evaluation"][split] = entry
 
-    def predictions(self, task: str, split: str, params: Params) -> list[dict[str, Any]] | None:
-        """The per-sample predictions recorded with `split`'s score for `params`, if any.
+    def predictions(
+        self, task: str, split: str, params: Params, examples: Sequence[Example] = ()
+    ) -> list[dict[str, Any]] | None:
+        """The per-sample predictions recorded with `split`'s score for `params` on `examples`, if any.
 
         Examples:
             >>> from semgrad.core import GraphBuilder
@@ -202,7 +223,7 @@ class Ledger:
             ([{'sample': 0, 'correct': True}], None)
         """
         saved = self._task(task)["evaluation"].get(split)
-        if saved is None or saved["params"] != params_digest(params):
+        if saved is None or saved["params"] != params_digest(params, examples):
             return None
         return saved.get("predictions")
 

@@ -40,11 +40,14 @@ from typing import Any
 
 import attrs
 
+from .._files import read_regular_text
 from ._config import RunConfig
 from ._run import SetupError
 
 __all__ = ["load_saved_config", "resumed_config"]
 
+#: The largest config.json read back (real ones are a kilobyte or two).
+CONFIG_BYTES = 2**20
 #: May change freely on resume: how the run runs, not what it computes.
 _FREE = ("concurrency", "timeout", "cache", "simulated_latency")
 #: May only grow on resume (None means no limit, the largest).
@@ -61,9 +64,10 @@ def load_saved_config(run_dir: str | os.PathLike[str]) -> RunConfig:
     if not path.is_file():
         raise SetupError(f"nothing to resume in {run_dir}: no config.json")
     try:
-        return RunConfig.from_json(json.loads(path.read_text("utf-8")))
-    except (ValueError, TypeError) as exc:
-        raise SetupError(f"cannot resume {run_dir}: {path} is not a run config ({exc})") from None
+        return RunConfig.from_json(json.loads(read_regular_text(path, limit=CONFIG_BYTES)))
+    except (OSError, ValueError, TypeError, RecursionError) as exc:
+        why = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise SetupError(f"cannot resume {run_dir}: {path} is not a run config ({why})") from None
 
 
 def _grows(before: Any, after: Any) -> bool:

@@ -291,7 +291,9 @@ def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
     if resume:
         if not saved.exists():
             raise SetupError(f"nothing to resume in {out}: no config.json")
-        before = RunConfig.from_json(json.loads(saved.read_text("utf-8")))
+        from ._resume import load_saved_config
+
+        before = load_saved_config(out)
         changed = config.differs_from(before)
         if changed:
             raise SetupError(f"cannot resume {out}: the config differs in {', '.join(changed)}")
@@ -348,6 +350,7 @@ async def _run_task(
     runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=on_reply)
     parts = task.split
     scores: dict[str, float | None] = {}
+    carried: list[str] = []  # splits an earlier process of this run scored
     predictions: list[dict[str, Any]] = []  # the test split's, for results.json and the report
     for split, p, examples in (
         ("train", result.params, parts.train),
@@ -355,9 +358,11 @@ async def _run_task(
         ("test", result.params, parts.test),
         ("initial_test", params, parts.test),
     ):
-        scores[split] = ledger.evaluation(task.name, split, p) if examples else None
-        if scores[split] is not None and split == "test":  # scored by an earlier process of this run
-            predictions = ledger.predictions(task.name, split, p) or []
+        scores[split] = ledger.evaluation(task.name, split, p, examples) if examples else None
+        if scores[split] is not None:  # scored by an earlier process of this run
+            carried.append(split)
+            if split == "test":
+                predictions = ledger.predictions(task.name, split, p, examples) or []
         if scores[split] is not None or not examples or stopped:
             continue
         refused = stack.budget.refused
@@ -368,7 +373,7 @@ async def _run_task(
             scores[split] = mean_score(evaluated)
             if split == "test":
                 predictions = predictions_json(parts.test, evaluated)
-            ledger.evaluated(task.name, split, p, scores[split], predictions if split == "test" else None)
+            ledger.evaluated(task.name, split, p, scores[split], predictions if split == "test" else None, examples)
         keep()
     counters = ledger.counters(task.name)
     return {
@@ -382,6 +387,7 @@ async def _run_task(
         "stopped": stopped,
         "iterations": [_record(r) for r in result.history],
         "accuracy": scores,
+        "carried_over": carried,
         "errors": counters["errors"],
         "errors_by_kind": dict(counters["errors_by_kind"]),
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},

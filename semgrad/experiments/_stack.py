@@ -25,6 +25,7 @@ across tasks and across the processes of a resumed run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,6 +125,15 @@ def kinds_text(counters: Mapping[str, Any]) -> str:
     return ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _tokens(usage: Mapping[str, Any], key: str) -> int:
+    """A reply's token count under `key`: a non-negative whole number, else 0 (a backend's or a cache's
+    odd value must not stop the counting, nor make the totals negative)."""
+    value = usage.get(key, 0)
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and value >= 0 else 0
+
+
 class _Tally:
     """The top of a run's stack: counts every outcome, and halts the run when its first calls all fail."""
 
@@ -199,7 +209,7 @@ class _Tally:
             c["errors_by_kind"][error.kind] = c["errors_by_kind"].get(error.kind, 0) + 1
             return
         assert response is not None
-        used = int(response.usage.get("input_tokens", 0)), int(response.usage.get("output_tokens", 0))
+        used = _tokens(response.usage, "input_tokens"), _tokens(response.usage, "output_tokens")
         if used[0] or used[1]:
             c["input_tokens"] += used[0]
             c["output_tokens"] += used[1]

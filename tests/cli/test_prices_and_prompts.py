@@ -25,11 +25,11 @@ def test_the_bundled_table_is_dated_sourced_and_prices_the_default_models():
 
 
 @given(st.sampled_from(sorted(bundled_prices().models)), st.from_regex(r"-[0-9]{4}-[0-9]{2}-[0-9]{2}", fullmatch=True))
-def test_a_dated_model_name_takes_the_price_of_its_longest_prefix(model, suffix):
-    """A provider's dated model name is priced like the longest table entry it starts with."""
+def test_a_dated_model_name_takes_the_price_of_the_entry_it_dates(model, suffix):
+    """A provider's dated model name is priced like the entry it adds the date to, even where a longer entry
+    starts the same way (claude-opus-4-5000-01-01 is Opus 4 of a date, not Opus 4.5)."""
     table = bundled_prices().models
-    longest = max((name for name in table if (model + suffix).startswith(name)), key=len)
-    assert price_of(table, model + suffix) == table[longest]
+    assert price_of(table, model + suffix) == table[model]
 
 
 def test_a_newer_model_is_not_priced_as_the_older_model_its_name_extends():
