@@ -8,14 +8,27 @@ that goes into a request body is in the key and a change in any of it misses.
 Identical requests made concurrently are sent once (the others wait for its
 reply). The SQLite store uses WAL mode, a busy timeout and one short transaction
 per write, so several processes may share one file; its blocking calls run in
-worker threads. A file that is not a database, or a damaged one, raises a
-`CacheError` naming it and saying what to do.
+worker threads.
+
+A cache file is untrusted input: reading it never imports or calls anything it
+names, and what it holds is checked before it is used. A file that is not a
+database, or a damaged one, raises a `CacheError` naming it and saying what to
+do. A stored reply is checked when read back: its text and model must be
+strings and its usage must map names to token counts (ints from 0 to 2**63 - 1,
+not booleans). A reply that fails these checks
+raises `CacheError` rather than counting as a miss, as any damaged row always
+has: a miss would quietly pay for the call again and overwrite the evidence,
+and a file with one tampered row cannot be trusted for the others. So that the
+cache never refuses what it wrote itself, a reply is stored with only the usage
+entries that are token counts (an LLM reporting, say, a float cost keeps it in
+the live reply, not in the stored one).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import reprlib
 import sqlite3
 import threading
 import time
@@ -61,6 +74,10 @@ def cache_key(request: LLMRequest, llm: Any) -> str:
 
 _REMEDY = "delete it (it only holds replies, which are asked for again) or pass another cache path"
 
+# The largest token count a reply read back from a file may report: a 64-bit counter, what
+# providers count in (anything larger is not a count of tokens but a damaged or forged file).
+_MAX_TOKENS = 2**63 - 1
+
 
 class CacheError(ValueError):
     """A cache file that cannot be used: damaged, or not an SQLite database."""
@@ -68,6 +85,29 @@ class CacheError(ValueError):
 
 def _unusable(path: Path, exc: Exception) -> CacheError:
     return CacheError(f"cannot use the cache {path}: {exc}; {_REMEDY}")
+
+
+def _is_token_count(name: Any, count: Any) -> bool:
+    return isinstance(name, str) and type(count) is int and 0 <= count <= _MAX_TOKENS
+
+
+def _token_counts(usage: Any) -> dict[str, int]:
+    """`usage` read back from a file, when it maps names to token counts; else ValueError saying why.
+
+    A count is an int from 0 to 2**63 - 1 (not a bool, a float, a string or NaN),
+    so run accounting can add counts up without converting or checking them.
+    """
+    if not isinstance(usage, dict):
+        raise ValueError("usage is not an object")
+    for name, count in usage.items():
+        if not _is_token_count(name, count):
+            raise ValueError(f"usage {reprlib.repr(name)} is not a token count (an int from 0 to 2**63 - 1)")
+    return usage
+
+
+def _storable_usage(usage: Any) -> dict[str, int]:
+    """The entries of a reply's `usage` that are token counts: what is written, so reading it back never fails."""
+    return {name: count for name, count in dict(usage).items() if _is_token_count(name, count)}
 
 
 class Store(Protocol):
@@ -149,17 +189,22 @@ class SqliteStore:
             row = self._query("SELECT text, usage, model FROM replies WHERE key = ?", (key,))
         if row is None:
             return None
+        text, usage, model = row
         try:
-            usage = json.loads(row[1])
-            if not isinstance(row[0], str) or not isinstance(usage, dict):
-                raise ValueError("a reply is not text with a usage object")
+            if not isinstance(text, str) or not isinstance(model, str) or not isinstance(usage, str):
+                raise ValueError("a reply is not text, usage and model as strings")
+            usage = _token_counts(json.loads(usage))
         except ValueError as exc:
             raise CacheError(f"the cache {self.path} holds a damaged reply ({exc}); {_REMEDY}") from None
-        return LLMResponse(row[0], usage, str(row[2]))
+        except RecursionError:
+            raise CacheError(
+                f"the cache {self.path} holds a damaged reply (usage nested too deeply); {_REMEDY}"
+            ) from None
+        return LLMResponse(text, usage, model)
 
     def put_sync(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
         """Store `response` under `key` in one transaction (blocking)."""
-        usage = json.dumps(dict(response.usage), sort_keys=True)
+        usage = json.dumps(_storable_usage(response.usage), sort_keys=True)
         row = (key, response.text, usage, response.model, request.purpose, request.node, time.time())
         with self._lock, self._conn:
             self._query("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
