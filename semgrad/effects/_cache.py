@@ -11,11 +11,14 @@ per write, so several processes may share one file; its blocking calls run in
 worker threads.
 
 A cache file is untrusted input: reading it never imports or calls anything it
-names, and what it holds is checked before it is used. A file that is not a
-database, or a damaged one, raises a `CacheError` naming it and saying what to
-do. A stored reply is checked when read back: its text and model must be
-strings and its usage must map names to token counts (ints from 0 to 2**63 - 1,
-not booleans). A reply that fails these checks
+names, and what it holds is checked before it is used. A path that is not a
+regular file (a directory, a FIFO, a device), a file that is not a database, or
+a damaged one raises a `CacheError` naming it and saying what to do. So does a
+database with tables other than the cache's own (another application's file,
+given as the cache path by mistake): it is refused before anything in it is
+changed (no table added, no switch to WAL). A stored reply is checked when read
+back: its text and model must be strings and its usage must map names to token
+counts (ints from 0 to 2**63 - 1, not booleans). A reply that fails these checks
 raises `CacheError` rather than counting as a miss, as any damaged row always
 has: a miss would quietly pay for the call again and overwrite the evidence,
 and a file with one tampered row cannot be trusted for the others. So that the
@@ -73,6 +76,20 @@ def cache_key(request: LLMRequest, llm: Any) -> str:
 
 
 _REMEDY = "delete it (it only holds replies, which are asked for again) or pass another cache path"
+_FOREIGN = "it is not a semgrad cache, so it is left as it is; pass another cache path"
+
+# The objects of a semgrad cache: its table and the index of its primary key.
+_OWN_OBJECTS = {("table", "replies"), ("index", "sqlite_autoindex_replies_1")}
+# The columns of `replies` as ``PRAGMA table_info`` gives them: name, type, not null, primary key.
+_COLUMNS = [
+    ("key", "TEXT", 0, 1),
+    ("text", "TEXT", 1, 0),
+    ("usage", "TEXT", 1, 0),
+    ("model", "TEXT", 1, 0),
+    ("purpose", "TEXT", 0, 0),
+    ("node", "TEXT", 0, 0),
+    ("created", "REAL", 1, 0),
+]
 
 # The largest token count a reply read back from a file may report: a 64-bit counter, what
 # providers count in (anything larger is not a count of tokens but a damaged or forged file).
@@ -80,11 +97,11 @@ _MAX_TOKENS = 2**63 - 1
 
 
 class CacheError(ValueError):
-    """A cache file that cannot be used: damaged, or not an SQLite database."""
+    """A cache file that cannot be used: damaged, not an SQLite database, or another application's."""
 
 
-def _unusable(path: Path, exc: Exception) -> CacheError:
-    return CacheError(f"cannot use the cache {path}: {exc}; {_REMEDY}")
+def _unusable(path: Path, exc: Exception | str, remedy: str = _REMEDY) -> CacheError:
+    return CacheError(f"cannot use the cache {path}: {exc}; {remedy}")
 
 
 def _is_token_count(name: Any, count: Any) -> bool:
@@ -148,7 +165,15 @@ class SqliteStore:
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # SQLite fails on these with a bare "disk I/O error" or "unable to open database file".
+        if (self.path.exists() or self.path.is_symlink()) and not self.path.is_file():
+            raise _unusable(self.path, "it is not a regular file", "pass the path of a file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _unusable(
+                self.path, f"its folder cannot be made ({exc.strerror or exc})", "pass another cache path"
+            ) from None
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
         self._closer = weakref.finalize(self, self._conn.close)
@@ -158,6 +183,7 @@ class SqliteStore:
         deadline = time.monotonic() + busy_timeout
         while True:
             try:
+                self._refuse_a_foreign_database()
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: no corruption, no fsync per write
                 with self._conn:
@@ -170,6 +196,22 @@ class SqliteStore:
             except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
                 self.close()
                 raise _unusable(self.path, exc) from None
+
+    def _refuse_a_foreign_database(self) -> None:
+        """Raise `CacheError` if the file holds anything but a semgrad cache (before anything in it is changed)."""
+        objects = set(self._conn.execute("SELECT type, name FROM sqlite_master").fetchall())
+        others = sorted(objects - _OWN_OBJECTS, key=repr)
+        if others:
+            kinds = ("table", "index", "view", "trigger")
+            names = ", ".join(f"{k if k in kinds else 'object'} {reprlib.repr(n)}" for k, n in others[:5])
+            more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+            self.close()
+            raise _unusable(self.path, f"the database holds {names}{more}", _FOREIGN)
+        if ("table", "replies") in objects:
+            columns = [tuple(row[1:4]) + (row[5],) for row in self._conn.execute("PRAGMA table_info(replies)")]
+            if columns != _COLUMNS:
+                self.close()
+                raise _unusable(self.path, "its table 'replies' is not a semgrad cache's", _FOREIGN)
 
     def _query(self, sql: str, row: tuple[Any, ...] = ()) -> Any:
         try:

@@ -1,7 +1,9 @@
-"""cached: a cache file is hostile input; what it holds is checked before it is used."""
+"""cached: a cache file is hostile input; what it holds is checked, and another application's file is left alone."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
 from contextlib import closing
 
@@ -10,7 +12,7 @@ import pytest
 
 from semgrad.core import LLMRequest, LLMResponse, Message
 from semgrad.effects import cached
-from semgrad.effects._cache import CacheError
+from semgrad.effects._cache import CacheError, SqliteStore
 
 
 def ask(prompt):
@@ -37,6 +39,10 @@ def a_cache_with_one_reply(path, **columns):
     with closing(sqlite3.connect(path)) as conn, conn:
         for column, value in columns.items():
             conn.execute(f"UPDATE replies SET {column} = ?", (value,))
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize(
@@ -80,3 +86,58 @@ async def test_usage_entries_that_are_not_token_counts_are_not_stored(tmp_path):
     again = cached(Answer(), path=path)
     assert await again(ask("q")) == LLMResponse("x", {"input_tokens": 3}, "m")
     assert again.hits == 1
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", "INSERT INTO notes (body) VALUES ('secret')"],
+        ["CREATE TABLE replies (id INTEGER PRIMARY KEY, body TEXT)", "INSERT INTO replies (body) VALUES ('hi')"],
+        [
+            "CREATE TABLE replies (key TEXT PRIMARY KEY, text TEXT NOT NULL, usage TEXT NOT NULL, model TEXT NOT NULL, "
+            "purpose TEXT, node TEXT, created REAL NOT NULL)",
+            "CREATE VIEW everything AS SELECT * FROM replies",
+        ],
+    ],
+    ids=["other table", "other replies table", "cache plus a view"],
+)
+def test_another_applications_database_is_refused_and_left_unchanged(tmp_path, schema):
+    """A database holding anything but the cache's table raises CacheError naming it, with its bytes unchanged."""
+    victim = tmp_path / "victim_app.db"
+    with closing(sqlite3.connect(victim)) as conn, conn:
+        for statement in schema:
+            conn.execute(statement)
+    before = digest(victim)
+    with pytest.raises(CacheError, match=f"cannot use the cache {victim}: .*not a semgrad cache"):
+        cached(Answer(), path=victim)
+    assert digest(victim) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim_app.db"]  # no -wal or -shm file either
+    with closing(sqlite3.connect(victim)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    # A missing file, an empty file and a genuine cache still open.
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    for path in (tmp_path / "missing.sqlite", empty):
+        anyio.run(cached(Answer(), path=path), ask("q"))
+        store = SqliteStore(path)
+        assert len(store) == 1 and store.get_sync(_only_key(path)) is not None
+        store.close()
+
+
+def _only_key(path):
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute("SELECT key FROM replies").fetchone()[0]
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused(tmp_path):
+    """A directory, a FIFO or a link to /dev/zero as the cache path raises CacheError naming it, without blocking."""
+    directory = tmp_path / "a-directory"
+    directory.mkdir()
+    fifo = tmp_path / "a-fifo"
+    os.mkfifo(fifo)
+    zero = tmp_path / "a-link-to-dev-zero"
+    zero.symlink_to("/dev/zero")
+    for path in (directory, fifo, zero):
+        with pytest.raises(CacheError, match=f"cannot use the cache {path}: it is not a regular file"):
+            cached(Answer(), path=path)
+    assert fifo.exists() and directory.is_dir() and list(directory.iterdir()) == []
