@@ -7,11 +7,22 @@ Each line is one successful call::
 
 `replayed` answers by request key, so a replayed run needs no network, no key
 and no backend, and gives the same `Trace` as the recorded one.
+
+A cassette is untrusted input: reading it never imports or calls anything it
+names, and every line is checked (key, text and model are strings, usage maps
+names to token counts: ints from 0 to 2**63 - 1, not booleans) before a reply
+is kept. Anything else, a line that is not UTF-8 or JSON, JSON nested too
+deeply, or a path that is not a regular file (a directory, a FIFO, a device,
+which could block or never end), raises ValueError naming the file, and the
+line when there is one. So that a cassette replays whatever it recorded, a
+reply is recorded with only the usage entries that are token counts.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +31,7 @@ import anyio
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, request_key
 from ..core._requests import _canonical
+from ._cache import _storable_usage, _token_counts
 from ._routing import call, identity_of
 
 __all__ = ["recorded", "replayed"]
@@ -29,7 +41,7 @@ def _record(request: LLMRequest, response: LLMResponse) -> str:
     record = {
         "key": request_key(request),
         "request": _canonical(request),
-        "response": {"text": response.text, "usage": dict(response.usage), "model": response.model},
+        "response": {"text": response.text, "usage": _storable_usage(response.usage), "model": response.model},
     }
     return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
 
@@ -84,30 +96,61 @@ def recorded(llm: Any, path: str | Path) -> Any:
     if not callable(llm):
         raise TypeError(f"recorded needs an LLM (a callable), got {type(llm).__name__}")
     path = Path(path)
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        raise ValueError(f"cannot record to {path}: it is not a regular file; pass the path of a file")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch()
     return _Recorded(llm, path)
 
 
+def _unreadable(path: Path, why: str) -> ValueError:
+    return ValueError(f"cannot replay {path}: {why}; pass the path of a cassette written by recorded()")
+
+
+def _open(path: Path) -> Any:
+    """`path` opened for binary reading, if it is a regular file (a FIFO or a device could block or never end)."""
+    if not path.is_file():
+        raise _unreadable(path, "it is not a regular file")
+    try:  # without blocking, and checked again once open: the path may have been replaced in between
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _unreadable(path, f"it cannot be read ({exc.strerror or exc})") from None
+    file = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        file.close()
+        raise _unreadable(path, "it is not a regular file")
+    return file
+
+
+def _reply(line: bytes) -> tuple[str, LLMResponse]:
+    """The key and reply of one cassette line; ValueError, TypeError or RecursionError when it is not one."""
+    record = json.loads(line.decode("utf-8"))
+    if not isinstance(record, dict) or not isinstance(record.get("response"), dict):
+        raise TypeError("a record is an object with a response object")
+    reply = record["response"]
+    key, text, usage, model = record.get("key"), reply.get("text"), reply.get("usage", {}), reply.get("model", "")
+    if not isinstance(key, str) or not isinstance(text, str) or not isinstance(model, str):
+        raise TypeError("key, text and model must be strings")
+    return key, LLMResponse(text, _token_counts(usage), model)
+
+
 def _load(path: Path) -> dict[str, LLMResponse]:
     replies: dict[str, LLMResponse] = {}
-    with path.open(encoding="utf-8") as file:
-        for number, line in enumerate(file, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                reply = record["response"]
-                text, usage, model = reply["text"], reply.get("usage") or {}, reply.get("model", "")
-                if not isinstance(record["key"], str) or not isinstance(text, str) or not isinstance(model, str):
-                    raise TypeError("key, text and model must be strings")
-                if not isinstance(usage, dict) or not all(isinstance(n, int) for n in usage.values()):
-                    raise TypeError("usage must map names to token counts")
-                replies[record["key"]] = LLMResponse(text, usage, model)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(
-                    f"{path}:{number}: not a cassette record ({exc}); was it written by recorded()?"
-                ) from exc
+    with _open(path) as file:
+        number = 0
+        try:
+            for number, line in enumerate(file, 1):  # noqa: B007 (used by the handlers below, naming the line)
+                if line.strip():
+                    key, reply = _reply(line)
+                    replies[key] = reply
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}:{number}: not a cassette record (not UTF-8 at byte {exc.start})") from None
+        except RecursionError:
+            raise ValueError(f"{path}:{number}: not a cassette record (JSON nested too deeply)") from None
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: not a cassette record ({exc}); was it written by recorded()?") from exc
+        except OSError as exc:
+            raise _unreadable(path, f"reading line {number + 1} failed ({exc.strerror or exc})") from None
     return replies
 
 
@@ -156,7 +199,8 @@ def replayed(path: str | Path) -> Any:
 
     Raises:
         FileNotFoundError: When `path` does not exist.
-        ValueError: When a line is not a cassette record.
+        ValueError: When `path` is not a regular file or cannot be read, or a
+            line is not a cassette record (naming the file and the line).
     """
     path = Path(path)
     if not path.exists():
