@@ -373,6 +373,15 @@ def _sweep(args: argparse.Namespace) -> int:
         first = result.failed[0]
         failed = f"{len(result.failed)} of {total} runs failed (see {result.html_path})"
         raise SweepError(f"{failed}; {first.name}: {first.error}")
+    spent = [o.name for o in result.outcomes if o.stopped == "budget"]
+    if spent:  # as `semgrad run` does for one run
+        print(
+            f"semgrad: stopped: {len(spent)} of {total} runs spent their budget "
+            f"({', '.join(spent[:3])}{', ...' if len(spent) > 3 else ''}); what they have is in {out} -- "
+            "raise max_calls / max_tokens in the spec and run it again to go on",
+            file=sys.stderr,
+        )
+        return EXIT_BUDGET
     return 0
 
 

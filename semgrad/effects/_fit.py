@@ -394,13 +394,14 @@ class _RunState:
         if belongs is not None and not state.belongs_to:
             raise CheckpointError(
                 f"{path} was written by an older semgrad and does not say which run it belongs to; "
-                "start a new run with another checkpoint path"
+                "start a new run with another checkpoint path (semgrad run: another --out)"
             )
         differ = differing_parts(state.belongs_to, belongs) if belongs is not None else ()
         if differ:
             raise CheckpointError(
                 f"{path} belongs to another run: {', '.join(differ)} differ; "
-                "resume with the same ones, or start a new run with another checkpoint path"
+                "resume with the same ones, or start a new run with another checkpoint path "
+                "(semgrad run: another --out)"
             )
         problem = _inconsistency(state, optimizer.init(params) if optimizer is not None else state.opt_state)
         if problem:

@@ -24,7 +24,7 @@ from ..effects import FitProgress
 from ..report._compare import compare_table, render_compare
 from ._config import OPTIMIZERS, RunConfig
 from ._dry_run import dry_run, estimate_tokens
-from ._run import build_llm, estimate_cost, load_run_tasks, run_experiment
+from ._run import SetupError, build_llm, estimate_cost, load_run_tasks, run_experiment
 
 __all__ = ["PurposeMeter", "compare", "parse_optimizers"]
 
@@ -138,6 +138,9 @@ def compare(
     """
     root = Path(out)
     tasks = load_run_tasks(config)  # fail on bad data before anything runs
+    taken = [name for name in optimizers if any((root / name).glob("checkpoint*.json"))]
+    if taken and not dry_run_only:  # a comparison does not resume: each method's run starts afresh
+        raise SetupError(f"{root / taken[0]} already holds a run; choose another --out for this comparison")
     methods = []
     for name in optimizers:
         cfg = attrs.evolve(config, optimizer=name, param=config.param if name == "one-parameter" else None)

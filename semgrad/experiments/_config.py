@@ -132,6 +132,18 @@ class RunConfig:
     def __attrs_post_init__(self) -> None:
         if self.protocol is None:  # a validation size asks for the held-out protocol; else the paper's
             object.__setattr__(self, "protocol", "heldout" if self.validation else "official")
+        if not self.data:  # the paper's tasks: split and scored as the paper does
+            if self.protocol == "official" and self.validation:
+                raise ValueError(
+                    "the official protocol has no validation split: drop --validation, or pass --protocol heldout"
+                )
+            if self.metric != "exact" or self.criteria:
+                raise ValueError(
+                    "--metric and --criteria are for your own system (with --data); "
+                    "the paper's tasks are scored as the paper scores them"
+                )
+        elif self.criteria and self.metric != "judge":
+            raise ValueError("--criteria is for --metric judge")
 
     @param.validator
     def _check_param(self, attribute: Any, value: str | None) -> None:

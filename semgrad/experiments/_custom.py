@@ -11,7 +11,10 @@ object a line; ``id`` optional) or CSV (a ``target`` column, an optional ``id``
 column, every other column an input). They are split, seeded, into train,
 validation and test: by default a third each, at most 20 train and 20
 validation items, the rest test; ``--train``, ``--validation`` and ``--test``
-set the sizes.
+set the sizes. The run's protocol is the config's: under the official one (the
+default) the gate scores candidates on the training items, and the validation
+split is only scored at the end, beside the test split; under the held-out one
+(``--protocol heldout``) the gate scores them on the validation split.
 
 Examples:
     >>> parse_system_spec("my_system.py:make")
@@ -174,23 +177,33 @@ def read_items(path: str | Path) -> tuple[Example, ...]:
     if not file.is_file():
         raise SystemSpecError(f"no such data file {file}")
     suffix = file.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        items = _read_jsonl(file)
-    elif suffix == ".csv":
-        items = _read_csv(file)
-    else:
-        raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
+    try:
+        if suffix in (".jsonl", ".ndjson"):
+            items = _read_jsonl(file)
+        elif suffix == ".csv":
+            items = _read_csv(file)
+        else:
+            raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
+    except UnicodeDecodeError as exc:
+        raise SystemSpecError(f"{file}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if not items:
         raise SystemSpecError(f"{file}: no items")
-    ids = [e.id for e in items]
-    if len(set(ids)) != len(ids):
-        raise SystemSpecError(f"{file}: two items share an id")
+    seen: dict[Any, int] = {}
+    for number, item in enumerate(items, 1):
+        if not isinstance(item.id, (str, int)) or isinstance(item.id, bool):
+            raise SystemSpecError(f"{file}: item {number}'s id is {item.id!r}: an id is text or a whole number")
+        if item.id in seen:
+            raise SystemSpecError(
+                f"{file}: items {seen[item.id]} and {number} share the id {item.id!r} "
+                "(an item without one has its position from 0 as its id)"
+            )
+        seen[item.id] = number
     return tuple(items)
 
 
 def _read_jsonl(file: Path) -> list[Example]:
     items = []
-    with file.open(encoding="utf-8") as handle:
+    with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -206,9 +219,12 @@ def _read_jsonl(file: Path) -> list[Example]:
 
 
 def _read_csv(file: Path) -> list[Example]:
-    with file.open(encoding="utf-8", newline="") as handle:
+    with file.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's "CSV UTF-8" starts with a BOM
         reader = csv.DictReader(handle)
         columns = reader.fieldnames or []
+        twice = sorted({c for c in columns if columns.count(c) > 1})
+        if twice:
+            raise SystemSpecError(f"{file}: the column(s) {', '.join(map(repr, twice))} appear more than once")
         if "target" not in columns:
             raise SystemSpecError(f"{file}: no 'target' column (every other column but 'id' is an input)")
         inputs = [c for c in columns if c not in ("target", "id")]
@@ -229,6 +245,11 @@ def _sizes(n: int, train: int | None, validation: int | None) -> tuple[int, int]
 
 def custom_task(config: Any) -> Task:
     """The `Task` of a config with ``data``: the typed system, the items split by the config's seed and sizes."""
+    if config.task.split(":")[0] in ("bbh", "gsm8k", "liar"):
+        raise SystemSpecError(
+            f"{config.task} is one of the paper's tasks, which read --data-dir; "
+            "--data is for your own system (FILE.py:FUNCTION)"
+        )
     graph, params = load_system(config.task)
     items = read_items(config.data)
     missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
@@ -240,7 +261,8 @@ def custom_task(config: Any) -> Task:
     parts = split(items, train=train, validation=validation, test=config.test, seed=config.seed)
     built = (graph, params)
     scoring = "numeric" if config.metric == "numeric" else "exact"
-    return Task(config.task, "custom", parts, _Built(built, config.task), scoring, seed=config.seed)  # type: ignore[arg-type]
+    task = _Built(built, config.task)
+    return Task(config.task, "custom", parts, task, scoring, seed=config.seed, protocol=config.protocol)  # type: ignore[arg-type]
 
 
 class _Built:

@@ -138,6 +138,8 @@ def dry_run(
 
 
 def _cost(config: RunConfig, counter: _Counter, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
+    if config.backend == "simulated":
+        return 0.0  # offline: nothing to pay
     if not prices:
         return None
     total = 0.0

@@ -145,3 +145,25 @@ def test_temperature_none_sends_no_temperature_except_a_role_s_own():
     assert RunConfig.from_json(config.to_json()) == config and config.to_json()["temperature"] is None
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "bbh:navigate", "--temperature", "cold"])
+
+
+@needs_data
+def test_a_comparison_into_a_folder_that_holds_one_says_to_choose_another(tmp_path, capsys):
+    """A second comparison into the same --out stops in one line saying to choose another --out (compare has
+    no --resume to point to)."""
+    args = [
+        "compare",
+        "bbh:navigate",
+        "--data-dir",
+        str(DATA),
+        "--optimizers",
+        "tgd",
+        "--out",
+        str(tmp_path / "c"),
+        *SMALL,
+    ]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "already holds a run; choose another --out" in err and "--resume" not in err

@@ -152,11 +152,12 @@ def test_a_sweep_run_never_passes_its_max_calls(tmp_path):
 
 
 def test_a_sweep_says_which_runs_stopped_for_their_budget(tmp_path, capsys):
-    """`semgrad sweep --local` prints 'stopped: budget' on the line of each run that spent its max_calls."""
+    """`semgrad sweep --local` prints 'stopped: budget' on the line of each run that spent its max_calls, and
+    exits 3 as `semgrad run` and `semgrad compare` do."""
     from semgrad.cli import main
     from tests.sweeps._helpers import grid_spec
 
     grid = {"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd"]}
     spec = grid_spec(tmp_path / "s.toml", grid, max_calls=10)
-    assert main(["sweep", str(spec), "--local", "--out", str(tmp_path / "out")]) == 0
+    assert main(["sweep", str(spec), "--local", "--out", str(tmp_path / "out")]) == 3
     assert "stopped: budget" in capsys.readouterr().err
