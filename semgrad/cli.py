@@ -143,7 +143,11 @@ def _run(args: argparse.Namespace) -> int:
     plan = None
     if args.dry_run or config.backend != "simulated":
         plan = report = dry_run(config, prices=prices.models)
-        print(("Dry run" if args.dry_run else "This run will make at most") + f" ({config.task}, {config.backend}):")
+        where = f" at {config.base_url}" if config.base_url and config.backend != "simulated" else ""
+        print(
+            ("Dry run" if args.dry_run else "This run will make at most")
+            + f" ({config.task}, {config.backend}{where}):"
+        )
         print(report.table())
         if not args.dry_run:
             print("(retries, and repair requests after unreadable replies, come on top: --max-calls caps them all)")

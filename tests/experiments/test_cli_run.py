@@ -340,4 +340,5 @@ def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_ser
     _one_line_error(result, "--yes")
     assert "This run will make at most" in result.stdout
     assert "repair requests after unreadable replies, come on top" in result.stdout  # "at most" counts no repair
+    assert f"(bbh:navigate, openai-compatible at {counting_server}):" in result.stdout  # where the key goes
     assert _Counting.hits == 0 and not (tmp_path / "o").exists()
