@@ -1,8 +1,10 @@
 """The score-per-iteration chart: an inline SVG line chart, no script.
 
-Training scores are a solid line with square markers; validation scores a dashed
-line with round markers coloured by the gate's verdict (accepted, rejected, no
-gate). The initial validation score, when known, is a dotted horizontal line.
+Training scores are a solid line with square markers; the gate's scores of the
+candidates (validation scores under the heldout protocol, scores on the training
+items under the official one: the caller names them) a dashed line with round
+markers coloured by the gate's verdict (accepted, rejected, no gate). The
+initial gate score, when known, is a dotted horizontal line.
 Scores are drawn on a fixed 0-100 % axis; values outside it are clamped.
 """
 
@@ -25,7 +27,7 @@ _VERDICT = {True: ("accepted", "val-accepted"), False: ("rejected", "val-rejecte
 
 @attrs.frozen
 class ChartPoint:
-    """The scores of one iteration (None: not measured)."""
+    """The scores of one iteration (None: not measured): training, and the gate's (`validation`)."""
 
     iteration: int
     train: float | None = None
@@ -79,7 +81,7 @@ def _line(points: Sequence[ChartPoint], field: str, css: str) -> list[str]:
     return [f'<polyline class="{css}" points="{joined}"/>']
 
 
-def _markers(points: Sequence[ChartPoint]) -> list[str]:
+def _markers(points: Sequence[ChartPoint], gate: str) -> list[str]:
     parts = []
     for i, p in enumerate(points):
         x = _x(i, len(points))
@@ -91,7 +93,7 @@ def _markers(points: Sequence[ChartPoint]) -> list[str]:
             )
         if p.validation is not None:
             verdict, css = _VERDICT[p.accepted]
-            tip = f"iteration {p.iteration}: validation {percent(p.validation)} ({verdict})"
+            tip = f"iteration {p.iteration}: {gate} {percent(p.validation)} ({verdict})"
             parts.append(
                 f'<circle class="{css}" cx="{x:.1f}" cy="{_y(p.validation):.1f}" r="5">'
                 f"<title>{esc(tip)}</title></circle>"
@@ -99,22 +101,22 @@ def _markers(points: Sequence[ChartPoint]) -> list[str]:
     return parts
 
 
-def _initial(initial: float | None) -> list[str]:
+def _initial(initial: float | None, gate: str) -> list[str]:
     if initial is None:
         return []
     y = _y(initial)
     return [
         f'<line class="initial" x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}">'
-        f"<title>initial validation {esc(percent(initial))}</title></line>"
+        f"<title>initial {esc(gate)} {esc(percent(initial))}</title></line>"
     ]
 
 
-def _legend() -> list[str]:
-    items = [("train-line", "train"), ("val-line", "validation"), ("initial", "initial validation")]
+def _legend(gate: str) -> list[str]:
+    items = [("train-line", "train"), ("val-line", gate), ("initial", f"initial {gate}")]
     parts, x = [], _LEFT
     for css, label in items:
         parts.append(f'<line class="{css}" x1="{x}" y1="16" x2="{x + 22}" y2="16"/>')
-        parts.append(f'<text class="legend" x="{x + 27}" y="20">{label}</text>')
+        parts.append(f'<text class="legend" x="{x + 27}" y="20">{esc(label)}</text>')
         x += 40 + 8 * len(label)
     for verdict, css in (_VERDICT[True], _VERDICT[False]):
         parts.append(
@@ -125,14 +127,22 @@ def _legend() -> list[str]:
     return parts
 
 
-def score_chart(points: Sequence[ChartPoint], *, element_id: str, caption: str, initial: float | None = None) -> str:
-    """An ``<svg>`` chart of training and validation score per iteration.
+def score_chart(
+    points: Sequence[ChartPoint],
+    *,
+    element_id: str,
+    caption: str,
+    initial: float | None = None,
+    gate: str = "validation",
+) -> str:
+    """An ``<svg>`` chart of the training score and the gate's score per iteration.
 
     Args:
         points: One entry per iteration, in order.
         element_id: The svg element's id (the caller's own identifier, never data).
         caption: What the chart shows (escaped; becomes the svg's title).
-        initial: The initial validation score, drawn as a horizontal line.
+        initial: The gate's initial score, drawn as a horizontal line.
+        gate: What the gate's scores are called (legend and tooltips), e.g. "validation".
 
     Examples:
         >>> svg = score_chart([ChartPoint(1, 0.4, 0.6, True), ChartPoint(2, 0.5, 0.5, False)],
@@ -140,14 +150,14 @@ def score_chart(points: Sequence[ChartPoint], *, element_id: str, caption: str, 
         >>> svg.startswith('<svg id="score-chart"'), "&lt;scores&gt;" in svg, svg.count("<polyline")
         (True, True, 2)
     """
-    body = [f'<title id="{element_id}-title">{esc(caption)}</title>', *_grid(), *_legend()]
+    body = [f'<title id="{element_id}-title">{esc(caption)}</title>', *_grid(), *_legend(gate)]
     if points:
         body += [
-            *_initial(initial),
+            *_initial(initial, gate),
             *_x_ticks(points),
             *_line(points, "train", "train-line"),
             *_line(points, "validation", "val-line"),
-            *_markers(points),
+            *_markers(points, gate),
         ]
     else:
         body.append(

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._chart import score_chart
 from ._format import as_list, as_mapping, as_text, esc, number
+from ._gate import gate_labels
 from ._graph import GraphShape, graph_shape, graph_svg
 from ._samples import errors_line, total_errors
 from ._style import CSS
@@ -65,11 +66,9 @@ def _chart_section(tasks: list[Mapping[str, Any]]) -> str:
         initials = [v for v in (number(t.get("initial_score")) for t in tasks) if v is not None]
         points, initial = mean_points(tasks), (sum(initials) / len(initials) if initials else None)
         caption = f"Mean score per iteration over {len(tasks)} tasks"
-    chart = score_chart(points, element_id="score-chart", caption=caption, initial=initial)
-    note = (
-        "Train: the mean training score of the params each iteration started from. Validation: the score of the "
-        "iteration's candidate, which the gate accepted or rejected."
-    )
+    gate = gate_labels(tasks)
+    chart = score_chart(points, element_id="score-chart", caption=caption, initial=initial, gate=gate.series)
+    note = f"Train: the mean training score of the params each iteration started from. {gate.note}"
     return f'<section id="chart-section"><h2>{esc(caption)}</h2>{chart}<p class="caption">{note}</p></section>'
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._format import as_list, as_mapping, as_text, count, esc, money, number, percent, points
+from ._gate import gate_labels
 
 __all__ = [
     "PUBLISHED",
@@ -168,7 +169,7 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
         ("Initial test accuracy", percent(initial), ""),
         ("Test change", points(change), ""),
         (
-            "Validation score (initial \u2192 best)",
+            f"{gate_labels([task]).score} (initial \u2192 best)",
             f"{percent(task.get('initial_score'))} \u2192 {percent(task.get('best_score'))}",
             "",
         ),

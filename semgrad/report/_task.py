@@ -8,6 +8,7 @@ from typing import Any
 from ._chart import ChartPoint, score_chart
 from ._diff import diff_html
 from ._format import DASH, as_list, as_mapping, as_text, count, esc, number, percent
+from ._gate import gate_labels
 from ._samples import errors_line, predictions_table
 
 __all__ = ["chart_points", "mean_points", "task_section"]
@@ -48,7 +49,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def mean_points(tasks: Sequence[Mapping[str, Any]]) -> list[ChartPoint]:
-    """The mean training and validation score over tasks, per iteration number.
+    """The mean training score and gate score over tasks, per iteration number.
 
     Examples:
         >>> first = {"iterations": [{"iteration": 1, "train_score": 0.25}]}
@@ -117,7 +118,8 @@ def _iterations_table(task: Mapping[str, Any]) -> str:
     entries = [as_mapping(e) for e in as_list(task.get("iterations"))]
     if not entries:
         return '<p class="empty">No iterations recorded.</p>'
-    head = "".join(f"<th>{h}</th>" for h in ("#", "Train", "Validation", "Gate", "Applied", "Calls", "Updated"))
+    gate = gate_labels([task]).column
+    head = "".join(f"<th>{esc(h)}</th>" for h in ("#", "Train", gate, "Gate", "Applied", "Calls", "Updated"))
     rows = "".join(_iteration_row(e, _iteration_number(e, i)) for i, e in enumerate(entries, start=1))
     return f'<table class="iterations"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
@@ -195,7 +197,7 @@ def _facts(task: Mapping[str, Any]) -> str:
     sizes = ", ".join(f"{esc(split)} {count(n)}" for split, n in as_mapping(task.get("sizes")).items())
     category = f"category {esc(task.get('category'))} \u00b7 " if task.get("category") else ""
     return (
-        f'<p class="task-facts">{category}sizes: {sizes or DASH} \u00b7 validation score: '
+        f'<p class="task-facts">{category}sizes: {sizes or DASH} \u00b7 {esc(gate_labels([task]).score.lower())}: '
         f"{percent(task.get('initial_score'))} initially, best {percent(task.get('best_score'))}</p>"
     )
 
@@ -222,6 +224,7 @@ def task_section(task: Mapping[str, Any], index: int, *, several: bool) -> str:
             element_id=f"score-chart-{index}",
             caption=f"Score per iteration: {as_text(task.get('task'))}",
             initial=number(task.get("initial_score")),
+            gate=gate_labels([task]).series,
         )
         if several
         else ""

@@ -55,11 +55,13 @@ def _iteration(n: int, train: float, validation: float, accepted: bool) -> dict[
 
 
 def make_task(name: str, category: str | None, test: float) -> dict[str, Any]:
-    """One optimized task with three iterations (the second rejected) on the paper graph."""
+    """One optimized task (heldout protocol) with three iterations (the second rejected) on the paper graph."""
     return {
         "task": name,
         "category": category,
         "sizes": {"train": 20, "validation": 20, "test": 210},
+        "protocol": "heldout",
+        "scored_on": "test",
         "initial_score": 0.4,
         "best_score": 0.6,
         "iterations": [_iteration(1, 0.35, 0.6, True), _iteration(2, 0.5, 0.55, False), _iteration(3, 0.55, 0.6, True)],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -151,6 +152,42 @@ def test_chart_draws_a_line_and_a_marker_per_score(gsm8k_results):
     assert chart.count('<rect class="train-point"') == 3
     assert chart.count('<circle class="val-accepted"') == 2 + 1 and chart.count('<circle class="val-rejected"') == 1 + 1
     assert 'class="initial"' in chart and "iteration 2: validation 55.0 % (rejected)" in chart
+
+
+def _with_protocol(results: dict[str, Any], protocol: str | None) -> dict[str, Any]:
+    changed = copy.deepcopy(results)
+    for task in changed["tasks"]:
+        del task["protocol"]
+        if protocol is not None:
+            task["protocol"] = protocol
+        if protocol == "official":  # no validation set: the gate scores candidates on the training items
+            task["sizes"]["validation"], task["accuracy"]["validation"] = 0, None
+    return changed
+
+
+def _gate_texts(document: str) -> tuple[str, str]:
+    """The page's text, and the text of every score chart."""
+    charts = "".join(part.split("</svg>")[0] for part in document.split('<svg id="score-chart')[1:])
+    return parse(document).all_text(), charts
+
+
+@pytest.mark.parametrize("fixture", ["gsm8k_results", "results"])
+def test_the_gate_score_is_named_for_what_it_scored(fixture, request):
+    """The gate's score is "validation" only under the heldout protocol; under the official one it is the gate score
+    on the training items (summary, chart, iterations table, task facts), and without a protocol a plain gate score."""
+    results = request.getfixturevalue(fixture)
+    text, charts = _gate_texts(render_report(_with_protocol(results, "official")))
+    assert "gate score on the training items: 40.0 % initially" in text
+    assert "Gate score (training items)" in text and "the official protocol has no validation set" in text
+    assert "iteration 2: gate score 55.0 % (rejected)" in charts and "initial gate score" in charts
+    assert "validation" not in charts.lower() and "Validation score" not in text and "validation score" not in text
+    if fixture == "gsm8k_results":
+        assert "Gate score on the training items (initial \u2192 best)" in text
+    text, charts = _gate_texts(render_report(results))
+    assert "Gate score" not in text and "gate score" not in charts
+    assert "validation score: 40.0 % initially" in text and "iteration 2: validation 55.0 % (rejected)" in charts
+    text, charts = _gate_texts(render_report(_with_protocol(results, None)))
+    assert "validation" not in charts.lower() and "gate score: 40.0 % initially" in text
 
 
 def test_graph_picture_has_a_box_per_node_and_an_arrow_per_edge(gsm8k_results):
