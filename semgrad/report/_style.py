@@ -70,6 +70,7 @@ svg .arrow { fill: #6b7385; }
 .tag.changed { background: #e0f2e5; color: #1d6b2d; }
 pre.diff ins { background: #d4f4dc; color: #0b5d1e; text-decoration: none; }
 pre.diff del { background: #fbd9d6; color: #8e1b10; }
+pre.diff .diff-note { color: var(--muted); font-style: italic; }
 pre.gradient { background: #fbf7ee; }
 ol.stages { margin: 4px 0 6px; padding-left: 22px; font-size: .92rem; }
 details { margin: 6px 0; }

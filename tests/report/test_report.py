@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +136,43 @@ def test_parameters_show_initial_final_and_a_diff(gsm8k_results):
     assert '<pre class="diff">Solve the problem<ins> step by step, version 3</ins>.</pre>' in document
     assert document.count('class="tag changed"') == 1 and document.count('class="tag unchanged"') == 1
     assert diff_html("keep old text", "keep new text") == "keep <del>old</del><ins>new</ins> text"
+
+
+def _diff_sides(diff: str) -> tuple[str, str]:
+    """The old and new texts a diff's HTML holds (its note, if any, left out)."""
+    diff = re.sub(r'<span class="diff-note">.*?</span>\n', "", diff, flags=re.DOTALL)
+    old = re.sub(r"<ins>.*?</ins>", "", diff, flags=re.DOTALL).replace("<del>", "").replace("</del>", "")
+    new = re.sub(r"<del>.*?</del>", "", diff, flags=re.DOTALL).replace("<ins>", "").replace("</ins>", "")
+    return html.unescape(old), html.unescape(new)
+
+
+def test_long_repetitive_parameters_are_reported_in_seconds(tmp_path: Path):
+    """Parameters of 50,000 equal lines are reported in seconds: their changed middle is shown whole, after a note
+    saying the texts were too long to compare in detail (a line diff of them took minutes)."""
+    initial, final = "a\n" * 50_000, "b\n" + "a\n" * 49_999 + "c\n"
+    task = {"task": "x", "params": {"initial": {"p": initial}, "final": {"p": final}}}
+    (tmp_path / "results.json").write_text(json.dumps({"task": "x", "tasks": [task]}), "utf-8")
+    started = time.monotonic()
+    document = write_report(tmp_path).read_text("utf-8")
+    assert time.monotonic() - started < 10
+    (diff,) = re.findall(r'<pre class="diff">(.*?)</pre>', document, re.DOTALL)
+    assert diff.startswith('<span class="diff-note">(Too long to compare in detail')
+    assert _diff_sides(diff) == (initial, final)
+
+
+def test_a_small_change_in_a_long_text_is_marked_word_by_word():
+    """A one-word change in an 80 KB single-line text is marked as that word, not as the whole line."""
+    text = " ".join(f"w{i}" for i in range(12_000))
+    diff = diff_html(text, text.replace(" w6000 ", " changed "))
+    assert diff.count("<del>") == 1 and "<del>w6000</del><ins>changed</ins>" in diff and "diff-note" not in diff
+
+
+@given(st.text("ab \n<", max_size=60), st.text("ab \n<", max_size=60), st.sampled_from([0, 5, 50, 10**6]))
+def test_a_diff_holds_both_texts_whatever_its_work_limit(old, new, limit):
+    """However little work a diff may do (words, lines, or the changed middle whole), it holds both texts exactly."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("semgrad.report._diff._MAX_WORK", limit)
+        assert _diff_sides(diff_html(old, new)) == (old, new)
 
 
 def test_accepted_updates_show_the_gradients_and_stage_report(gsm8k_results):
