@@ -11,6 +11,10 @@ re-run of the whole sweep and a first run all take the same path:
 
 It never raises: a run that cannot finish becomes an outcome with an error, so
 one bad run does not stop its siblings (Ray retries only dead workers).
+
+A run directory that is a symbolic link, or not a folder inside the sweep
+directory, fails its run (one line naming it): the sweep writes nothing there,
+nor through it.
 """
 
 from __future__ import annotations
@@ -26,13 +30,48 @@ from ..tasks import bbh_category
 from ._slots import SlotsClient, slotted
 from ._spec import PlannedRun, SweepError
 
-__all__ = ["Instrument", "Outcome", "execute_run", "failed_outcome", "read_results", "run_row", "run_status"]
+__all__ = [
+    "Instrument",
+    "Outcome",
+    "check_run_dir",
+    "execute_run",
+    "failed_outcome",
+    "read_results",
+    "run_row",
+    "run_status",
+]
 
 #: Wraps a run's LLM (before the sweep's call slots): ``instrument(llm, run_name, run_dir) -> llm``.
 Instrument = Callable[[Any, str, Path], Any]
 
 #: What `execute_run` returns: ``{"name", "status", "error", "row"}``.
 Outcome = dict[str, Any]
+
+
+def check_run_dir(sweep_dir: Path, run_dir: Path) -> None:
+    """Raise `SweepError` unless `run_dir` is a real folder of `sweep_dir` (or does not exist yet).
+
+    Examples:
+        >>> import os, pathlib, tempfile
+        >>> sweep = pathlib.Path(tempfile.mkdtemp())
+        >>> os.symlink(tempfile.gettempdir(), sweep / "run")
+        >>> check_run_dir(sweep, sweep / "run")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        semgrad.sweeps._spec.SweepError: .../run is a symbolic link; the sweep writes only into real folders ...
+        >>> import shutil; shutil.rmtree(sweep)
+    """
+    fix = f"remove {run_dir} to run {run_dir.name} again"
+    if run_dir.is_symlink():
+        raise SweepError(
+            f"{run_dir} is a symbolic link; the sweep writes only into real folders inside {sweep_dir}: {fix}"
+        )
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise SweepError(f"{run_dir} is not a folder: {fix}")
+    if run_dir.resolve() != sweep_dir.resolve() / run_dir.name:
+        raise SweepError(f"{run_dir} resolves to {run_dir.resolve()}, outside the sweep directory {sweep_dir}: {fix}")
 
 
 def read_results(run_dir: Path) -> dict[str, Any] | None:
@@ -144,6 +183,7 @@ def execute_run(
     """
     run_dir = Path(sweep_dir) / run.name
     try:
+        check_run_dir(Path(sweep_dir), run_dir)
         status = run_status(run, run_dir)
         resumed = status == "resume" and any(run_dir.glob("checkpoint*.json"))
         if status != "finished":

@@ -11,7 +11,7 @@ import attrs
 
 from ..experiments import SetupError, build_llm, load_run_tasks
 from ..tasks import DataError
-from ._execute import Instrument, Outcome, run_status
+from ._execute import Instrument, Outcome, check_run_dir, run_status
 from ._page import write_sweep_report
 from ._spec import PlannedRun, SweepError, SweepSpec, load_spec
 from ._summary import summarize
@@ -109,7 +109,9 @@ def check_sweep(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> tuple[Plann
 
     Checks that every task's data loads with the spec's sizes, that the
     backend can be built (an API key, when it needs one), and that no run
-    directory under `out_dir` holds a run of another config.
+    directory under `out_dir` holds a run of another config. A run directory
+    that is a symbolic link (or not a folder of `out_dir`) is not read here:
+    that run fails alone when the sweep reaches it.
 
     Raises:
         SweepError: One line naming the first problem.
@@ -122,6 +124,10 @@ def check_sweep(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> tuple[Plann
         raise SweepError(f"the sweep directory {out} is a file; choose another --out")
     _check_data(runs)
     for run in runs:
+        try:
+            check_run_dir(out, out / run.name)
+        except SweepError:
+            continue  # not read through; `execute_run` fails that run
         run_status(run, out / run.name)
     return runs
 
