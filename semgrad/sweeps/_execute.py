@@ -12,9 +12,17 @@ re-run of the whole sweep and a first run all take the same path:
 It never raises: a run that cannot finish becomes an outcome with an error, so
 one bad run does not stop its siblings (Ray retries only dead workers).
 
-A run directory that is a symbolic link, or not a folder inside the sweep
-directory, fails its run (one line naming it): the sweep writes nothing there,
-nor through it.
+What a run directory holds is untrusted, and a run fails (one line naming the
+file, nothing written) rather than trust it:
+
+* a run directory that is a symbolic link, or not a folder inside the sweep
+  directory, fails its run: the sweep writes nothing there (nor through it);
+* a ``results.json`` that is not JSON, or whose scores, counts, tokens, cost or
+  shape are not what a run writes (see `check_run_results`: a NaN, a score of
+  2, a count that is a string), fails its run instead of being skipped as
+  finished, resumed or shown. The run is not re-run over it: resuming could
+  spend calls and would overwrite the evidence. Removing the file resumes the
+  run from its checkpoint on the next sweep.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import Any, Literal
 from .._loaded import systems_loaded_once
 from ..experiments import RunConfig, build_llm, load_run_tasks, run_experiment
 from ..tasks import bbh_category
+from ._results import check_run_results
 from ._slots import SlotsClient, slotted
 from ._spec import PlannedRun, SweepError
 
@@ -74,13 +83,43 @@ def check_run_dir(sweep_dir: Path, run_dir: Path) -> None:
         raise SweepError(f"{run_dir} resolves to {run_dir.resolve()}, outside the sweep directory {sweep_dir}: {fix}")
 
 
-def read_results(run_dir: Path) -> dict[str, Any] | None:
-    """The run's ``results.json``, or None when it is missing or unreadable."""
-    try:
-        data = json.loads((run_dir / "results.json").read_text("utf-8"))
-    except (OSError, ValueError):
+def _load_results(run_dir: Path) -> dict[str, Any] | None:
+    """The run's ``results.json``, checked; None when there is none.
+
+    Raises:
+        SweepError: It cannot be read, or it fails `check_run_results` (one line naming the file).
+    """
+    path = run_dir / "results.json"
+    if not path.exists():
         return None
-    return data if isinstance(data, dict) else None
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        check_run_results(data)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise SweepError(
+            f"{path}: {_unreadable(exc)}; the run is not trusted: remove that file to resume it from its checkpoint"
+        ) from None
+    return data
+
+
+def _unreadable(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if isinstance(exc, RecursionError):
+        return "not valid JSON (nested too deeply)"
+    if isinstance(exc, OSError):
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    return " ".join(str(exc).split())
+
+
+def read_results(run_dir: Path) -> dict[str, Any] | None:
+    """The run's ``results.json``, or None when it is missing, unreadable or fails `check_run_results`."""
+    try:
+        return _load_results(run_dir)
+    except SweepError:
+        return None
 
 
 def _complete(config: RunConfig, results: Mapping[str, Any] | None) -> bool:
@@ -133,7 +172,7 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
     """
     tasks = (results or {}).get("tasks") or [{}]
     accuracy = tasks[0].get("accuracy") or {}
-    calls = (results or {}).get("calls", {}).get("by_purpose", {})
+    calls = ((results or {}).get("calls") or {}).get("by_purpose") or {}
     tokens = (results or {}).get("tokens") or {}
     return {
         "name": run.name,
@@ -184,17 +223,19 @@ def execute_run(
     run_dir = Path(sweep_dir) / run.name
     try:
         check_run_dir(Path(sweep_dir), run_dir)
+        _load_results(run_dir)  # a results.json left there is checked before anything is decided from it
         status = run_status(run, run_dir)
         resumed = status == "resume" and any(run_dir.glob("checkpoint*.json"))
         if status != "finished":
             _run(run, run_dir, status == "resume", slots, instrument)
-        results = read_results(run_dir)
+        results = _load_results(run_dir)
         if results is None:
-            raise SweepError(f"{run_dir} has no readable results.json after the run")
+            raise SweepError(f"{run_dir} has no results.json after the run")
+        row = run_row(run, results)
     except Exception as exc:  # one bad run must not stop the sweep
         return failed_outcome(run, exc)
     label = "skipped" if status == "finished" else "resumed" if resumed else "started"
-    return {"name": run.name, "status": label, "error": None, "row": run_row(run, results)}
+    return {"name": run.name, "status": label, "error": None, "row": row}
 
 
 def _run(

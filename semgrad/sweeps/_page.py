@@ -186,9 +186,14 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
 
 
 def write_sweep_report(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write ``sweep.json`` and ``sweep.html`` (atomically) into `sweep_dir`; return their paths."""
+    """Write ``sweep.json`` and ``sweep.html`` (atomically) into `sweep_dir`; return their paths.
+
+    Raises:
+        ValueError: `summary` holds a NaN or an infinity (not JSON): nothing is written.
+    """
     out = Path(sweep_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(out / "sweep.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+    text = json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
+    write_text_atomically(out / "sweep.json", text + "\n")
     write_text_atomically(out / "sweep.html", render_sweep(summary, report_links(out, summary)))
     return out / "sweep.json", out / "sweep.html"

@@ -7,6 +7,7 @@ order, with no timing fields: a sweep run on Ray and the same sweep run with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,14 +79,21 @@ def averages(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | N
 
 
 def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
+    """The sum of the finite numbers at `path` in `rows`; None when there are none, or the sum is not finite.
+
+    Examples:
+        >>> _total([{"cost_usd": 1e308}, {"cost_usd": 1e308}, {"cost_usd": True}], "cost_usd") is None
+        True
+    """
     values = []
     for row in rows:
         value: Any = row
         for key in path:
             value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             values.append(value)
-    return sum(values) if values else None
+    total = sum(values) if values else None
+    return total if total is None or math.isfinite(total) else None
 
 
 def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

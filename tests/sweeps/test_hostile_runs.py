@@ -1,4 +1,4 @@
-"""A re-run sweep trusts nothing its run folders hold: a symlinked run folder fails its run alone."""
+"""A re-run sweep trusts nothing its run folders hold: tampered results and symlinked folders fail their run alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from semgrad.sweeps import run_sweep
+from semgrad.cli import main
+from semgrad.sweeps import SweepError, run_sweep
 
 from ._helpers import grid_spec, needs_data
 
@@ -62,3 +63,82 @@ def test_a_run_folder_symlinked_outside_the_sweep_fails_and_nothing_is_written_t
     assert _snapshot(outside) == before and "results.json" not in before
     summary = _strict_json(sweep / "sweep.json")
     assert summary["totals"]["failed"] == 1 and summary["runs"][1]["accuracy"]["test"] is None
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Any:
+    def change(results: dict[str, Any]) -> None:
+        target: Any = results
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def _stopped_with_text_score(results: dict[str, Any]) -> None:
+    results["tasks"][0]["accuracy"]["test"] = "abc"
+    results["tasks"][0]["stopped"] = results["stopped"] = "budget"
+
+
+TAMPERINGS = {
+    "nan": (_set(("tasks", 0, "accuracy", "test"), float("nan")), "tasks[0].accuracy.test"),
+    "huge": (_set(("tasks", 0, "accuracy", "test"), 1e308), "tasks[0].accuracy.test"),
+    "above-one": (_set(("tasks", 0, "accuracy", "train"), 1.5), "tasks[0].accuracy.train"),
+    "text-score-stopped": (_stopped_with_text_score, "tasks[0].accuracy.test"),
+    "calls-array": (_set(("calls",), []), "calls must be an object"),
+    "calls-text": (_set(("calls", "by_purpose", "forward"), "x"), "calls.by_purpose.forward"),
+    "calls-negative": (_set(("calls", "by_purpose", "forward"), -5), "calls.by_purpose.forward"),
+    "tokens-float": (_set(("tokens", "input"), 1.5), "tokens.input"),
+    "cost-infinite": (_set(("cost_usd",), float("inf")), "cost_usd"),
+    "iterations-text": (_set(("tasks", 0, "iterations"), "abcd"), "tasks[0].iterations"),
+    "errors-bool": (_set(("errors",), True), "errors"),
+}
+
+
+@pytest.mark.parametrize("tampering", list(TAMPERINGS))
+def test_a_tampered_results_json_fails_its_run_alone(finished, sweep, tampering):
+    """A run whose results.json holds a score outside [0, 1] (NaN, 1e308, text), a count that is not a
+    non-negative integer or a container of the wrong type is not skipped as finished: it fails with one line
+    naming the file and the field, the file is left as it is, and the sweep writes a valid sweep.json."""
+    change, field = TAMPERINGS[tampering]
+    path = sweep / TAMPERED / "results.json"
+    results = json.loads(path.read_text("utf-8"))
+    change(results)
+    path.write_text(json.dumps(results), "utf-8")
+    tampered = path.read_bytes()
+    result = run_sweep(finished / "s.toml", sweep, local=True)
+    assert [o.status for o in result.outcomes] == ["skipped", "failed"]
+    error = result.failed[0].error
+    assert "\n" not in error and f"{path}: " in error and field in error, error
+    assert result.failed[0].test is None and path.read_bytes() == tampered
+    summary = _strict_json(sweep / "sweep.json")
+    assert summary["totals"]["failed"] == 1 and summary["runs"][1]["calls"] is None
+    assert all(v is None or 0 <= v <= 1 for variant in summary["averages"].values() for v in variant.values())
+    assert (sweep / "sweep.html").is_file()
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"tasks": []}', "[" * 100_000])
+def test_an_unreadable_results_json_fails_its_run_alone(finished, sweep, content):
+    """A results.json that is not JSON, not an object, has no task, or nests too deeply fails its run (one line
+    naming the file) instead of being resumed over; the other run is skipped."""
+    path = sweep / TAMPERED / "results.json"
+    path.write_text(content, "utf-8")
+    result = run_sweep(finished / "s.toml", sweep, local=True)
+    assert [o.status for o in result.outcomes] == ["skipped", "failed"]
+    assert "\n" not in result.failed[0].error and f"{path}: " in result.failed[0].error
+    assert path.read_text("utf-8") == content and _strict_json(sweep / "sweep.json")["totals"]["failed"] == 1
+
+
+def test_the_cli_reports_a_tampered_score_as_a_failed_run(finished, sweep, capsys):
+    """`semgrad sweep` over a run whose results.json says its test accuracy is NaN exits 1 with one line naming
+    the file; it never prints the tampered score as a skipped run's."""
+    path = sweep / TAMPERED / "results.json"
+    results = json.loads(path.read_text("utf-8"))
+    results["tasks"][0]["accuracy"]["test"] = float("nan")
+    path.write_text(json.dumps(results), "utf-8")
+    assert main(["sweep", str(finished / "s.toml"), "--local", "--out", str(sweep)]) == 1
+    err = capsys.readouterr().err
+    assert f"{TAMPERED}: failed: SweepError: {path}: tasks[0].accuracy.test" in err
+    assert "nan" not in err.replace("got nan", "") and err.strip().splitlines()[-1].startswith("semgrad: error: 1 of 2")
+    with pytest.raises(SweepError, match="1 of 2 runs failed"):
+        main(["--debug", "sweep", str(finished / "s.toml"), "--local", "--out", str(sweep), "-q"])
