@@ -8,6 +8,7 @@ LLM), without repeating the calls of completed iterations.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -470,6 +471,13 @@ def _inconsistency(state: _RunState, fresh_opt_state: Any) -> str | None:
     for name, ps in (("params", state.params), ("best params", state.best_params)):
         if ps is not None and set(ps) != set(state.initial_params):
             return f"its {name} name other parameters than its initial params"
+    scores = [("initial score", state.initial_score), ("best score", state.best_score)]
+    for r in state.history:
+        scores += [(f"iteration {r.iteration}'s train score", r.train_score)]
+        scores += [(f"iteration {r.iteration}'s validation score", r.validation_score)]
+    for name, score in scores:
+        if score is not None and not (type(score) in (int, float) and math.isfinite(score)):
+            return f"its {name} is {score!r}, not a finite number"
     if not _same_shape(state.opt_state, fresh_opt_state):
         return "its optimizer state does not have the shape this optimizer's state has"
     return None

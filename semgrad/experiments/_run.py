@@ -16,7 +16,7 @@ from typing import Any
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
-from ..effects import FitProgress, FitResult, Runner, fit, run_loop
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
@@ -344,6 +344,7 @@ async def _run_task(
         on_reply=on_reply,
     )
     keep()
+    _check_scores(result, ckpt)
     stopped = result.stopped
     if on_progress and not stopped:
         on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
@@ -505,5 +506,15 @@ def _stopped_detail(stopped: str | None, stack: RunStack) -> str | None:
     return None
 
 
+def _check_scores(result: FitResult, checkpoint: Path) -> None:
+    """A run's metrics score from 0 to 1: a score outside that came from a checkpoint changed by hand."""
+    scores = [result.initial_score, result.best_score]
+    scores += [s for r in result.history for s in (r.train_score, r.validation_score)]
+    bad = next((s for s in scores if s is not None and not 0 <= s <= 1), None)
+    if bad is not None:
+        raise CheckpointError(f"{checkpoint} holds a score of {bad!r}, outside 0..1; remove it to start the run over")
+
+
 def _write_json(path: Path, data: Any) -> None:
-    write_text_atomically(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    # allow_nan=False: NaN and Infinity are not JSON (a reader would refuse the file); nothing should hold them
+    write_text_atomically(path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")

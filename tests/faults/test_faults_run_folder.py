@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from semgrad.backends.fake import HashLLM
@@ -163,3 +164,32 @@ def test_a_resumed_run_says_which_scores_it_carried_over_and_rescores_changed_it
     params = loaded.build()[1]
     assert ledger.evaluation(task, "initial_test", params, loaded.split.test) is not None
     assert ledger.evaluation(task, "initial_test", params, loaded.split.test[:-1]) is None
+
+
+@needs_data
+@pytest.mark.parametrize("score", [7.5, math.nan, math.inf])
+def test_a_checkpoint_score_changed_by_hand_is_refused(tmp_path, score):
+    """A checkpoint whose best score is outside 0..1 (the run's metrics give nothing else) or not finite stops the
+    resumed run in one line naming it, instead of a report of 750 % or a results.json holding NaN."""
+    config, run = _finished_run(tmp_path)
+    path = run / "checkpoint.json"
+    data = json.loads(path.read_text())
+    assert _set_field(data, "best_score", score)
+    path.write_text(json.dumps(data))
+    with pytest.raises(CheckpointError, match="checkpoint.json"):
+        run_experiment(attrs.evolve(config, iterations=2), run, llm=HashLLM(), resume=True)
+
+
+def _set_field(node, name, value) -> bool:
+    """Set every field `name` in a checkpoint-encoded value (its attrs values are objects of fields)."""
+    found = False
+    if isinstance(node, dict):
+        if name in node:
+            node[name] = value
+            found = True
+        for item in node.values():
+            found = _set_field(item, name, value) or found
+    elif isinstance(node, list):
+        for item in node:
+            found = _set_field(item, name, value) or found
+    return found
