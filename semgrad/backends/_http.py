@@ -11,6 +11,7 @@ HTTP 401, 403      auth            no
 HTTP 400/413/422   bad_request     no (other 4xx too)
 HTTP 3xx           bad_request     no (names where it redirects)
 HTTP 408           timeout         yes
+HTTP 409           conflict        yes
 HTTP 429           rate_limit      yes, with ``retry_after``
 HTTP 5xx           server          yes
 200 with an error  by its code     as its code (else bad_request)
@@ -21,6 +22,10 @@ no text at all     malformed       yes
 cap hit, no text   truncated       no
 refusal, filter    refused         no
 =================  ==============  ===========================
+
+A provider's ``x-should-retry: true`` or ``false`` header (OpenAI's and
+Anthropic's APIs send one) overrides the table's retryability, as their own
+SDKs let it.
 
 A reply without text is a failed call, never an empty answer: scored as one,
 every sample would look like a wrong answer (and a cache would keep it). Why it
@@ -239,7 +244,23 @@ def _provider_message(body: str) -> str:
 
 
 def status_error(status: int, headers: Mapping[str, str], body: str, *, key_env: str, has_key: bool) -> LLMError:
-    """The `LLMError` for an HTTP error status, with what to do about it."""
+    """The `LLMError` for an HTTP error status, with what to do about it; the provider's ``x-should-retry``
+    header, when it sends one, decides whether it is retryable.
+
+    Examples:
+        >>> status_error(409, {}, "", key_env="K", has_key=True).retryable
+        True
+        >>> status_error(500, {"x-should-retry": "false"}, "", key_env="K", has_key=True).retryable
+        False
+    """
+    error = _status_error(status, headers, body, key_env=key_env, has_key=has_key)
+    should = {k.lower(): v for k, v in headers.items()}.get("x-should-retry", "").strip().lower()
+    if should in ("true", "false") and (should == "true") != error.retryable:
+        return attrs.evolve(error, retryable=should == "true")
+    return error
+
+
+def _status_error(status: int, headers: Mapping[str, str], body: str, *, key_env: str, has_key: bool) -> LLMError:
     said = _provider_message(body)
     detail = f"HTTP {status}: {said}" if said else f"HTTP {status}"
     if status in (401, 403):
@@ -247,6 +268,8 @@ def status_error(status: int, headers: Mapping[str, str], body: str, *, key_env:
         return LLMError("auth", f"the server refused the credentials ({detail}); {hint}")
     if status == 408:
         return LLMError("timeout", f"the server timed out ({detail})", retryable=True)
+    if status == 409:  # a conflict on the provider's side (a lock timed out): its SDKs retry it
+        return LLMError("conflict", f"the server reported a conflict ({detail})", retryable=True)
     if status == 429:
         wait = retry_after_seconds(headers)
         return LLMError("rate_limit", f"rate limited ({detail})", retryable=True, retry_after=wait)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from semgrad.backends._http import Secret, retry_after_seconds, status_error
 
-RETRYABLE = {"rate_limit", "server", "timeout"}
+RETRYABLE = {"rate_limit", "server", "timeout", "conflict"}
 
 
 @given(st.integers(400, 599))
@@ -23,6 +23,8 @@ def test_every_error_status_maps_to_one_documented_kind(status):
         if status in (401, 403)
         else "timeout"
         if status == 408
+        else "conflict"
+        if status == 409
         else "rate_limit"
         if status == 429
         else "server"
