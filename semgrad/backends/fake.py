@@ -105,6 +105,14 @@ class FunctionLLM:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
+    @property
+    def identity(self) -> Any:
+        """The function's identity (its module and name): two functions' replies never share a
+        cache entry, as the class's name alone made them."""
+        from ..effects._routing import identity_of
+
+        return identity_of(self.fn)
+
     def __call__(self, request: LLMRequest) -> Any:
         if self.is_async:
             return self._async_call(request)
@@ -246,6 +254,13 @@ class RecordingLLM:
         self._requests: list[LLMRequest] = []
 
     @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity: recording changes no reply."""
+        from ..effects._routing import identity_of
+
+        return identity_of(self.inner)
+
+    @property
     def requests(self) -> tuple[LLMRequest, ...]:
         """The requests seen so far."""
         return tuple(self._requests)
@@ -298,8 +313,10 @@ class LatencyLLM:
 
     @property
     def identity(self) -> Any:
-        """The wrapped LLM's identity (None when it has none): a delay changes no reply."""
-        return getattr(self.inner, "identity", None)
+        """The wrapped LLM's identity: a delay changes no reply."""
+        from ..effects._routing import identity_of
+
+        return identity_of(self.inner)
 
     def latency_for(self, request: LLMRequest) -> float:
         """The delay this request gets."""

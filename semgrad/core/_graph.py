@@ -337,10 +337,11 @@ class GraphBuilder:
         """
         if not isinstance(instruction, str) or not instruction.strip():
             raise GraphError(f"node {name!r} needs a non-empty instruction")
-        self._add(Node(name, "llm", self._inputs(name, inputs), role or f"the output of component '{name}'"))
+        node = Node(name, "llm", self._inputs(name, inputs), role or f"the output of component '{name}'")
         pname = instruction_name(name)
-        if pname in self._nodes or pname in self._params:
+        if pname in self._nodes or pname in self._params:  # checked first: a refused node leaves the builder as it was
             raise GraphError(f"name {pname!r} is already taken, so node {name!r} cannot own it")
+        self._add(node)
         self._params[pname] = Parameter(pname, instruction, f"the instruction of component '{name}'", trainable, name)
         return name
 

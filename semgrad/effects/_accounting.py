@@ -286,6 +286,8 @@ def budgeted(llm: Any, max_calls: int | None = None, max_tokens: int | None = No
     if not callable(llm):
         raise TypeError(f"budgeted needs an LLM (a callable), got {type(llm).__name__}")
     for name, value in (("max_calls", max_calls), ("max_tokens", max_tokens)):
-        if value is not None and value < 0:
-            raise ValueError(f"{name} must be >= 0 (or None for no limit), got {value}")
+        if value is not None and not (
+            type(value) is int and value >= 0
+        ):  # NaN or 1.5 would be no limit, or a wrong one
+            raise ValueError(f"{name} must be a whole number >= 0 (or None for no limit), got {value!r}")
     return _Budgeted(llm, max_calls, max_tokens)

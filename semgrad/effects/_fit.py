@@ -46,8 +46,13 @@ __all__ = ["Budget", "FitProgress", "FitResult", "IterationRecord", "fit", "fit_
 class Budget:
     """Stop the run cleanly once either limit would be passed (None: no limit)."""
 
-    max_calls: int | None = None
-    max_tokens: int | None = None
+    max_calls: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
+    max_tokens: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
+
+
+def _check_limit(name: str, value: Any) -> None:
+    if value is not None and not (type(value) is int and value >= 0):  # NaN or 1.5 would be no limit, or a wrong one
+        raise ValueError(f"Budget.{name} must be a whole number >= 0 (or None for no limit), got {value!r}")
 
 
 @attrs.frozen
@@ -257,11 +262,13 @@ async def fit(
     Returns:
         A `FitResult`.
     """
+    if not callable(llm):  # a typo would otherwise fail every call, and look like a weak model
+        raise TypeError(f"fit needs an LLM (a callable), got {type(llm).__name__}")
     train_set, validation_set = as_examples(train), as_examples(validation)
     if not train_set:
         raise ValueError("fit needs at least one training example")
-    if iterations < 0:
-        raise ValueError(f"iterations must be >= 0, got {iterations}")
+    if not (type(iterations) is int and iterations >= 0):
+        raise ValueError(f"iterations must be a whole number >= 0, got {iterations!r}")
     loss = loss or normalized_match()
     per_engine = engine_options(options)
     forward_options = per_engine["forward"]

@@ -29,7 +29,7 @@ def _positive_int(instance: Any, attribute: attrs.Attribute, value: int) -> None
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute, value: float | None) -> None:  # type: ignore[type-arg]
-    if value is not None and value < 0:
+    if value is not None and not value >= 0:  # NaN too
         raise ValueError(f"RetryPolicy.{attribute.name} must be >= 0, got {value}")
 
 

@@ -179,6 +179,8 @@ class Runner:
         timeout: float | None = None,
         on_reply: OnReply | None = None,
     ) -> None:
+        if not callable(llm):  # a typo would otherwise fail every call, and look like a weak model
+            raise TypeError(f"Runner needs an LLM (a callable), got {type(llm).__name__}")
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if timeout is not None and not timeout > 0:  # NaN too: every call would fail before it started

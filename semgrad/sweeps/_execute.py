@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from .._files import read_regular_text
 from .._loaded import systems_loaded_once
 from ..experiments import RunConfig, build_llm, load_run_tasks, run_experiment
 from ..tasks import bbh_category
@@ -93,7 +94,7 @@ def _load_results(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(read_regular_text(path, limit=512 * 2**20))  # a FIFO or a device is refused, not read
         check_run_results(data)
     except (OSError, ValueError, RecursionError) as exc:
         raise SweepError(

@@ -259,3 +259,25 @@ def test_opening_a_store_waits_out_a_transiently_locked_file(tmp_path, monkeypat
     )
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
         SqliteStore(tmp_path / "other.sqlite")
+
+
+def _from_gpt(request):
+    return "from gpt"
+
+
+def _from_claude(request):
+    return "from claude"
+
+
+@pytest.mark.parametrize("wrap", ["FunctionLLM", "RecordingLLM", "LatencyLLM"])
+async def test_fakes_wrapping_other_functions_never_share_a_cache_entry(tmp_path, wrap):
+    """A fake wrapping another function answers as that function in the cache key: one model's cached reply is
+    never served for another's (the fakes once all answered as their class's name)."""
+    from semgrad.backends import fake
+
+    make = getattr(fake, wrap)
+    request = LLMRequest((Message("user", "hi"),), purpose="backward")
+    path = tmp_path / "cache.sqlite"
+    assert await cached(make(_from_gpt), path=path)(request) in ("from gpt", LLMResponse("from gpt"))
+    second = await cached(make(_from_claude), path=path)(request)
+    assert "claude" in (second if isinstance(second, str) else second.text)

@@ -142,3 +142,14 @@ def test_the_cli_reports_a_tampered_score_as_a_failed_run(finished, sweep, capsy
     assert "nan" not in err.replace("got nan", "") and err.strip().splitlines()[-1].startswith("semgrad: error: 1 of 2")
     with pytest.raises(SweepError, match="1 of 2 runs failed"):
         main(["--debug", "sweep", str(finished / "s.toml"), "--local", "--out", str(sweep), "-q"])
+
+
+def test_a_fifo_in_place_of_a_run_s_results_fails_that_run_without_hanging(finished, sweep):
+    """A FIFO where a run's results.json should be fails that run with one line naming it (the read does not
+    block waiting for a writer); the other run is skipped as finished."""
+    path = sweep / TAMPERED / "results.json"
+    path.unlink()
+    os.mkfifo(path)
+    result = run_sweep(finished / "s.toml", sweep, local=True)
+    assert [o.status for o in result.outcomes] == ["skipped", "failed"]
+    assert "results.json" in result.outcomes[1].error and "not a regular file" in result.outcomes[1].error

@@ -1,0 +1,78 @@
+"""Bad arguments at the library's boundary raise at once, naming the argument, instead of a budget or a rate limit
+quietly switched off (NaN compares false with everything), a wrong count, or calls that all fail as if the model
+were weak."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from semgrad.backends.fake import HashLLM
+from semgrad.core import GraphBuilder, GraphError, forward, optim
+from semgrad.effects import Budget, RetryPolicy, Runner, budgeted, fit_sync, limited, run_sync
+
+
+@pytest.mark.parametrize("value", [math.nan, 1.5, True, -1])
+def test_a_budget_limit_must_be_a_whole_number(value):
+    """budgeted() and Budget refuse NaN, fractions, booleans and negatives for their limits."""
+    with pytest.raises(ValueError, match="max_calls must be a whole number"):
+        budgeted(HashLLM(), max_calls=value)
+    with pytest.raises(ValueError, match="max_tokens must be a whole number"):
+        Budget(max_tokens=value)
+
+
+@pytest.mark.parametrize("name", ["requests_per_minute", "tokens_per_minute"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, 0])
+def test_a_rate_limit_must_be_a_positive_number(name, value):
+    """limited() refuses a rate that is NaN, infinite, zero or negative (NaN disabled the limit)."""
+    with pytest.raises(ValueError, match=f"{name} must be a positive number"):
+        limited(HashLLM(), **{name: value})
+
+
+def test_a_retry_delay_must_not_be_nan():
+    """RetryPolicy refuses a NaN delay, which failed every retry later."""
+    with pytest.raises(ValueError, match="max_delay must be >= 0"):
+        RetryPolicy(max_delay=math.nan)
+
+
+def _graph():
+    b = GraphBuilder()
+    q = b.input("question")
+    b.llm("answer", inputs=[q], instruction="Solve.")
+    return b.build(output="answer")
+
+
+@pytest.mark.parametrize("iterations", [2.5, math.nan, -1])
+def test_fit_s_iterations_must_be_a_whole_number(iterations):
+    """fit refuses fractional or NaN iterations (2.5 ran 3, NaN ran none)."""
+    graph, params = _graph()
+    train = [{"inputs": {"question": "1+1?"}, "target": "2"}]
+    with pytest.raises(ValueError, match="iterations must be a whole number"):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=iterations)
+
+
+@pytest.mark.parametrize("llm", [None, "gpt-4o-mini", 42])
+def test_something_that_is_not_an_llm_is_refused(llm):
+    """run_sync, Runner and fit refuse a non-callable LLM instead of failing every call."""
+    graph, params = _graph()
+    with pytest.raises(TypeError, match="needs an LLM"):
+        run_sync(forward(graph, params, {"question": "1+1?"}), llm)
+    with pytest.raises(TypeError, match="needs an LLM"):
+        Runner(llm)
+    train = [{"inputs": {"question": "1+1?"}, "target": "2"}]
+    with pytest.raises(TypeError, match="needs an LLM"):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=llm, iterations=1)
+
+
+def test_a_refused_llm_node_leaves_the_builder_as_it_was():
+    """An llm node whose instruction name is taken is refused before it is added: build() does not then run a
+    node that was refused."""
+    b = GraphBuilder()
+    q = b.input("question")
+    b.param("x.instruction", "free text")
+    with pytest.raises(GraphError, match="already taken"):
+        b.llm("x", inputs=[q], instruction="Solve.")
+    b.llm("answer", inputs=[q], instruction="Solve.")
+    graph, _ = b.build(output="answer")
+    assert "x" not in graph.nodes
