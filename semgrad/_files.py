@@ -19,16 +19,17 @@ def read_regular_text(path: str | os.PathLike[str], *, limit: int) -> str:
 
     Raises:
         FileNotFoundError: There is no such file.
-        OSError: It is not a regular file, or larger than `limit` (the message says which).
+        OSError: It is not a regular file, or larger than `limit` (the message says which, without the
+            path: the caller names the file).
         UnicodeDecodeError: It is not UTF-8.
     """
     target = Path(path)
     with open(target, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise OSError(f"{target} is not a regular file")
+            raise OSError("not a regular file")
         data = file.read(limit + 1)
     if len(data) > limit:
-        raise OSError(f"{target} is larger than {limit:,} bytes")
+        raise OSError(f"larger than {limit:,} bytes")
     return data.decode("utf-8")
 
 

@@ -82,6 +82,16 @@ def reply_summary(request: LLMRequest, text: str) -> str:
     return format_tagged("summary", text)
 
 
+def _identity(wrapper: Any, inner: Any) -> Any:
+    """A wrapping fake's identity: the one set on it, else its inner LLM's (or function's)."""
+    own = getattr(wrapper, "_identity", None)
+    if own is not None:
+        return own
+    from ..effects._routing import identity_of
+
+    return identity_of(inner)
+
+
 class FunctionLLM:
     """An LLM from a function of the request: ``fn(request) -> str | LLMResponse``.
 
@@ -107,11 +117,13 @@ class FunctionLLM:
 
     @property
     def identity(self) -> Any:
-        """The function's identity (its module and name): two functions' replies never share a
-        cache entry, as the class's name alone made them."""
-        from ..effects._routing import identity_of
+        """The function's identity (its module and name) unless one is set: two functions' replies never
+        share a cache entry, as the class's name alone made them."""
+        return _identity(self, self.fn)
 
-        return identity_of(self.fn)
+    @identity.setter
+    def identity(self, value: Any) -> None:
+        self._identity = value
 
     def __call__(self, request: LLMRequest) -> Any:
         if self.is_async:
@@ -255,10 +267,12 @@ class RecordingLLM:
 
     @property
     def identity(self) -> Any:
-        """The wrapped LLM's identity: recording changes no reply."""
-        from ..effects._routing import identity_of
+        """The wrapped LLM's identity unless one is set: recording changes no reply."""
+        return _identity(self, self.inner)
 
-        return identity_of(self.inner)
+    @identity.setter
+    def identity(self, value: Any) -> None:
+        self._identity = value
 
     @property
     def requests(self) -> tuple[LLMRequest, ...]:
@@ -313,10 +327,12 @@ class LatencyLLM:
 
     @property
     def identity(self) -> Any:
-        """The wrapped LLM's identity: a delay changes no reply."""
-        from ..effects._routing import identity_of
+        """The wrapped LLM's identity unless one is set: a delay changes no reply."""
+        return _identity(self, self.inner)
 
-        return identity_of(self.inner)
+    @identity.setter
+    def identity(self, value: Any) -> None:
+        self._identity = value
 
     def latency_for(self, request: LLMRequest) -> float:
         """The delay this request gets."""

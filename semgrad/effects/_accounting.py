@@ -289,5 +289,5 @@ def budgeted(llm: Any, max_calls: int | None = None, max_tokens: int | None = No
         if value is not None and not (
             type(value) is int and value >= 0
         ):  # NaN or 1.5 would be no limit, or a wrong one
-            raise ValueError(f"{name} must be a whole number >= 0 (or None for no limit), got {value!r}")
+            raise ValueError(f"{name} must be >= 0 and a whole number (or None for no limit), got {value!r}")
     return _Budgeted(llm, max_calls, max_tokens)

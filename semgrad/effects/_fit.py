@@ -52,7 +52,7 @@ class Budget:
 
 def _check_limit(name: str, value: Any) -> None:
     if value is not None and not (type(value) is int and value >= 0):  # NaN or 1.5 would be no limit, or a wrong one
-        raise ValueError(f"Budget.{name} must be a whole number >= 0 (or None for no limit), got {value!r}")
+        raise ValueError(f"Budget.{name} must be >= 0 and a whole number (or None for no limit), got {value!r}")
 
 
 @attrs.frozen
@@ -268,7 +268,7 @@ async def fit(
     if not train_set:
         raise ValueError("fit needs at least one training example")
     if not (type(iterations) is int and iterations >= 0):
-        raise ValueError(f"iterations must be a whole number >= 0, got {iterations!r}")
+        raise ValueError(f"iterations must be >= 0 and a whole number, got {iterations!r}")
     loss = loss or normalized_match()
     per_engine = engine_options(options)
     forward_options = per_engine["forward"]

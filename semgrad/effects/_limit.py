@@ -185,7 +185,7 @@ def limited(
         ("tokens_per_minute", tokens_per_minute),
     ):
         if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive number (or None for no limit), got {value!r}")
+            raise ValueError(f"{name} must be positive and finite (or None for no limit), got {value!r}")
     if max_concurrency is not None and int(max_concurrency) != max_concurrency:
         raise ValueError(f"max_concurrency must be a whole number, got {max_concurrency}")
     requests = Bucket(requests_per_minute / 60.0, 1, clock=clock) if requests_per_minute else None

@@ -111,7 +111,7 @@ def _unreadable(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "not valid JSON (nested too deeply)"
     if isinstance(exc, OSError):
-        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+        return f"cannot be read ({exc.strerror or ' '.join(str(exc).split()) or type(exc).__name__})"
     return " ".join(str(exc).split())
 
 

@@ -16,9 +16,9 @@ from semgrad.effects import Budget, RetryPolicy, Runner, budgeted, fit_sync, lim
 @pytest.mark.parametrize("value", [math.nan, 1.5, True, -1])
 def test_a_budget_limit_must_be_a_whole_number(value):
     """budgeted() and Budget refuse NaN, fractions, booleans and negatives for their limits."""
-    with pytest.raises(ValueError, match="max_calls must be a whole number"):
+    with pytest.raises(ValueError, match="max_calls must be >= 0 and a whole number"):
         budgeted(HashLLM(), max_calls=value)
-    with pytest.raises(ValueError, match="max_tokens must be a whole number"):
+    with pytest.raises(ValueError, match="max_tokens must be >= 0 and a whole number"):
         Budget(max_tokens=value)
 
 
@@ -26,7 +26,7 @@ def test_a_budget_limit_must_be_a_whole_number(value):
 @pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, 0])
 def test_a_rate_limit_must_be_a_positive_number(name, value):
     """limited() refuses a rate that is NaN, infinite, zero or negative (NaN disabled the limit)."""
-    with pytest.raises(ValueError, match=f"{name} must be a positive number"):
+    with pytest.raises(ValueError, match=f"{name} must be positive and finite"):
         limited(HashLLM(), **{name: value})
 
 
@@ -48,7 +48,7 @@ def test_fit_s_iterations_must_be_a_whole_number(iterations):
     """fit refuses fractional or NaN iterations (2.5 ran 3, NaN ran none)."""
     graph, params = _graph()
     train = [{"inputs": {"question": "1+1?"}, "target": "2"}]
-    with pytest.raises(ValueError, match="iterations must be a whole number"):
+    with pytest.raises(ValueError, match="iterations must be >= 0 and a whole number"):
         fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=iterations)
 
 
