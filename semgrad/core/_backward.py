@@ -41,7 +41,7 @@ from ._graph import Graph, Params
 from ._persistent import Chain, PVec
 from ._program import Done, Emitted, Program, Token, bind, map_
 from ._requests import Reply
-from ._rules import NeighborAware, NodeResult, Rule, _context
+from ._rules import NeighborAware, NodeResult, Rule, _Base, _context
 from ._trace import Trace
 
 __all__ = ["BackwardMachine", "BackwardPlan", "backward", "plan_backward"]
@@ -134,6 +134,10 @@ def backward(
     if trace.graph != graph.fingerprint:
         raise ProtocolError("the trace was produced by a different graph")
     rule = rule if rule is not None else NeighborAware()
+    if not all(hasattr(rule, name) for name in ("include_instructions", "resolve", "backward", "aggregate")):
+        raise TypeError(f"rule must be a backward rule (rules.neighbor_aware(), ...), got {type(rule).__name__}")
+    if isinstance(rule, _Base) and not isinstance(feedback, str):  # the LLM rules show it in their prompts
+        raise TypeError(f"feedback must be text for {type(rule).__name__}, got {type(feedback).__name__}")
     statics = params._memo.get("backward")
     if statics is None:
         statics = params._memo["backward"] = {}

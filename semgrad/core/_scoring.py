@@ -7,6 +7,7 @@ and its critique becomes the seed feedback of backpropagation.
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections.abc import Callable
@@ -44,9 +45,15 @@ class Score:
         answer: The answer that was compared (extracted from the output).
     """
 
-    value: float
+    value: float = attrs.field()
     feedback: str
     answer: Any = None
+
+    @value.validator
+    def _finite(self, attribute: Any, value: float) -> None:
+        # A NaN score compares false with everything: the gate would refuse every candidate, unsaid.
+        if not (isinstance(value, (int, float)) and math.isfinite(value)):
+            raise ValueError(f"a score's value must be a finite number, got {value!r}")
 
     @property
     def correct(self) -> bool:

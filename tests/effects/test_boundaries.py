@@ -76,3 +76,25 @@ def test_a_refused_llm_node_leaves_the_builder_as_it_was():
     b.llm("answer", inputs=[q], instruction="Solve.")
     graph, _ = b.build(output="answer")
     assert "x" not in graph.nodes
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, "1"])
+def test_a_score_must_be_a_finite_number(value):
+    """A Score's value is a finite number: a NaN score made the gate refuse every candidate without a word, and
+    left a checkpoint the run could not resume."""
+    from semgrad.core import Score
+
+    with pytest.raises(ValueError, match="finite number"):
+        Score(value, "feedback")
+
+
+@pytest.mark.parametrize(("feedback", "rule"), [(None, None), (5, None), ("ok", "bogus")])
+def test_backward_refuses_feedback_or_a_rule_of_the_wrong_kind(feedback, rule):
+    """backward with the LLM rules needs text feedback (None was sent to the model as 'None', a paid call), and a
+    rule that is not a backward rule is refused at once, not inside the run."""
+    from semgrad.core import backward
+
+    graph, params = _graph()
+    trace = run_sync(forward(graph, params, {"question": "1+1?"}), HashLLM())
+    with pytest.raises(TypeError, match="feedback must be text|rule must be a backward rule"):
+        backward(graph, params, trace, feedback, rule)
