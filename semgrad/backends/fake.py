@@ -82,14 +82,25 @@ def reply_summary(request: LLMRequest, text: str) -> str:
     return format_tagged("summary", text)
 
 
-def _identity(wrapper: Any, inner: Any) -> Any:
-    """A wrapping fake's identity: the one set on it, else its inner LLM's (or function's)."""
-    own = getattr(wrapper, "_identity", None)
-    if own is not None:
-        return own
-    from ..effects._routing import identity_of
+class _WrappedIdentity:
+    """The ``identity`` of a fake that wraps an LLM or a function (the attribute named here): the one set on
+    the fake by hand, else the wrapped one's, as caches key replies by it (see the cache's docs)."""
 
-    return identity_of(inner)
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __get__(self, fake: Any, owner: Any = None) -> Any:
+        if fake is None:
+            return self
+        own = fake.__dict__.get("_identity")
+        if own is not None:
+            return own
+        from ..effects._routing import identity_of
+
+        return identity_of(getattr(fake, self.attribute))
+
+    def __set__(self, fake: Any, value: Any) -> None:
+        fake.__dict__["_identity"] = value
 
 
 class FunctionLLM:
@@ -115,15 +126,9 @@ class FunctionLLM:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
-    @property
-    def identity(self) -> Any:
-        """The function's identity (its module and name) unless one is set: two functions' replies never
-        share a cache entry, as the class's name alone made them."""
-        return _identity(self, self.fn)
-
-    @identity.setter
-    def identity(self, value: Any) -> None:
-        self._identity = value
+    #: The function's identity (its module and name) unless one is set: two functions' replies never
+    #: share a cache entry, as the class's name alone made them.
+    identity = _WrappedIdentity("fn")
 
     def __call__(self, request: LLMRequest) -> Any:
         if self.is_async:
@@ -265,14 +270,8 @@ class RecordingLLM:
         self.is_async = is_async_llm(inner)
         self._requests: list[LLMRequest] = []
 
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity unless one is set: recording changes no reply."""
-        return _identity(self, self.inner)
-
-    @identity.setter
-    def identity(self, value: Any) -> None:
-        self._identity = value
+    #: The wrapped LLM's identity unless one is set: recording changes no reply.
+    identity = _WrappedIdentity("inner")
 
     @property
     def requests(self) -> tuple[LLMRequest, ...]:
@@ -325,14 +324,8 @@ class LatencyLLM:
         self.jitter = jitter
         self.seed = seed
 
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity unless one is set: a delay changes no reply."""
-        return _identity(self, self.inner)
-
-    @identity.setter
-    def identity(self, value: Any) -> None:
-        self._identity = value
+    #: The wrapped LLM's identity unless one is set: a delay changes no reply.
+    identity = _WrappedIdentity("inner")
 
     def latency_for(self, request: LLMRequest) -> float:
         """The delay this request gets."""

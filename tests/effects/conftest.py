@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -17,3 +18,15 @@ def worker_tasks(request: pytest.FixtureRequest) -> Iterator[str]:
         if request.param == "task group":
             patch.setattr(_runner, "_asyncio_loop", lambda: None)
         yield request.param
+
+
+@pytest.fixture
+def special_paths(tmp_path):
+    """Paths that are not regular files: an empty directory, a FIFO and a link to /dev/zero."""
+    directory = tmp_path / "a-directory"
+    directory.mkdir()
+    fifo = tmp_path / "a-fifo"
+    os.mkfifo(fifo)
+    zero = tmp_path / "a-link-to-dev-zero"
+    zero.symlink_to("/dev/zero")
+    return directory, fifo, zero

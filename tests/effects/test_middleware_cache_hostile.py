@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from contextlib import closing
 
@@ -129,14 +128,9 @@ def _only_key(path):
         return conn.execute("SELECT key FROM replies").fetchone()[0]
 
 
-def test_a_path_that_is_not_a_regular_file_is_refused(tmp_path):
+def test_a_path_that_is_not_a_regular_file_is_refused(special_paths):
     """A directory, a FIFO or a link to /dev/zero as the cache path raises CacheError naming it, without blocking."""
-    directory = tmp_path / "a-directory"
-    directory.mkdir()
-    fifo = tmp_path / "a-fifo"
-    os.mkfifo(fifo)
-    zero = tmp_path / "a-link-to-dev-zero"
-    zero.symlink_to("/dev/zero")
+    directory, fifo, zero = special_paths
     for path in (directory, fifo, zero):
         with pytest.raises(CacheError, match=f"cannot use the cache {path}: it is not a regular file"):
             cached(Answer(), path=path)

@@ -58,14 +58,9 @@ def test_usage_entries_that_are_not_token_counts_are_not_recorded(tmp_path):
     assert replayed(path)(request) == LLMResponse("x", {"input_tokens": 3}, "m")
 
 
-def test_a_path_that_is_not_a_regular_file_is_refused(tmp_path):
+def test_a_path_that_is_not_a_regular_file_is_refused(special_paths):
     """A directory, FIFO or device given to replayed or recorded raises ValueError naming it, without blocking."""
-    directory = tmp_path / "a-directory"
-    directory.mkdir()
-    fifo = tmp_path / "a-fifo"
-    os.mkfifo(fifo)
-    zero = tmp_path / "a-link-to-dev-zero"
-    zero.symlink_to("/dev/zero")
+    directory, fifo, zero = special_paths
     for path in (directory, fifo, zero):
         with pytest.raises(ValueError, match=f"cannot record to {path}: it is not a regular file"):
             recorded(lambda r: "x", path)

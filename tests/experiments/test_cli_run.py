@@ -146,18 +146,23 @@ def counting_server():
     thread.join()
 
 
+def _complete(handler: http.server.BaseHTTPRequestHandler, text: str) -> None:
+    """Read the request and answer it as a chat completion whose message is `text`."""
+    handler.rfile.read(int(handler.headers["Content-Length"]))
+    message = {"role": "assistant", "content": text}
+    data = json.dumps({"model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data.encode())
+
+
 class _Unformatted(http.server.BaseHTTPRequestHandler):
     """Answers every chat completion in prose, never in the <result> block the parsers read."""
 
     def do_POST(self):  # noqa: N802
-        self.rfile.read(int(self.headers["Content-Length"]))
-        message = {"role": "assistant", "content": "I think the answer is yes."}
-        data = json.dumps({"model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
+        _complete(self, "I think the answer is yes.")
 
     def log_message(self, *args):
         pass
@@ -194,15 +199,8 @@ class _KeepAlive(http.server.BaseHTTPRequestHandler):
         type(self).connections += 1
 
     def do_POST(self):  # noqa: N802
-        self.rfile.read(int(self.headers["Content-Length"]))
         type(self).requests += 1
-        message = {"role": "assistant", "content": "Step by step. <result>Yes</result>"}
-        data = json.dumps({"model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
+        _complete(self, "Step by step. <result>Yes</result>")
 
     def log_message(self, *args):
         pass
