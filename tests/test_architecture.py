@@ -62,16 +62,53 @@ def test_core_imports_no_io_clock_or_concurrency_module(path):
 
 @pytest.mark.parametrize("path", CORE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_has_no_async_code_no_open_and_no_unseeded_randomness(path):
-    """A core module has no async def, no await, no open() and no module-level random calls."""
+    """A core module has no async def, no await, no open(), no module-level random calls and no Random()
+    without a seed; it takes nothing from random but Random."""
     tree = ast.parse(path.read_text("utf-8"))
     for node in ast.walk(tree):
         assert not isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)), path.name
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id not in ("open", "input", "print"), f"{path.name} calls {node.func.id}()"
+            if node.func.id == "Random":
+                assert node.args or node.keywords, f"{path.name} makes a Random() without a seed"
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             owner = node.func.value
             if isinstance(owner, ast.Name) and owner.id == "random":
                 assert node.func.attr == "Random", f"{path.name} uses random.{node.func.attr}() (unseeded)"
+                assert node.args or node.keywords, f"{path.name} makes a random.Random() without a seed"
+        if isinstance(node, ast.ImportFrom) and node.module == "random" and not node.level:
+            names = [alias.name for alias in node.names]
+            assert names == ["Random"] or not names, f"{path.name} imports {names} from random"
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names, made absolute from `path`'s package."""
+    if not node.level:
+        return node.module or ""
+    package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    base = package[: len(package) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_imports_nothing_of_semgrad_outside_the_core(path):
+    """What a core module imports of semgrad is core: not semgrad._files (I/O), not tasks, experiments or the
+    rest, however the import is written."""
+    tree = ast.parse(path.read_text("utf-8"))
+    found = [_absolute(path, n) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    found += [alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names]
+    outside = [name for name in found if name.split(".")[0] == "semgrad" and not name.startswith("semgrad.core")]
+    assert not outside, f"{path.name} imports {outside}"
+
+
+def test_the_core_import_rule_sees_relative_imports():
+    """The rule above resolves relative imports: '.._files' from a core module is semgrad._files."""
+    module = ast.parse("from .._files import x\nfrom ._graph import y\nfrom ..core._graph import z")
+    froms = [n for n in module.body if isinstance(n, ast.ImportFrom)]
+    names = [_absolute(ROOT / "semgrad" / "core" / "_x.py", n) for n in froms]
+    assert names == ["semgrad._files", "semgrad.core._graph", "semgrad.core._graph"]
+    nested = _absolute(ROOT / "semgrad" / "core" / "optim" / "_x.py", froms[0])
+    assert nested == "semgrad.core._files"
 
 
 def test_effects_never_import_backends_except_lazily():

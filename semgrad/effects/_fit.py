@@ -269,6 +269,13 @@ async def fit(
         raise ValueError("fit needs at least one training example")
     if not (type(iterations) is int and iterations >= 0):
         raise ValueError(f"iterations must be >= 0 and a whole number, got {iterations!r}")
+    if loss is None:  # the default loss compares each output with its item's target
+        missing = next((e for e in (*train_set, *validation_set) if e.target is None), None)
+        if missing is not None:
+            raise ValueError(
+                f"item {missing.id!r} has no target, which the default loss compares the output with "
+                "(an output 'None' would count as right); give every item a target, or pass loss="
+            )
     loss = loss or normalized_match()
     per_engine = engine_options(options)
     forward_options = per_engine["forward"]

@@ -98,3 +98,19 @@ def test_backward_refuses_feedback_or_a_rule_of_the_wrong_kind(feedback, rule):
     trace = run_sync(forward(graph, params, {"question": "1+1?"}), HashLLM())
     with pytest.raises(TypeError, match="feedback must be text|rule must be a backward rule"):
         backward(graph, params, trace, feedback, rule)
+
+
+def test_items_without_a_target_are_refused_by_the_default_loss():
+    """fit with the default loss refuses an item with no target (its target was None, and an output 'None'
+    scored as right); with a loss of one's own such items are allowed."""
+    graph, params = _graph()
+    train = [{"inputs": {"question": "1+1?"}}]
+    with pytest.raises(ValueError, match="has no target"):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=1)
+    from semgrad.core import Score, pure
+
+    result = fit_sync(
+        graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=1,
+        loss=lambda example, trace: pure(Score(1.0, "fine")),
+    )  # fmt: skip
+    assert [record.train_score for record in result.history] == [1.0]
