@@ -143,7 +143,9 @@ def anthropic(
         api_key: The key; default ``$ANTHROPIC_API_KEY``.
         base_url: The API root; default ``$ANTHROPIC_BASE_URL``, else
             ``https://api.anthropic.com``.
-        timeout: Seconds for connecting, and between bytes of the reply.
+        timeout: Seconds for connecting, and between bytes of the reply (not for the
+            whole call: a server that sends a byte now and then holds it longer; bound
+            the whole call with ``Runner(..., timeout=...)`` or ``fit(..., timeout=...)``).
         max_tokens: The reply length cap when a request's options set none
             (the API requires one).
         models: A model per engine ("forward", "backward", "optimizer");

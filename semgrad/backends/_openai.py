@@ -164,7 +164,9 @@ def openai_compatible(
         model: The model to ask.
         api_key: The key; default ``$OPENAI_API_KEY``. Without one, no
             ``Authorization`` header is sent (fine for local servers).
-        timeout: Seconds for connecting, and between bytes of the reply.
+        timeout: Seconds for connecting, and between bytes of the reply (not for the
+            whole call: a server that sends a byte now and then holds it longer; bound
+            the whole call with ``Runner(..., timeout=...)`` or ``fit(..., timeout=...)``).
         models: A model per engine, e.g. ``{"forward": "gpt-4o-mini",
             "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}`` (the
             paper's small forward model and strong optimizer); engines not
