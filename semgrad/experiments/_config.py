@@ -135,7 +135,7 @@ class RunConfig:
         if not self.data:  # the paper's tasks: split and scored as the paper does
             if self.protocol == "official" and self.validation:
                 raise ValueError(
-                    "the official protocol has no validation split: drop --validation, or pass --protocol heldout"
+                    "the official protocol has no validation set: drop --validation, or pass --protocol heldout"
                 )
             if self.metric != "exact" or self.criteria:
                 raise ValueError(

@@ -11,12 +11,20 @@ The user types the spec again (``semgrad run my_system.py:build --resume --out
 DIR``); it is compared, as text, with the saved one -- a file spec made absolute
 first -- and only an equal spec is loaded.
 
-Nor may a file decide where calls go, with the API key, or where a file is
-written outside the run folder: a run on a real backend resumes only when its
-``--backend`` (and ``--base-url``, when it has one) is typed again, and a run
-with a cache only when its ``--cache`` is (``--cache ''`` goes on without it).
-Anyone who can write to a run folder could otherwise send the key to their own
-server, or make the cache write into any file.
+Nor may a file decide where the API key goes, or where a new file is written
+outside the run folder. Anyone who can write to a run folder could otherwise
+send the key to their own server, or have a cache created anywhere:
+
+* a real backend's saved ``base_url`` is used only when ``--base-url`` is typed
+  again, unless it is on this machine (a loopback address). Without one, calls
+  go to the provider's own API (or ``$OPENAI_BASE_URL``), the key's home;
+* a saved cache path is used only when ``--cache`` is typed again (``--cache ''``
+  goes on without it), unless the file exists already -- the cache then checks
+  that it is a semgrad cache, and changes nothing in any other file -- or lies
+  in the run folder.
+
+Everything else still comes from ``config.json`` alone: ``--resume --out DIR``
+continues a run as it was started.
 
 Examples:
     >>> from semgrad.experiments import RunConfig
@@ -31,9 +39,11 @@ Examples:
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shlex
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -111,29 +121,45 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
 
 
 def _check_destinations(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> None:
-    """Refuse to take where calls go, or where the cache is written, from ``config.json`` alone."""
-    untyped = []
-    if saved.backend != "simulated":
-        untyped.append(("backend", saved.backend))
-        if saved.base_url:
-            untyped.append(("base_url", saved.base_url))
-    if saved.cache:
-        untyped.append(("cache", saved.cache))
-    missing = [(name, value) for name, value in untyped if name not in given]
-    if not missing:
-        return
-    flags = " ".join(f"--{name.replace('_', '-')} {shlex.quote(str(value))}" for name, value in missing)
-    what = []
-    if any(name != "cache" for name, _ in missing):
-        where = f" at {saved.base_url}" if saved.base_url else ""
-        what.append(f"sends its calls, with your API key, to {saved.backend}{where}")
-    if any(name == "cache" for name, _ in missing):
-        what.append(f"writes its cache to {saved.cache}")
-    raise SetupError(
-        f"{run_dir} {' and '.join(what)}; semgrad takes these only from what you type: "
-        f"semgrad run --resume --out {shlex.quote(str(run_dir))} {flags}"
-        + (" (or --cache '' to go on without the cache)" if any(name == "cache" for name, _ in missing) else "")
-    )
+    """Refuse to take from ``config.json`` alone a server the API key would go to, or a new cache file to
+    create outside the run folder (see the module's docs)."""
+    what, flags = [], []
+    if saved.backend != "simulated" and saved.base_url and "base_url" not in given and not _on_this_machine(saved):
+        what.append(f"sends its calls, with your API key, to {saved.base_url}")
+        flags.append(f"--base-url {shlex.quote(saved.base_url)}")
+    if saved.cache and "cache" not in given and not _known_cache(saved.cache, run_dir):
+        what.append(f"would create its cache at {saved.cache}")
+        flags.append(f"--cache {shlex.quote(saved.cache)} (or --cache '' to go on without one)")
+    if what:
+        raise SetupError(
+            f"{run_dir} {' and '.join(what)}; semgrad takes these only from what you type: "
+            f"semgrad run --resume --out {shlex.quote(str(run_dir))} {' '.join(flags)}"
+        )
+
+
+def _on_this_machine(saved: RunConfig) -> bool:
+    """Whether the saved base URL is a loopback address (a server on this machine: the key stays here)."""
+    try:
+        host = urllib.parse.urlsplit(saved.base_url or "").hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _known_cache(path: str, run_dir: str | os.PathLike[str]) -> bool:
+    """Whether the saved cache path is a file that exists already, or lies in the run folder."""
+    cache = Path(path)
+    if cache.is_file():
+        return True
+    try:
+        return cache.resolve().is_relative_to(Path(run_dir).resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def _check_system(saved: RunConfig, typed: str | None, run_dir: str | os.PathLike[str]) -> None:

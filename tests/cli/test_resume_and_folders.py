@@ -97,27 +97,39 @@ def test_resume_with_only_out_continues_from_config_json(tmp_path):
     assert json.loads((out / "config.json").read_text())["iterations"] == 2
 
 
-REAL = RunConfig("gsm8k", backend="openai-compatible", base_url="http://127.0.0.1:9/v1", cache="/tmp/c.sqlite")
+REAL = RunConfig("gsm8k", backend="openai-compatible", base_url="https://models.example.com/v1", cache="/tmp/n/c.db")
 
 
 @pytest.mark.parametrize(
     ("typed", "missing"),
     [
-        ({}, ["--backend openai-compatible", "--base-url http://127.0.0.1:9/v1", "--cache /tmp/c.sqlite"]),
-        ({"backend": "openai-compatible", "cache": ""}, ["--base-url http://127.0.0.1:9/v1"]),
-        ({"backend": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"}, ["--cache /tmp/c.sqlite"]),
+        ({}, ["--base-url https://models.example.com/v1", "--cache /tmp/n/c.db"]),
+        ({"cache": ""}, ["--base-url https://models.example.com/v1"]),
+        ({"base_url": "https://models.example.com/v1"}, ["--cache /tmp/n/c.db"]),
     ],
 )
-def test_where_calls_and_the_cache_go_are_taken_only_from_what_is_typed(typed, missing):
-    """A saved real backend, base URL or cache path is used on resume only when typed again (config.json alone
-    could send the API key to any server, or make the cache write into any file); the error says what to type."""
+def test_a_remote_server_or_a_new_cache_file_is_taken_only_from_what_is_typed(typed, missing):
+    """A saved remote base URL, or a cache file still to be created outside the run folder, is used on resume
+    only when typed again (config.json alone could send the API key to any server, or create a file anywhere);
+    the error says what to type. Nothing else needs typing."""
     with pytest.raises(SetupError) as caught:
         resumed_config(REAL, typed, "DIR")
     message = str(caught.value)
     assert all(flag in message for flag in missing) and "semgrad run --resume --out DIR" in message
-    typed_all = {"backend": "openai-compatible", "base_url": "http://127.0.0.1:9/v1", "cache": ""}
+    typed_all = {"base_url": "https://models.example.com/v1", "cache": ""}
     assert resumed_config(REAL, typed_all, "DIR") == attrs.evolve(REAL, cache="")
     assert resumed_config(SAVED, {}, "DIR") == SAVED  # a simulated run without a cache needs nothing typed
+
+
+def test_a_server_on_this_machine_an_official_api_or_an_existing_cache_needs_nothing_typed(tmp_path):
+    """`--resume --out DIR` alone resumes a run against a loopback server or a provider's own API, with a cache
+    file that exists already or lies in the run folder: the key stays on this machine or goes to its provider."""
+    existing = tmp_path / "cache.sqlite"
+    existing.write_bytes(b"")
+    for base_url in ("http://127.0.0.1:8000/v1", "http://localhost:11434/v1", "http://[::1]:8000/v1", None):
+        for cache in (str(existing), str(tmp_path / "run" / "c.sqlite"), None):
+            saved = RunConfig("gsm8k", backend="openai-compatible", base_url=base_url, cache=cache)
+            assert resumed_config(saved, {}, tmp_path / "run") == saved
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
@@ -129,10 +141,10 @@ def test_a_config_json_pointed_at_a_server_sends_nothing_on_resume(tmp_path):
     first = semgrad("run", "bbh:navigate", "--data-dir", str(DATA), *sizes, "--out", str(out))
     assert first.returncode == 0, first.stderr
     config = json.loads((out / "config.json").read_text())
-    config.update(backend="openai-compatible", base_url="http://127.0.0.1:9/v1\x1b]52;c;ZWNobw==\x07")
+    config.update(backend="openai-compatible", base_url="http://models.example.com/v1\x1b]52;c;ZWNobw==\x07")
     (out / "config.json").write_text(json.dumps(config))
     line = one_line_error(
-        semgrad("run", "--resume", "--out", str(out), env={"OPENAI_API_KEY": "sk-test"}), "--backend openai-compatible"
+        semgrad("run", "--resume", "--out", str(out), env={"OPENAI_API_KEY": "sk-test"}), "--base-url"
     )
     assert "\x1b" not in line and "\\x1b]52" in line
 
