@@ -6,16 +6,32 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["read_regular_text", "remove_stale_temporaries", "temporary_path", "write_text_atomically"]
+__all__ = ["open_regular", "read_regular_text", "remove_stale_temporaries", "temporary_path", "write_text_atomically"]
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for reading bytes, if it is a regular file.
+
+    What a run folder holds is read as hostile: a FIFO in a file's place would hang the
+    read, ``/dev/zero`` linked there would never end. So the file is opened without
+    blocking and checked to be a regular file once open (the path may have been
+    replaced since any check before).
+
+    Raises:
+        FileNotFoundError: There is no such file.
+        OSError: It is not a regular file (the message says so, without the path: the caller names the file).
+    """
+    file = open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK))  # noqa: SIM115
+    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+        file.close()
+        raise OSError("not a regular file")
+    return file
 
 
 def read_regular_text(path: str | os.PathLike[str], *, limit: int) -> str:
-    """The UTF-8 text of `path`, which must be a regular file of at most `limit` bytes.
-
-    What a run folder holds is read as hostile: a FIFO in a file's place would hang the
-    read, ``/dev/zero`` linked there would fill memory. So the file is opened without
-    blocking, checked to be a regular file, and read no further than the limit.
+    """The UTF-8 text of `path`, a regular file (see `open_regular`) of at most `limit` bytes.
 
     Raises:
         FileNotFoundError: There is no such file.
@@ -23,10 +39,7 @@ def read_regular_text(path: str | os.PathLike[str], *, limit: int) -> str:
             path: the caller names the file).
         UnicodeDecodeError: It is not UTF-8.
     """
-    target = Path(path)
-    with open(target, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise OSError("not a regular file")
+    with open_regular(path) as file:
         data = file.read(limit + 1)
     if len(data) > limit:
         raise OSError(f"larger than {limit:,} bytes")

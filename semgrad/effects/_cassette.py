@@ -21,14 +21,13 @@ reply is recorded with only the usage entries that are token counts.
 from __future__ import annotations
 
 import json
-import os
-import stat
 import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from .._files import open_regular
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, request_key
 from ..core._requests import _canonical
 from ._cache import _storable_usage, _token_counts
@@ -111,15 +110,11 @@ def _open(path: Path) -> Any:
     """`path` opened for binary reading, if it is a regular file (a FIFO or a device could block or never end)."""
     if not path.is_file():
         raise _unreadable(path, "it is not a regular file")
-    try:  # without blocking, and checked again once open: the path may have been replaced in between
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        return open_regular(path)  # without blocking, and checked again once open
     except OSError as exc:
-        raise _unreadable(path, f"it cannot be read ({exc.strerror or exc})") from None
-    file = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        file.close()
-        raise _unreadable(path, "it is not a regular file")
-    return file
+        why = "it is not a regular file" if not exc.strerror else f"it cannot be read ({exc.strerror})"
+        raise _unreadable(path, why) from None
 
 
 def _reply(line: bytes) -> tuple[str, LLMResponse]:
