@@ -130,8 +130,11 @@ def _run(args: argparse.Namespace) -> int:
     from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
     from .experiments._prices import load_prices
     from .experiments._progress import RunProgress
+    from .experiments._run import _check_run_dir as check_run_dir
 
     config, out = _run_config(args)
+    if args.show_prompts is None and not args.dry_run:
+        check_run_dir(config, out, args.resume)  # before the plan, the prompt and the backend's cache
     prices = load_prices(args.prices)
     if args.show_prompts is not None:
         from .experiments._inspect import show_prompts

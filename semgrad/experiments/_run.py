@@ -297,8 +297,50 @@ def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
         changed = config.differs_from(before)
         if changed:
             raise SetupError(f"cannot resume {out}: the config differs in {', '.join(changed)}")
-    elif saved.exists() and any(out.glob("checkpoint*.json")):
+    elif out.exists():
+        _check_fresh_dir(config, out)
+
+
+#: What a run writes into its folder, beside ``checkpoint*.json`` (and a cache the config puts there).
+_RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html")
+
+
+def _check_fresh_dir(config: RunConfig, out: Path) -> None:
+    """A new run may go into `out` (which exists): a folder that is empty, or holds only what a run
+    that never reached its first checkpoint wrote. Anything else is refused, never written into."""
+    if not out.is_dir():
+        raise SetupError(f"{out} is not a folder; choose another --out")
+    if any(out.glob("checkpoint*.json")):
         raise SetupError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+    foreign = _foreign_entries(config, out)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise SetupError(
+            f"{out} is not empty ({shown}) and holds no run; a run writes its files into a folder of its "
+            "own: choose a new or empty --out"
+        )
+    if (out / "config.json").exists():
+        from ._resume import load_saved_config
+
+        try:
+            load_saved_config(out)
+        except SetupError:
+            raise SetupError(
+                f"{out / 'config.json'} is not a semgrad run's config; a run would overwrite it: "
+                "choose a new or empty --out"
+            ) from None
+
+
+def _foreign_entries(config: RunConfig, out: Path) -> list[str]:
+    """What `out` holds that a run would not have written, sorted by name: anything but `_RUN_FILES`,
+    hidden entries (``.gitkeep``, ``.DS_Store``) and the run's own cache file with
+    SQLite's side files (the CLI may create it before the run starts, when it builds the backend)."""
+    own = set(_RUN_FILES)
+    if config.cache:
+        cache = Path(config.cache).resolve()
+        if cache.parent == out.resolve():
+            own.update(cache.name + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+    return sorted(entry.name for entry in out.iterdir() if not entry.name.startswith(".") and entry.name not in own)
 
 
 async def _run_task(

@@ -340,3 +340,53 @@ def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_ser
     assert "repair requests after unreadable replies, come on top" in result.stdout  # "at most" counts no repair
     assert f"(bbh:navigate, openai-compatible at {counting_server}):" in result.stdout  # where the key goes
     assert _Counting.hits == 0 and not (tmp_path / "o").exists()
+
+
+def test_a_new_run_is_never_written_into_a_folder_of_other_files(tmp_path):
+    """A new run refuses an --out that holds files it would not write (or a foreign config.json), and leaves them."""
+    from semgrad.experiments import SetupError
+    from semgrad.experiments._run import _check_run_dir
+
+    config = RunConfig("gsm8k", data_dir="d")
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(SetupError, match=r"project is not empty \(notes.txt\) and holds no run"):
+        _check_run_dir(config, mine, resume=False)
+    (mine / "notes.txt").unlink()
+    (mine / "config.json").write_text('{"my": "app"}')
+    with pytest.raises(SetupError, match="config.json is not a semgrad run's config"):
+        _check_run_dir(config, mine, resume=False)
+    assert (mine / "config.json").read_text() == '{"my": "app"}'
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(SetupError, match="is not a folder"):
+        _check_run_dir(config, a_file, resume=False)
+
+
+def test_a_new_run_may_go_into_an_empty_folder_or_one_an_unfinished_start_left(tmp_path):
+    """An empty folder, hidden files, the run's own cache and what a run that never checkpointed wrote are fine."""
+    from semgrad.experiments._run import _check_run_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".gitkeep").write_text("")
+    config = RunConfig("gsm8k", data_dir="d", cache=str(out / "calls.sqlite"))
+    (out / "calls.sqlite").write_bytes(b"")
+    (out / "calls.sqlite-wal").write_bytes(b"")
+    _check_run_dir(config, out, resume=False)
+    config.save(out)
+    (out / "ledger.json").write_text("{}")
+    _check_run_dir(config, out, resume=False)
+    _check_run_dir(config, tmp_path / "new", resume=False)
+
+
+def test_the_command_line_refuses_a_run_into_a_folder_of_other_files(tmp_path):
+    """`semgrad run --out DIR` into a folder of other files exits 1 before starting, and writes nothing there."""
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "main.py").write_text("print('mine')\n")
+    result = semgrad("run", "gsm8k", "--backend", "simulated", "--data-dir", str(DATA), "--out", str(mine))
+    assert result.returncode == 1 and "Writing the run" not in result.stdout
+    assert "is not empty (main.py) and holds no run" in result.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
