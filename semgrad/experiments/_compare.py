@@ -108,6 +108,27 @@ def _initial_test(summary: Mapping[str, Any]) -> float | None:
     return sum(found) / len(found) if found else None
 
 
+#: What a comparison writes into its folder, beside a run folder per optimizer.
+_COMPARE_FILES = ("compare.json", "compare.md", "compare.html")
+
+
+def _check_compare_dir(root: Path, optimizers: Sequence[str]) -> None:
+    """A comparison goes into a new folder, or one holding only what a comparison writes (hidden
+    entries aside): never among other files."""
+    if root.exists() and not root.is_dir():
+        raise SetupError(f"{root} is not a folder; choose another --out")
+    if not root.exists():
+        return
+    own = {*_COMPARE_FILES, *OPTIMIZERS, *optimizers}
+    foreign = sorted(e.name for e in root.iterdir() if not e.name.startswith(".") and e.name not in own)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise SetupError(
+            f"{root} is not empty ({shown}) and holds no comparison; a comparison writes its files into a "
+            "folder of its own: choose a new or empty --out"
+        )
+
+
 def compare(
     config: RunConfig,
     optimizers: Sequence[str],
@@ -141,6 +162,8 @@ def compare(
     taken = [name for name in optimizers if any((root / name).glob("checkpoint*.json"))]
     if taken and not dry_run_only:  # a comparison does not resume: each method's run starts afresh
         raise SetupError(f"{root / taken[0]} already holds a run; choose another --out for this comparison")
+    if not dry_run_only:
+        _check_compare_dir(root, optimizers)
     methods = []
     for name in optimizers:
         cfg = attrs.evolve(config, optimizer=name, param=config.param if name == "one-parameter" else None)

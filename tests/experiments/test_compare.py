@@ -167,3 +167,15 @@ def test_a_comparison_into_a_folder_that_holds_one_says_to_choose_another(tmp_pa
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "already holds a run; choose another --out" in err and "--resume" not in err
+
+
+@needs_data
+def test_a_comparison_is_never_written_into_a_folder_of_other_files(tmp_path, capsys):
+    """`semgrad compare --out DIR` into a folder of other files stops in one line and writes nothing there."""
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "main.py").write_text("print('mine')\n")
+    args = ["compare", "bbh:navigate", "--data-dir", str(DATA), "--optimizers", "tgd", "--out", str(mine), *SMALL]
+    assert main(args) == 1
+    assert "is not empty (main.py) and holds no comparison" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
