@@ -104,6 +104,20 @@ def _check_data(runs: Sequence[PlannedRun]) -> None:
             raise SweepError(" ".join(str(exc).split())) from None
 
 
+def _check_sweep_dir(out: Path, runs: Sequence[PlannedRun]) -> None:
+    """A sweep goes into a new or empty folder, or one a sweep wrote (it holds ``sweep.json`` or a
+    folder of one of its runs): never among files of other kinds (hidden entries aside)."""
+    if not out.is_dir():
+        return
+    entries = sorted(e.name for e in out.iterdir() if not e.name.startswith("."))
+    if entries and not {"sweep.json", *(run.name for run in runs)} & set(entries):
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise SweepError(
+            f"{out} is not empty ({shown}) and holds no sweep; a sweep writes its runs into a folder of its own: "
+            "choose a new or empty --out"
+        )
+
+
 def check_sweep(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> tuple[PlannedRun, ...]:
     """Everything that can be checked before a sweep starts; return its runs.
 
@@ -122,6 +136,7 @@ def check_sweep(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> tuple[Plann
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise SweepError(f"the sweep directory {out} is a file; choose another --out")
+    _check_sweep_dir(out, runs)
     _check_data(runs)
     for run in runs:
         try:

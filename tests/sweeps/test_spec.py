@@ -159,6 +159,24 @@ def test_a_run_directory_of_another_config_is_refused_before_anything_starts(tmp
 
 
 @needs_data
+def test_a_sweep_is_never_written_into_a_folder_of_other_files(tmp_path):
+    """A sweep refuses an --out holding files and no sweep, up front, and writes nothing there."""
+    spec = load_spec(grid_spec(tmp_path / "s.toml"))
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "main.py").write_text("print('mine')\n")
+    with pytest.raises(SweepError, match=r"project is not empty \(main.py\) and holds no sweep"):
+        check_sweep(spec, mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
+    (mine / ".gitkeep").write_text("")
+    (mine / "main.py").unlink()
+    assert check_sweep(spec, mine) == spec.runs()  # hidden entries alone: as good as empty
+    (mine / "notes.txt").write_text("mine")
+    (mine / spec.runs()[0].name).mkdir()  # a sweep's own folder: re-running it is fine, notes and all
+    assert check_sweep(spec, mine) == spec.runs()
+
+
+@needs_data
 def test_too_large_splits_are_caught_before_anything_starts(tmp_path):
     """Split sizes the data cannot hold fail up front with the task and seed named."""
     spec = load_spec(grid_spec(tmp_path / "s.toml", train=100000))
