@@ -162,15 +162,19 @@ def _all(task: Task) -> tuple[Example, ...]:
     return task.split.train + task.split.validation + task.split.test
 
 
-async def preflight(llm: Any, task: Task, options: Any = None) -> None:
+async def preflight(llm: Any, task: Task, options: Any = None, *, timeout: float | None = 60) -> None:
     """Make one small forward (a call per LLM node) so a backend that cannot answer fails before the run starts.
+
+    `timeout` bounds each of its calls as a whole, retries included; a run's stack, which gives
+    each attempt its own deadline, passes None (as its training does), so that a slow model
+    gets the run's ``--timeout`` per attempt here too.
 
     Raises:
         SetupError: Any of its calls failed (after the stack's retries): one line with the kind and message.
     """
     graph, params = task.build()
     example = task.split.train[0]
-    runner = Runner(llm, timeout=60)
+    runner = Runner(llm, timeout=timeout)
     trace = await runner.run(forward(graph, params, example.inputs, sample="preflight", options=options))
     errors = [e for _, e in trace.errors if not isinstance(e, str)]
     if errors:
@@ -241,7 +245,7 @@ def run_experiment(
         config.save(out)  # first, so a run killed in its preflight can be resumed
         if check_backend and config.backend != "simulated":
             try:
-                await preflight(stack.llm, tasks[0], config.sampling()["forward"])
+                await preflight(stack.llm, tasks[0], config.sampling()["forward"], timeout=_runner_timeout(config))
             finally:
                 ledger.add(None, stack.tally.take())
                 ledger.save()
@@ -256,9 +260,10 @@ def run_experiment(
 
     results = run_loop(everything)
     summary = _summary(config, results, ledger, stack, prices)
+    problem = _failed(summary, stack)
+    summary["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
     _write_json(out / "results.json", summary)
     write_report(out)
-    problem = _failed(summary, stack)
     if problem is not None:
         raise RunFailed(f"{problem}; what the run has is in {out}", summary)
     return summary
@@ -416,7 +421,8 @@ async def _run_task(
             scores[split] = mean_score(evaluated)
             if split == "test":
                 predictions = predictions_json(parts.test, evaluated)
-            ledger.evaluated(task.name, split, p, scores[split], predictions if split == "test" else None, examples)
+            if not _transient_failures(evaluated):  # else a resumed run asks again: a passing outage is no score
+                ledger.evaluated(task.name, split, p, scores[split], predictions if split == "test" else None, examples)
         keep()
     counters = ledger.counters(task.name)
     return {
@@ -439,6 +445,12 @@ async def _run_task(
         "predictions": predictions,
         "predictions_split": "test",
     }
+
+
+def _transient_failures(evaluated: Sequence[tuple[Any, Any]]) -> int:
+    """Calls of an evaluation that failed in a way another attempt may not (an outage, a rate limit,
+    a timeout: `LLMError.retryable`), after the stack's retries."""
+    return sum(1 for trace, _ in evaluated for _, error in trace.errors if getattr(error, "retryable", False))
 
 
 def _custom_loss(config: RunConfig) -> Loss:

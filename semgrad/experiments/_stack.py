@@ -146,6 +146,7 @@ class _Tally:
         self.halted: str | None = None  # why the run was halted, once it is
         self._judged = 0  # outcomes seen that count towards the fail-fast rule
         self._failed = 0
+        self._failed_kinds: dict[str, int] = {}  # the judged failures by kind: `counters` restarts at each `take`
         self._first: LLMError | None = None
 
     @property
@@ -191,11 +192,12 @@ class _Tally:
         self._judged += 1
         if error is not None:
             self._failed += 1
+            self._failed_kinds[error.kind] = self._failed_kinds.get(error.kind, 0) + 1
             self._first = self._first or error
         if self._failed == self._judged == self.fail_fast and self._first is not None:
             first = " ".join(self._first.message.split())[:300]
             self.halted = (
-                f"the first {self.fail_fast} calls all failed ({kinds_text(self.counters)}); "
+                f"the first {self.fail_fast} calls all failed ({kinds_text({'errors_by_kind': self._failed_kinds})}); "
                 f"the first said {self._first.kind}: {first}"
             )
 

@@ -232,6 +232,8 @@ def execute_run(
         results = _load_results(run_dir)
         if results is None:
             raise SweepError(f"{run_dir} has no results.json after the run")
+        if status == "finished" and results.get("failed"):  # its scores are not to be trusted: never a finished run
+            raise SweepError(f"the run failed: {results['failed']} (remove {run_dir} to run it again)")
         row = run_row(run, results)
     except Exception as exc:  # one bad run must not stop the sweep
         return failed_outcome(run, exc)

@@ -119,5 +119,6 @@ def check_run_results(results: Any) -> None:
     ):
         raise ValueError(f"cost_usd must be a finite amount of at least 0 (or null), got {_shown(cost)}")
     _reason(results.get("stopped"), "stopped")
+    _reason(results.get("failed"), "failed")
     _count(results.get("errors"), "errors")
     _counts(results.get("errors_by_kind"), "errors_by_kind")

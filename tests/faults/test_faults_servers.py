@@ -198,3 +198,63 @@ def test_calls_the_runner_times_out_are_counted_as_timeouts(tmp_path):
     summary = run_experiment(config, tmp_path / "run", llm=FunctionLLM(hangs_on_one_item))
     assert summary["errors_by_kind"].get("timeout", 0) >= 2  # the item's hints, in the test and initial_test splits
     assert summary["tasks"][0]["errors_by_kind"] == summary["errors_by_kind"]
+
+
+def test_an_evaluation_that_lost_calls_to_an_outage_is_asked_again_on_resume(tmp_path):
+    """A split whose calls failed in a way a later attempt may not (an outage) is no finished score: --resume
+    evaluates it again, and reaches the uninterrupted run's accuracy once the outage is over."""
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, validation=4, test=8, iterations=1)
+    down = {load_run_tasks(config)[0].split.test[0].id}
+    hashed = HashLLM()
+
+    def outage(request):
+        if request.sample in down:
+            raise LLMFailure(LLMError("server", "HTTP 503", retryable=True))
+        return hashed(request)
+
+    clean = run_experiment(config, tmp_path / "clean", llm=FunctionLLM(hashed))
+    try:
+        run_experiment(config, tmp_path / "run", llm=FunctionLLM(outage))
+    except RunFailed:
+        pass  # the outage's share of the calls may be above the limit: the run keeps what it has either way
+    down.clear()  # the outage is over
+    try:
+        resumed = run_experiment(config, tmp_path / "run", llm=FunctionLLM(outage), resume=True)
+    except RunFailed as failed:
+        resumed = failed.summary
+    (task,) = resumed["tasks"]
+    assert "test" not in task["carried_over"] and "initial_test" not in task["carried_over"]
+    assert "train" in task["carried_over"]  # no call of it failed: kept
+    assert task["accuracy"]["test"] == clean["tasks"][0]["accuracy"]["test"]
+
+
+def test_the_fail_fast_line_counts_the_failures_it_judged(tmp_path):
+    """The fail-fast line's kinds add up to the N calls it says all failed, though the run's counters restart at
+    each checkpoint on the way."""
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=2, validation=2, test=2, iterations=5)
+
+    def down(request):
+        raise LLMFailure(LLMError("server", "HTTP 500", retryable=True))
+
+    with pytest.raises(RunFailed) as caught:
+        run_experiment(config, tmp_path / "run", llm=FunctionLLM(down))
+    assert f"the first {FAIL_FAST_CALLS} calls all failed (server {FAIL_FAST_CALLS})" in str(caught.value)
+
+
+def test_the_preflight_gives_each_attempt_the_runs_timeout(tmp_path):
+    """The preflight's calls get the run's --timeout per attempt, as its training calls do: no 60 s cap of its own."""
+    import anyio
+
+    config = RunConfig(
+        "bbh:navigate", data_dir=str(DATA), backend="openai-compatible", base_url="http://127.0.0.1:9/v1",
+        model="m", train=2, validation=2, test=2, iterations=1, timeout=300,
+    )  # fmt: skip
+    hashed = HashLLM()
+    left: list[float] = []
+
+    async def measured(request):
+        left.append(anyio.current_effective_deadline() - anyio.current_time())
+        return hashed(request)
+
+    run_experiment(config, tmp_path / "run", llm=FunctionLLM(measured))
+    assert len(left) > 3 and min(left) > 250  # the preflight's three calls first

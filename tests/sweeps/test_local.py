@@ -211,3 +211,30 @@ def test_the_spec_name_is_the_default_sweep_directory(tmp_path, monkeypatch, cap
     shutil.rmtree(tmp_path / "sweeps")
     with pytest.raises(SweepError, match="--max-parallel"):
         main(["--debug", "sweep", str(spec), "--local", "--max-parallel", "0"])
+
+
+def test_a_run_that_failed_is_reported_failed_again_when_the_sweep_is_run_again(tmp_path):
+    """A run whose calls failed past the allowed share stays failed on a re-run of the sweep, never "skipped"."""
+    from semgrad.core import LLMError, LLMFailure
+
+    class HalfDown(CallLog):
+        def __call__(self, llm, name, run_dir):
+            inner = super().__call__(llm, name, run_dir)
+            count = [0]
+
+            async def half(request):
+                count[0] += 1
+                if count[0] > 3 and count[0] % 2:
+                    raise LLMFailure(LLMError("bad_request", "HTTP 400"))
+                return await inner(request)
+
+            return half
+
+    grid = {"tasks": ["gsm8k"], "seeds": [0], "optimizers": ["tgd"]}
+    spec = grid_spec(tmp_path / "s.toml", grid)
+    first = run_sweep(spec, tmp_path / "out", local=True, instrument=HalfDown())
+    assert [o.status for o in first.outcomes] == ["failed"] and "calls failed" in first.failed[0].error
+    again = run_sweep(spec, tmp_path / "out", local=True, instrument=CallLog())
+    assert [o.status for o in again.outcomes] == ["failed"]
+    assert "calls failed" in again.failed[0].error and "remove" in again.failed[0].error
+    assert sweep_json(tmp_path / "out")["totals"]["failed"] == 1
