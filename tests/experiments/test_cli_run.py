@@ -280,7 +280,9 @@ def test_a_sigint_interrupted_run_resumes_to_the_same_result(tmp_path):
     assert semgrad(*args, "--out", str(whole)).returncode == 0
     cut = tmp_path / "cut"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.05"],
+        # 0.2 s a call: the run lasts about 6 s past its first checkpoint, so the signal lands mid-run even on a
+        # loaded machine (at 0.05 s it had 1.5 s, and a signal after the run's end is rightly no interruption).
+        [sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.2"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
