@@ -5,9 +5,11 @@ Values are encoded by a small codec: JSON scalars as themselves, tuples and
 classes tagged with their name. Only the run-state types on an explicit
 allow-list are ever constructed on load: each module that defines run state
 lists its types in a module constant ``CHECKPOINT_TYPES``, and `_MODULES` below
-names those modules. A file never decides what gets imported or called: a tag
-that is not on the list, a field that is not the class's, or a field value of
-the wrong type is refused with a `CheckpointError` naming the file.
+names those modules. A user's own stage keeps its state in types the caller
+names in code (`fit`'s ``state_types``), which join the list for that run. A
+file never decides what gets imported or called: a tag that is not on the list,
+a field that is not the class's, or a field value of the wrong type is refused
+with a `CheckpointError` naming the file.
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ import attrs
 from .._files import read_regular_text, write_text_atomically
 from ..core import FrozenMap
 
-__all__ = ["CheckpointError", "allowed_types", "decode", "encode", "read_checkpoint", "write_checkpoint"]
+__all__ = [
+    "CheckpointError",
+    "allowed_types",
+    "decode",
+    "encode",
+    "read_checkpoint",
+    "state_types",
+    "write_checkpoint",
+]
 
 FORMAT = "semgrad.checkpoint/1"
 #: The largest checkpoint read back (a sanity bound: real ones hold params and a history, well under it).
@@ -58,8 +68,40 @@ def allowed_types() -> FrozenMap[str, type]:
     return FrozenMap((_tag(cls), cls) for module in modules for cls in module.CHECKPOINT_TYPES)
 
 
-def encode(value: Any) -> Any:
+_NONE: FrozenMap[str, type] = FrozenMap()
+
+
+def state_types(types: Any) -> FrozenMap[str, type]:
+    """The caller's own run-state types by tag, for `encode` and `decode` (`fit`'s ``state_types``).
+
+    Raises:
+        TypeError: One is not an attrs class (the codec writes and checks attrs fields only).
+
+    Examples:
+        >>> @attrs.frozen
+        ... class Used:
+        ...     n: int = 0
+        >>> decode(encode(Used(2), state_types([Used])), state_types([Used]))
+        Used(n=2)
+    """
+    if isinstance(types, type) or isinstance(types, (str, bytes)):
+        raise TypeError("state_types must be a list of classes, e.g. state_types=[MyState]")
+    found = {}
+    for cls in types:
+        if not (isinstance(cls, type) and attrs.has(cls)):
+            raise TypeError(f"state_types must list attrs classes (frozen ones, as run state is), got {cls!r}")
+        found[_tag(cls)] = cls
+    return FrozenMap(found)
+
+
+def _known(tag: str, types: Mapping[str, type]) -> type | None:
+    return allowed_types().get(tag) or types.get(tag)
+
+
+def encode(value: Any, types: Mapping[str, type] = _NONE) -> Any:
     """A JSON-ready form of `value` that `decode` turns back into an equal value.
+
+    `types` adds the caller's own run-state types (see `state_types`) to `allowed_types`.
 
     Examples:
         >>> value = (1, FrozenMap({"a": [2.5, None]}))
@@ -69,48 +111,49 @@ def encode(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, tuple):
-        return {"$tuple": [encode(v) for v in value]}
+        return {"$tuple": [encode(v, types) for v in value]}
     if isinstance(value, list):
-        return [encode(v) for v in value]
+        return [encode(v, types) for v in value]
     if isinstance(value, FrozenMap):
-        return {"$map": [[encode(k), encode(v)] for k, v in value.items()]}
+        return {"$map": [[encode(k, types), encode(v, types)] for k, v in value.items()]}
     if isinstance(value, dict):
-        return {"$dict": [[encode(k), encode(v)] for k, v in value.items()]}
+        return {"$dict": [[encode(k, types), encode(v, types)] for k, v in value.items()]}
     if attrs.has(type(value)):
         cls = type(value)
-        if allowed_types().get(_tag(cls)) is not cls:
+        if _known(_tag(cls), types) is not cls:
             raise TypeError(
                 f"cannot checkpoint {cls.__qualname__}: not a run-state type "
-                "(list it in its module's CHECKPOINT_TYPES, and that module in semgrad.effects._checkpoint)"
+                f"(a stage of your own keeps its state in types you name: fit(..., state_types=[{cls.__name__}]))"
             )
-        fields = {f.alias: encode(getattr(value, f.name)) for f in attrs.fields(cls) if f.init and f.eq}
+        fields = {f.alias: encode(getattr(value, f.name), types) for f in attrs.fields(cls) if f.init and f.eq}
         return {"$attrs": _tag(cls), "fields": fields}
     raise TypeError(f"cannot checkpoint a value of type {type(value).__name__}")
 
 
-def decode(data: Any) -> Any:
-    """The value `encode` encoded; `CheckpointError` for anything else (nothing outside `allowed_types` is called).
+def decode(data: Any, types: Mapping[str, type] = _NONE) -> Any:
+    """The value `encode` encoded; `CheckpointError` for anything else (nothing outside `allowed_types`
+    and the caller's `types` is called).
 
     Examples:
-        >>> decode({"$attrs": "semgrad.cli:main", "fields": {}})
+        >>> decode({"$attrs": "semgrad.cli:main", "fields": {}})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        semgrad.effects._checkpoint.CheckpointError: names 'semgrad.cli:main', which is not a run-state type
+        semgrad.effects._checkpoint.CheckpointError: names 'semgrad.cli:main', which is not a run-state type (...)
     """
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
-        return [decode(v) for v in data]
+        return [decode(v, types) for v in data]
     if not isinstance(data, dict):
         raise CheckpointError(f"holds a {type(data).__name__}, which JSON does not produce")
     if len(data) == 1 and "$tuple" in data:
-        return tuple(decode(v) for v in _list(data["$tuple"], "$tuple"))
+        return tuple(decode(v, types) for v in _list(data["$tuple"], "$tuple"))
     if len(data) == 1 and "$map" in data:
-        return FrozenMap(_pairs(data["$map"], "$map"))
+        return FrozenMap(_pairs(data["$map"], "$map", types))
     if len(data) == 1 and "$dict" in data:
-        return dict(_pairs(data["$dict"], "$dict"))
+        return dict(_pairs(data["$dict"], "$dict", types))
     if set(data) == {"$attrs", "fields"}:
-        return _instance(data["$attrs"], data["fields"])
+        return _instance(data["$attrs"], data["fields"], types)
     raise CheckpointError(f"holds an object with keys {sorted(data)[:5]}, which no run state has")
 
 
@@ -120,17 +163,17 @@ def _list(value: Any, what: str) -> list[Any]:
     return value
 
 
-def _pairs(value: Any, what: str) -> list[tuple[Any, Any]]:
+def _pairs(value: Any, what: str, types: Mapping[str, type]) -> list[tuple[Any, Any]]:
     pairs = []
     for pair in _list(value, what):
         if not isinstance(pair, list) or len(pair) != 2:
             raise CheckpointError(f"holds a {what} entry that is not a [key, value] pair")
-        key = decode(pair[0])
+        key = decode(pair[0], types)
         try:
             hash(key)
         except TypeError:
             raise CheckpointError(f"holds a {what} key of type {type(key).__name__}, which cannot be a key") from None
-        pairs.append((key, decode(pair[1])))
+        pairs.append((key, decode(pair[1], types)))
     return pairs
 
 
@@ -141,10 +184,10 @@ def _field_types(cls: type) -> dict[str, tuple[str, Any, bool]]:
     return {f.alias: (f.name, hints.get(f.name, Any), f.default is attrs.NOTHING) for f in attrs.fields(cls) if f.init}
 
 
-def _instance(tag: Any, fields: Any) -> Any:
-    cls = allowed_types().get(tag) if isinstance(tag, str) else None
+def _instance(tag: Any, fields: Any, types: Mapping[str, type]) -> Any:
+    cls = _known(tag, types) if isinstance(tag, str) else None
     if cls is None:
-        raise CheckpointError(f"names {tag!r}, which is not a run-state type")
+        raise CheckpointError(f"names {tag!r}, which is not a run-state type (nor one of fit's state_types)")
     if not isinstance(fields, dict):
         raise CheckpointError(f"holds a {tag} whose fields are not an object")
     expected = _field_types(cls)
@@ -157,7 +200,7 @@ def _instance(tag: Any, fields: Any) -> Any:
     values = {}
     for alias, raw in fields.items():
         name, hint, _ = expected[alias]
-        value = decode(raw)
+        value = decode(raw, types)
         if not _conforms(value, hint):
             raise CheckpointError(f"holds a {cls.__qualname__} whose {name} is a {type(value).__name__}, not {hint}")
         values[alias] = value
@@ -200,14 +243,16 @@ def _conforms(value: Any, hint: Any) -> bool:
     return False  # a hint this checker does not know: refuse rather than guess
 
 
-def write_checkpoint(path: str | os.PathLike[str], content: dict[str, Any]) -> None:
+def write_checkpoint(path: str | os.PathLike[str], content: dict[str, Any], types: Mapping[str, type] = _NONE) -> None:
     """Write `content` (plus the format tag) to `path` atomically: a temporary file, then a rename."""
-    blob = json.dumps({"format": FORMAT, **{k: encode(v) for k, v in content.items()}}, indent=1, ensure_ascii=False)
+    blob = json.dumps(
+        {"format": FORMAT, **{k: encode(v, types) for k, v in content.items()}}, indent=1, ensure_ascii=False
+    )
     write_text_atomically(path, blob)
 
 
-def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The content of a checkpoint written by `write_checkpoint`.
+def read_checkpoint(path: str | os.PathLike[str], types: Mapping[str, type] = _NONE) -> dict[str, Any]:
+    """The content of a checkpoint written by `write_checkpoint` (with the same `types`).
 
     Raises:
         CheckpointError: One line naming the file: it is missing, not JSON, not a
@@ -227,7 +272,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{target} is not a semgrad checkpoint (expected format {FORMAT}); {_REMEDY}")
     try:
-        return {k: decode(v) for k, v in data.items() if k != "format"}
+        return {k: decode(v, types) for k, v in data.items() if k != "format"}
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {target} is refused: it {exc}; {_REMEDY}") from None
     except RecursionError:

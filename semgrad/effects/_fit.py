@@ -33,7 +33,8 @@ from ..core._sampling import engine_options
 from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ._belongs import differing_parts, run_fingerprint
-from ._checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from ._checkpoint import CheckpointError, encode, read_checkpoint, write_checkpoint
+from ._checkpoint import state_types as checkpoint_state_types
 from ._limit import estimate_tokens
 from ._loop import run_loop
 from ._protocol import is_async_llm
@@ -217,6 +218,7 @@ async def fit(
     timeout: float | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     on_reply: Callable[[LLMRequest, Any], None] | None = None,
+    state_types: Iterable[type] = (),
 ) -> FitResult:
     """Optimize `params` with `optimizer` for `iterations` iterations.
 
@@ -258,6 +260,10 @@ async def fit(
             out of the mapping gets those too, and ``{}`` leaves it to the provider.
         on_reply: Called with each request and its reply as it arrives (see `Runner`);
             keep it cheap, it runs once per call.
+        state_types: The attrs classes your own stages keep their state in, which a
+            checkpoint may then hold (the built-in stages' are known). A checkpoint never
+            names what is built from it: only these and semgrad's own run-state types are.
+            With `checkpoint` or `resume`, a state of another type is refused before any call.
 
     Returns:
         A `FitResult`.
@@ -282,12 +288,15 @@ async def fit(
     guard = _Guard(llm, _as_budget(budget))
     runner = Runner(guard, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply)
     checkpoint = checkpoint if checkpoint is not None else resume
+    types = checkpoint_state_types(state_types)
     belongs = run_fingerprint(graph, params, train_set, validation_set, optimizer, loss, per_engine)
     state = (
         _RunState.start(graph, params, optimizer, belongs)
         if resume is None
-        else _RunState.load(resume, graph, params, optimizer, belongs)
+        else _RunState.load(resume, graph, params, optimizer, belongs, types)
     )
+    if checkpoint is not None:
+        encode(state, types)  # a state no checkpoint can hold is refused now, not after the first iteration's calls
 
     def progress(iteration: int, phase: str, score: float | None = None) -> None:
         if on_progress is not None:
@@ -354,7 +363,7 @@ async def fit(
         state = state.advance(step, opt_state, mean_score(results), spent)
         before = calls
         if checkpoint is not None:
-            state.save(checkpoint)
+            state.save(checkpoint, types)
         progress(i + 1, "done", mean_score(results))
     return state.result(runner, None)
 
@@ -395,10 +404,11 @@ class _RunState:
         params: Params,
         optimizer: Transform | None = None,
         belongs: FrozenMap[str, str] | None = None,
+        types: Mapping[str, type] = FrozenMap(),
     ) -> _RunState:
         """The run state in a checkpoint, checked against the run about to continue (refused: `CheckpointError`)."""
         remove_stale_temporaries(path)  # a writer killed during its last write left one
-        data = read_checkpoint(path)
+        data = read_checkpoint(path, types)
         state = data.get("state")
         if set(data) != {"state"} or not isinstance(state, _RunState):
             raise CheckpointError(f"checkpoint {path} holds no run state; remove the file to start the run over")
@@ -423,8 +433,8 @@ class _RunState:
             raise CheckpointError(f"checkpoint {path} is inconsistent: {problem}; remove the file to start over")
         return state
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        write_checkpoint(path, {"state": self})
+    def save(self, path: str | os.PathLike[str], types: Mapping[str, type] = FrozenMap()) -> None:
+        write_checkpoint(path, {"state": self}, types)
 
     def advance(self, step: Step, opt_state: Any, train_score: float, calls: FrozenMap[str, int]) -> _RunState:
         updates = step.updates or FrozenMap()

@@ -11,13 +11,14 @@ import textwrap
 from pathlib import Path
 
 import anyio
+import attrs
 import pytest
 
 from semgrad._samples import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, GraphBuilder, llm_judge, numeric_match, optim
-from semgrad.effects import Budget, fit, fit_sync
+from semgrad.core import Example, GraphBuilder, llm_judge, numeric_match, optim, pure
+from semgrad.effects import Budget, CheckpointError, fit, fit_sync
 from semgrad.topologies import paper_graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,6 +141,52 @@ def test_a_checkpoint_is_json_and_resume_continues_to_the_same_result(tmp_path):
     resumed, _ = _demo_fit(llm=rec, iterations=4, resume=path)
     assert (resumed.params, resumed.history, resumed.best_score) == (full.params, full.history, full.best_score)
     assert sum(rec.counts().values()) == sum(sum(r.calls.values()) for r in full.history[2:])
+
+
+@attrs.frozen
+class _Used:
+    """A stage's own state (as docs/optimizers.md's LimitState): how many iterations proposed updates."""
+
+    n: int = 0
+
+
+def _counting_stage():
+    """A stage that keeps its state in `_Used`, never in a closure."""
+
+    def update(step, state, params):
+        return pure((step, _Used(state.n + (1 if step.updates else 0))))
+
+    return optim.Transform(lambda params: _Used(), update, "count_updates")
+
+
+def _with_own_stage():
+    return optim.chain(
+        optim.select_error_samples(2), optim.backward(), optim.aggregate(), optim.propose_rewrite(),
+        optim.full_update(), _counting_stage(), optim.validation_gate(),
+    )  # fmt: skip
+
+
+def test_a_stage_of_your_own_checkpoints_its_state_when_fit_is_told_its_type(tmp_path):
+    """With state_types=[its class], a stage's own state is checkpointed and resumes to an uninterrupted run's result;
+    without it, the state is refused before any call, and a checkpoint naming it is refused on resume."""
+    full, _ = _demo_fit(optimizer=_with_own_stage(), iterations=3)
+    path = tmp_path / "ckpt.json"
+    rec = RecordingLLM(_gsm8k()[0])
+    with pytest.raises(TypeError, match=r"state_types=\[_Used\]"):
+        _demo_fit(llm=rec, optimizer=_with_own_stage(), iterations=2, checkpoint=path)
+    assert rec.requests == () and not path.exists()  # refused before the first call
+    _demo_fit(optimizer=_with_own_stage(), iterations=2, checkpoint=path, state_types=[_Used])
+    resumed, _ = _demo_fit(optimizer=_with_own_stage(), iterations=3, resume=path, state_types=[_Used])
+    assert (resumed.params, resumed.history) == (full.params, full.history)
+    with pytest.raises(CheckpointError, match="which is not a run-state type"):
+        _demo_fit(optimizer=_with_own_stage(), iterations=3, resume=path)
+
+
+def test_state_types_must_be_attrs_classes():
+    """state_types lists attrs classes: a bare class, a string or a plain class is a TypeError before any call."""
+    for wrong in (_Used, "_Used", [dict]):
+        with pytest.raises(TypeError, match="state_types"):
+            _demo_fit(optimizer=_with_own_stage(), iterations=1, state_types=wrong)
 
 
 SCRIPT = textwrap.dedent(
