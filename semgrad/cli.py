@@ -540,7 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-tokens",
         type=int,
-        help="at most this many tokens (each call reserves its estimate before it starts); then stop cleanly",
+        help="at most this many tokens (each call reserves its estimate before it starts; a reply that reports "
+        "no usage keeps its estimate); then stop cleanly",
     )
     run.add_argument(
         "--prices",

@@ -206,6 +206,25 @@ def accounted(llm: Any, prices: Prices | None = None) -> Any:
     return _Accounted(llm, _check_prices(prices) if prices is not None else None)
 
 
+def charged_tokens(reply: Any, estimate: int) -> int:
+    """The tokens a budget charges for `reply`: the usage it reports, else `estimate`.
+
+    A reply's reported usage replaces its estimate; a reply without usage (a plain
+    string, a server that sends no ``usage``) keeps the estimate, so a token budget
+    still ends when the provider reports nothing.
+
+    Examples:
+        >>> charged_tokens(LLMResponse("ok", {"input_tokens": 7, "output_tokens": 3}), 50)
+        10
+        >>> charged_tokens(LLMResponse("ok"), 50), charged_tokens("ok", 50)
+        (50, 50)
+    """
+    usage = getattr(reply, "usage", None) or {}
+    if "input_tokens" not in usage and "output_tokens" not in usage:
+        return estimate
+    return int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+
+
 class _Budgeted:
     """An async LLM that refuses calls once a budget is spent."""
 
@@ -247,7 +266,7 @@ class _Budgeted:
             response = await call(self.inner, request)
         finally:
             self.reserved -= estimate
-        self.tokens += int(response.usage.get("input_tokens", 0)) + int(response.usage.get("output_tokens", 0))
+        self.tokens += charged_tokens(response, estimate)
         return response
 
     def __repr__(self) -> str:
@@ -262,9 +281,12 @@ def budgeted(llm: Any, max_calls: int | None = None, max_tokens: int | None = No
     estimate (`semgrad.effects.limited`'s ``estimate_tokens``: characters / 4,
     plus the request's ``max_tokens`` option) before it starts, and is refused
     when the tokens used plus the reservations of the calls in flight plus its
-    own would pass the limit; a reply's reported usage then replaces its
-    estimate. So the limit holds with many calls in flight as long as replies
-    stay within their estimate (set a ``max_tokens`` option to bound them).
+    own would pass the limit. A reply's reported usage replaces its estimate;
+    a reply without usage (no input or output token count: a plain string, a
+    server that reports none) keeps the estimate, so the limit is reached even
+    when the provider reports nothing. So the limit holds with many calls in
+    flight as long as replies stay within their estimate (set a ``max_tokens``
+    option to bound them).
     A refused call fails with the non-retryable ``LLMError(kind="budget")``.
     ``.calls``, ``.tokens`` and ``.refused`` tell the spending so far.
 

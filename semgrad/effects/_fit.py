@@ -32,6 +32,7 @@ from ..core import (
 from ..core._sampling import engine_options
 from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
+from ._accounting import charged_tokens
 from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, encode, read_checkpoint, write_checkpoint
 from ._checkpoint import state_types as checkpoint_state_types
@@ -45,7 +46,17 @@ __all__ = ["Budget", "FitProgress", "FitResult", "IterationRecord", "fit", "fit_
 
 @attrs.frozen
 class Budget:
-    """Stop the run cleanly once either limit would be passed (None: no limit)."""
+    """Stop the run cleanly once either limit would be passed (None: no limit).
+
+    Attributes:
+        max_calls: Calls `fit` may make.
+        max_tokens: Tokens `fit`'s calls may use. Each call reserves its estimate
+            (characters / 4, plus the request's ``max_tokens`` option) before it
+            starts and is refused when the tokens used plus the reservations would
+            pass the limit. A reply's reported usage replaces its estimate; a reply
+            without usage keeps the estimate, so the limit is reached even when
+            the provider reports no usage.
+    """
 
     max_calls: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
     max_tokens: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
@@ -175,8 +186,7 @@ class _Guard:
             raise
         finally:
             self.reserved -= estimate
-        usage = getattr(result, "usage", {}) or {}
-        self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        self.tokens += charged_tokens(result, estimate)
         return result
 
 
@@ -249,8 +259,10 @@ async def fit(
         resume: Continue from this checkpoint (and keep writing to it unless
             `checkpoint` names another file).
         budget: Stop cleanly, keeping the best result so far, once the calls or
-            tokens of this process would pass it. A `budgeted` layer inside
-            `llm` that refuses a call stops the run the same way.
+            tokens of this process would pass it (see `Budget`: a reply's reported
+            usage replaces its estimate; a reply without usage keeps the estimate).
+            A `budgeted` layer inside `llm` that refuses a call stops the run the
+            same way.
         on_progress: Called with a `FitProgress` at each phase.
         max_concurrency, timeout: Passed to the `Runner`.
         options: Sampling options per engine, e.g. ``{"forward": {"temperature": 0.7,

@@ -17,7 +17,7 @@ import pytest
 from semgrad._samples import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, GraphBuilder, llm_judge, numeric_match, optim, pure
+from semgrad.core import Example, GraphBuilder, LLMResponse, llm_judge, numeric_match, optim, pure
 from semgrad.effects import Budget, CheckpointError, fit, fit_sync
 from semgrad.topologies import paper_graph
 
@@ -262,6 +262,22 @@ def test_a_budget_stops_cleanly_with_the_best_result_so_far():
     assert result.stopped == "budget"
     assert len(result.history) == 1 and result.history[0].accepted
     assert result.params == params.with_values(result.history[0].updates)
+
+
+@pytest.mark.parametrize("reports_usage", [False, True])
+def test_a_token_budget_stops_the_run_whether_or_not_replies_report_usage(reports_usage):
+    """fit's token budget ends the run when the replies report no usage (their estimates are charged),
+    as it does when they report it."""
+    simulated, train, validation = _gsm8k()
+
+    def llm(request):
+        reply = simulated(request)
+        text = reply if isinstance(reply, str) else reply.text
+        return LLMResponse(text, {"input_tokens": 300, "output_tokens": 30}) if reports_usage else text
+
+    result, _ = _demo_fit(llm=llm, iterations=4, budget=Budget(max_tokens=5000), max_concurrency=1)
+    assert result.stopped == "budget"
+    assert len(result.history) < 4
 
 
 def test_test_time_optimisation_of_a_free_solution_with_an_llm_judge():

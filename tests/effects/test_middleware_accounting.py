@@ -122,6 +122,33 @@ async def test_a_token_budget_stops_once_exceeded():
     assert llm.tokens == 220
 
 
+@given(st.integers(1, 400), st.integers(0, 2000), st.booleans())
+def test_a_token_budget_charges_the_estimate_of_a_reply_without_usage(chars, max_tokens, as_text):
+    """Replies that report no usage (a string, or an LLMResponse with none) are charged their estimate,
+    so a token budget of N answers exactly N // estimate calls of one size, then refuses."""
+    request = ask(text="x" * chars)
+    estimate = -(-chars // 4)
+    llm = budgeted(lambda r: "ok" if as_text else LLMResponse("ok"), max_tokens=max_tokens)
+
+    async def spend():
+        for answered in range(max_tokens + 1):
+            try:
+                await llm(request)
+            except LLMFailure:
+                return answered
+        return None
+
+    assert anyio.run(spend) == max_tokens // estimate
+    assert llm.tokens == (max_tokens // estimate) * estimate and llm.refused == 1
+
+
+async def test_a_reply_reporting_usage_is_charged_its_usage_not_its_estimate():
+    """A reply that reports usage (even zero tokens of one kind) is charged exactly what it reports."""
+    llm = budgeted(lambda r: LLMResponse("ok", {"output_tokens": 3}), max_tokens=1000)
+    await llm(ask(text="x" * 400))
+    assert llm.tokens == 3
+
+
 def test_wrappers_pass_identity_through():
     """accounted(llm) and budgeted(llm) have llm's identity."""
     backend = type("Backend", (), {"identity": "b-3", "__call__": lambda self, r: "ok"})()
