@@ -48,8 +48,20 @@ __all__ = ["Budget", "FitProgress", "FitResult", "IterationRecord", "fit", "fit_
 class Budget:
     """Stop the run cleanly once either limit would be passed (None: no limit).
 
+    The budget counts the calls `fit` makes of its `llm`, one per request of its
+    programs, above whatever middleware `llm` holds: a call that a
+    ``retrying(...)`` inside `llm` tries three times counts once, and a call a
+    ``cached(...)`` inside `llm` answers from its cache counts too. To cap what
+    reaches the provider (each retry paid for, cache hits free), put
+    ``budgeted(provider, max_calls=..., max_tokens=...)`` under the retries and
+    the cache instead, as the CLI does: ``cached(retrying(budgeted(provider, ...)))``;
+    the call it refuses stops `fit` the same way. A call this budget refuses
+    reaches no LLM; the run's statistics count it as a failed call of kind
+    ``"budget"`` (see `RunStatistics`).
+
     Attributes:
-        max_calls: Calls `fit` may make.
+        max_calls: Calls `fit` may make (calls it started; the refused ones are not
+            counted against the limit).
         max_tokens: Tokens `fit`'s calls may use. Each call reserves its estimate
             (characters / 4, plus the request's ``max_tokens`` option) before it
             starts and is refused when the tokens used plus the reservations would
@@ -107,7 +119,8 @@ class FitResult:
             on the training items without one (None when never scored).
         best_score: The gate's score of `params`, when known.
         history: One `IterationRecord` per completed iteration.
-        statistics: Calls, errors and tokens of this process's calls.
+        statistics: Calls, errors and tokens of this process's calls (`RunStatistics`:
+            a call a budget refused is counted there as a failed call of kind "budget").
         stopped: Why the run ended early, or None: "budget" (this call's `budget`, or a
             `budgeted` layer of the LLM, refused a call) or "halted" (a middleware
             stopped the run because its calls keep failing).
@@ -128,7 +141,8 @@ class FitResult:
 
     @property
     def errors(self) -> int:
-        """Calls of this process that ended in an `LLMError` (``statistics.errors``)."""
+        """Calls of this process that ended in an `LLMError` (``statistics.errors``), the calls a
+        budget refused included (kind ``"budget"`` in `errors_by_kind`)."""
         return self.statistics.errors
 
     @property
@@ -261,8 +275,12 @@ async def fit(
         budget: Stop cleanly, keeping the best result so far, once the calls or
             tokens of this process would pass it (see `Budget`: a reply's reported
             usage replaces its estimate; a reply without usage keeps the estimate).
-            A `budgeted` layer inside `llm` that refuses a call stops the run the
-            same way.
+            It counts `fit`'s own calls of `llm`, not the attempts of a
+            ``retrying(...)`` inside it, and counts the hits of a ``cached(...)``
+            inside it. To cap what reaches the provider, wrap the provider in
+            ``budgeted(...)`` under ``retrying(...)`` and ``cached(...)`` (as the
+            CLI does); a `budgeted` layer inside `llm` that refuses a call stops
+            the run the same way.
         on_progress: Called with a `FitProgress` at each phase.
         max_concurrency, timeout: Passed to the `Runner`.
         options: Sampling options per engine, e.g. ``{"forward": {"temperature": 0.7,

@@ -125,12 +125,16 @@ class RunStatistics:
     """What a `Runner` has done so far.
 
     Attributes:
-        calls: Calls made (each counted once, failed or not).
+        calls: Calls made (each counted once, failed or not): every request the
+            runner handed its LLM, whatever the LLM's middleware did with it -- a
+            call retried inside it counts once, a cache hit counts, and a call a
+            budget refused (`fit`'s `Budget`, or a ``budgeted`` layer) counts as a
+            failed call of kind ``"budget"``.
         calls_by_purpose: Calls per request purpose, in first-seen order.
         calls_by_engine: Calls per request engine (logical role), in first-seen order.
         tokens_by_engine: ``(input_tokens, output_tokens)`` per engine, in first-seen order.
-        errors: Calls that ended in an `LLMError`.
-        errors_by_kind: Failed calls per error kind.
+        errors: Calls that ended in an `LLMError`, the calls a budget refused included.
+        errors_by_kind: Failed calls per error kind (``"budget"`` for the refused ones).
         peak_in_flight: The most calls that were in flight at once.
         input_tokens: Sum of the ``input_tokens`` usage the replies reported.
         output_tokens: Sum of the ``output_tokens`` usage the replies reported.

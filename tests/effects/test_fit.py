@@ -17,8 +17,18 @@ import pytest
 from semgrad._samples import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, GraphBuilder, LLMResponse, llm_judge, numeric_match, optim, pure
-from semgrad.effects import Budget, CheckpointError, fit, fit_sync
+from semgrad.core import (
+    Example,
+    GraphBuilder,
+    LLMError,
+    LLMFailure,
+    LLMResponse,
+    llm_judge,
+    numeric_match,
+    optim,
+    pure,
+)
+from semgrad.effects import Budget, CheckpointError, RetryPolicy, fit, fit_sync, retrying
 from semgrad.topologies import paper_graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -278,6 +288,26 @@ def test_a_token_budget_stops_the_run_whether_or_not_replies_report_usage(report
     result, _ = _demo_fit(llm=llm, iterations=4, budget=Budget(max_tokens=5000), max_concurrency=1)
     assert result.stopped == "budget"
     assert len(result.history) < 4
+
+
+def test_a_call_budget_counts_fits_calls_not_the_attempts_below_them():
+    """Budget(max_calls=N) lets N of fit's calls through, however many attempts a retrying layer inside
+    the LLM makes; the calls it refuses are counted as failed calls of kind 'budget'."""
+    simulated, _, _ = _gsm8k()
+    attempts = []
+
+    def flaky(request):
+        attempts.append(request)
+        if len(attempts) % 2:
+            raise LLMFailure(LLMError("server", "HTTP 503", retryable=True))
+        return simulated(request)
+
+    llm = retrying(flaky, RetryPolicy(base_delay=0.0, jitter=False))
+    result, _ = _demo_fit(llm=llm, iterations=2, budget=Budget(max_calls=20), max_concurrency=1)
+    refused = result.errors_by_kind["budget"]
+    assert result.stopped == "budget" and refused >= 1
+    assert result.statistics.calls == 20 + refused and result.errors == refused
+    assert len(attempts) == 40
 
 
 def test_test_time_optimisation_of_a_free_solution_with_an_llm_judge():
