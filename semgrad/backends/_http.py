@@ -17,11 +17,14 @@ HTTP 5xx           server          yes
 200 with an error  by its code     as its code (else bad_request)
 client timeout     timeout         yes
 no connection      connection      yes
-unreadable reply   malformed       yes
+unreadable reply   malformed       yes (not JSON, or nested too deeply)
 no text at all     malformed       yes
 cap hit, no text   truncated       no
 refusal, filter    refused         no
 =================  ==============  ===========================
+
+An error status keeps its kind whatever its body holds: a 503 whose body
+cannot be read is still a retryable ``server`` error.
 
 A provider's ``x-should-retry: true`` or ``false`` header (OpenAI's and
 Anthropic's APIs send one) overrides the table's retryability, as their own
@@ -233,7 +236,7 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
 def _provider_message(body: str) -> str:
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode: the body's start says it
         return body.strip()[:300]
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and error.get("message"):
@@ -445,6 +448,8 @@ class HTTPBackend:
             data = json.loads(response.content)
         except ValueError as exc:
             problem = f"the reply is not JSON ({exc}); a proxy page or a cut connection?"
+        except RecursionError:  # e.g. 200,000 '[': as unreadable as a body that is not JSON
+            problem = "the reply's JSON is nested too deeply to read; a broken or hostile server?"
         if problem is not None:
             raise malformed(problem)
         error = data.get("error") if isinstance(data, dict) and not {"choices", "content"} & set(data) else None

@@ -2,8 +2,8 @@
 
 It serves ``/v1/chat/completions`` and ``/v1/messages`` with deterministic
 replies, and scripted faults taken in order, one per request: an HTTP status
-(429 with Retry-After, 500, 401...), a hang past the client's timeout, a
-truncated JSON body, or a dropped connection. It counts requests and keeps the
+(429 with Retry-After, 500, 401...) with a JSON body or raw bytes, a hang past
+the client's timeout, a truncated JSON body, or a dropped connection. It counts requests and keeps the
 peak number in flight.
 """
 
@@ -21,7 +21,10 @@ from typing import Any
 
 import pytest
 
-Fault = Any  # "hang" | "truncated" | "drop" | (status, headers, json_body)
+Fault = Any  # "hang" | "truncated" | "drop" | (status, headers, json_body or raw bytes)
+
+#: A body of JSON nested too deeply for any decoder (200,000 arrays): json.loads raises RecursionError.
+DEEP_JSON = b"[" * 200_000 + b"]" * 200_000
 
 
 def default_text(body: dict[str, Any]) -> str:
@@ -188,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         elif isinstance(fault, tuple):
             status, headers, payload = fault
-            return self._send(status, headers, json.dumps(payload).encode())
+            return self._send(status, headers, payload if isinstance(payload, bytes) else json.dumps(payload).encode())
         if self.provider.delay:
             time.sleep(self.provider.delay)
         text = self.provider.responder(body)

@@ -10,6 +10,8 @@ from semgrad.backends import anthropic
 from semgrad.backends._anthropic import merge_turns
 from semgrad.core import LLMFailure, LLMRequest, Message
 
+from .conftest import DEEP_JSON
+
 REQUEST = LLMRequest(
     (Message("system", "Be brief."), Message("user", "a"), Message("user", "b"), Message("assistant", "c")),
     node="answer",
@@ -87,8 +89,10 @@ async def test_the_model_is_chosen_per_engine(provider):
         ((400, {}, {"error": {"message": "prompt is too long"}}), "bad_request", False),
         ("truncated", "malformed", True),
         ("hang", "timeout", True),
+        ((200, {}, DEEP_JSON), "malformed", True),
+        ((529, {}, DEEP_JSON), "server", True),
     ],
-    ids=["401", "429", "529", "400", "truncated", "hang"],
+    ids=["401", "429", "529", "400", "truncated", "hang", "deep-200", "deep-529"],
 )
 async def test_each_fault_becomes_its_documented_error(provider, fault, kind, retryable):
     """Every scripted fault surfaces as LLMFailure with the documented kind and retryability."""

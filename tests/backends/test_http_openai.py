@@ -8,6 +8,8 @@ from semgrad.backends import openai_compatible
 from semgrad.core import LLMFailure, LLMRequest, Message
 from semgrad.effects import RetryPolicy, retrying
 
+from .conftest import DEEP_JSON
+
 TIMEOUT = 0.5  # the client timeout in tests with a hanging server: short, yet ample for a loaded machine
 QUESTION = LLMRequest((Message("system", "Be brief."), Message("user", "2+2?")), node="answer", sample=0)
 
@@ -248,6 +250,9 @@ FAULTS = [
     ("truncated", "malformed", True),
     ("hang", "timeout", True),
     ("drop", "connection", True),
+    ((200, {}, DEEP_JSON), "malformed", True),
+    ((503, {}, DEEP_JSON), "server", True),
+    ((401, {}, DEEP_JSON), "auth", False),
 ]
 
 
