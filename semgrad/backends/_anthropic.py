@@ -115,7 +115,7 @@ class AnthropicMessages(HTTPBackend):
         stop = data.get("stop_reason")
         if stop == "refusal":  # whatever text came before the refusal is not an answer
             raise refused(answered, "the reply stopped with stop_reason 'refusal'")
-        if text:
+        if text and not text.isspace():  # whitespace alone is no text
             return LLMResponse(text, _usage(data), answered)
         if stop == "max_tokens":
             raise truncated(answered)

@@ -18,7 +18,7 @@ HTTP 5xx           server          yes
 client timeout     timeout         yes
 no connection      connection      yes
 unreadable reply   malformed       yes (not JSON, or nested too deeply)
-no text at all     malformed       yes
+no text at all     malformed       yes (whitespace alone is no text)
 cap hit, no text   truncated       no
 refusal, filter    refused         no
 =================  ==============  ===========================
@@ -30,12 +30,12 @@ A provider's ``x-should-retry: true`` or ``false`` header (OpenAI's and
 Anthropic's APIs send one) overrides the table's retryability, as their own
 SDKs let it.
 
-A reply without text is a failed call, never an empty answer: scored as one,
-every sample would look like a wrong answer (and a cache would keep it). Why it
-has none says which: it stopped at its output-token cap (a reasoning model can
-spend the whole cap on reasoning), the model refused or a content filter
-stopped it, or it just has none (a server whose reasoning parser kept the whole
-reply as reasoning, say).
+A reply without text (none, or whitespace alone) is a failed call, never an
+empty answer: scored as one, every sample would look like a wrong answer (and a
+cache would keep it). Why it has none says which: it stopped at its
+output-token cap (a reasoning model can spend the whole cap on reasoning), the
+model refused or a content filter stopped it, or it just has none (a server
+whose reasoning parser kept the whole reply as reasoning, say).
 
 API keys live in a `Secret`, which never shows its value in a repr, a string,
 or a pickle, and every message is scrubbed of the key before it is raised.

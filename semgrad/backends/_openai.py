@@ -113,7 +113,7 @@ class OpenAICompatible(HTTPBackend):
         finish = choice.get("finish_reason")
         if finish == "content_filter":  # whatever text came before the filter stopped it is not an answer
             raise refused(answered, "a content filter stopped the reply")
-        if content:
+        if content and not content.isspace():  # whitespace alone is no text
             return LLMResponse(content, _usage(data), answered)
         if finish == "length":
             details = (data.get("usage") or {}).get("completion_tokens_details") or {}

@@ -162,10 +162,13 @@ async def test_a_message_cut_at_max_tokens_after_some_text_keeps_the_text(provid
         ([{"type": "text", "text": "I will not"}], "refusal", "refused"),
         ([], "refusal", "refused"),
         ([], "end_turn", "malformed"),
+        ([{"type": "text", "text": "   \n  "}], "end_turn", "malformed"),
+        ([{"type": "text", "text": " "}, {"type": "text", "text": "\n"}], "max_tokens", "truncated"),
     ],
 )
 async def test_a_refusal_or_a_message_without_text_is_a_failure(provider, content, stop, kind):
-    """stop_reason 'refusal' (with or without text) is a non-retryable 'refused'; no text at all is 'malformed'."""
+    """stop_reason 'refusal' (with or without text) is a non-retryable 'refused'; no text at all, or whitespace
+    alone, is 'malformed' (or 'truncated' at the cap)."""
     usage = {"input_tokens": 10, "output_tokens": 3}
     provider.script(
         (200, {}, {"type": "message", "model": "claude-small", "content": content, "stop_reason": stop, "usage": usage})

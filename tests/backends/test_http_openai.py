@@ -121,7 +121,7 @@ def _cut(content, reasoning_tokens=None):
     return (200, {}, {"model": "gpt-5-mini", "choices": [choice], "usage": usage})
 
 
-@pytest.mark.parametrize("content", ["", None])
+@pytest.mark.parametrize("content", ["", None, "\n\n  "])
 async def test_a_reply_cut_at_its_cap_before_any_text_is_a_truncated_failure(provider, content):
     """finish_reason 'length' with no text is a non-retryable 'truncated' failure naming the cap, not an empty reply."""
     provider.script(_cut(content, reasoning_tokens=64))
@@ -149,6 +149,7 @@ NO_ANSWER = [
     (_choice({"role": "assistant", "content": None, "reasoning_content": "Hmm."}), "malformed", "reasoning parser"),
     (_choice({"role": "assistant", "content": "", "reasoning": "Hmm."}), "malformed", "reasoning parser"),
     (_choice({"role": "assistant", "content": ""}), "malformed", "no text"),
+    (_choice({"role": "assistant", "content": " \n\t "}), "malformed", "no text"),
     (_choice({"role": "assistant", "content": ""}, "error", error={"code": 502, "message": "upstream died"}), "server",
      "upstream died"),
     ((200, {}, {"error": {"code": 429, "message": "slow down"}}), "rate_limit", "slow down"),
@@ -161,8 +162,9 @@ NO_ANSWER = [
 
 @pytest.mark.parametrize(("reply", "kind", "says"), NO_ANSWER, ids=lambda v: str(v)[:40])
 async def test_a_reply_without_an_answer_is_a_failure_that_says_why(provider, reply, kind, says):
-    """A refusal, a content filter's stop, reasoning without text, no text at all, an error inside the choice or
-    in a 200's body, a 402 and a redirect each fail with their kind and the provider's words, never as a reply."""
+    """A refusal, a content filter's stop, reasoning without text, no text at all (or whitespace alone), an error
+    inside the choice or in a 200's body, a 402 and a redirect each fail with their kind and the provider's words,
+    never as a reply."""
     provider.script(reply)
     with pytest.raises(LLMFailure) as caught:
         await backend(provider)(QUESTION)
