@@ -71,7 +71,13 @@ than freed since its last pass, runs less often on a run's critical path: W1's
 An exception from feeding the program (a function given to `map_` or `bind`,
 say) or from `on_reply` ends the run: the pool keeps it, every worker is
 cancelled (calls still in flight with them), and `Runner.run` raises it as it was.
-So does a cancellation from outside, which `Runner.run` then lets through.
+So does a cancellation from outside, which `Runner.run` then lets through. A call
+or a worker task that ends cancelled when neither the run nor anything outside it
+cancelled the run (the LLM awaited a future another task cancelled; a task
+cancelled a worker) ends the run the same way, with a `ProtocolError` naming the
+call (`_cancelled_outside`): its reply would never come. That is noticed where a
+task ends (a worker task's done callback, the task group's exit, the run's own
+task's exception), never per call.
 
 `Runner.run_sync` with a sync LLM needs no event loop: one call at a time, depth
 first -- the requests a reply makes ready are answered before older ones -- so a
@@ -217,7 +223,14 @@ class Runner:
         )
 
     async def run(self, program: Program[T]) -> T:
-        """Run `program` to completion and return its value."""
+        """Run `program` to completion and return its value.
+
+        Raises:
+            ProtocolError: When a call, or a worker task, was cancelled by something other
+                than the run or a cancellation of it (a ``CancelledError`` no cancel scope
+                raised: the LLM awaited a future another task cancelled, say); it names the
+                call. A cancellation of the run from outside propagates as it is.
+        """
         if program.done:
             return program.value
         # The run holds each program's current state only: this frame lets go of the program
@@ -227,7 +240,19 @@ class Runner:
             del program
             return self._drive_sync(taken)
         loop = _asyncio_loop()
-        if loop is None:
+        running = self._in_task_group(program) if loop is None else _LoopTasks(loop).run(self, program)
+        del program
+        pool = await running
+        if pool.error is not None:
+            raise pool.error
+        if not pool.over:  # every worker has ended, and the program is neither done nor failed
+            raise _cancelled_outside(pool)
+        return pool.program.value
+
+    async def _in_task_group(self, program: Program[Any]) -> _Pool:
+        """Run the pool's workers in an anyio task group (trio, or asyncio with a task factory)."""
+        pool: _Pool | None = None
+        try:
             async with anyio.create_task_group() as tg:
                 pool = _Pool(self, program, tg.start_soon, tg.cancel_scope.cancel)
                 del program
@@ -236,13 +261,11 @@ class Runner:
                     # task start and an event-loop pass. Every worker, this one too, returns
                     # once the program is done (see `_Pool._finish`).
                     await pool._work()
-        else:
-            running = _LoopTasks(loop).run(self, program)
-            del program
-            pool = await running
-        if pool.error is not None:
-            raise pool.error
-        return pool.program.value
+        except asyncio.CancelledError as exc:  # asyncio's only (a task factory): trio has no stray ones
+            if pool is None or _cancel_requested():
+                raise
+            raise _cancelled_outside(pool) from exc  # this task's own call's, as `_LoopTasks.run` says
+        return pool  # type: ignore[return-value]  # made before the group can end
 
     def run_sync(self, program: Program[T], *, use_uvloop: bool | None = None) -> T:
         """Run `program` without an event loop of your own.
@@ -399,6 +422,7 @@ class _Pool:
         self.fanned_out = False  # set once a reply has made more than one request ready
         self.over = False  # set once the program is done or has failed
         self.error: BaseException | None = None
+        self.cut: LLMRequest | None = None  # the request of the first call a cancellation cut short
         # A `gather` at the top (a batch, usually) is fed child by child, and each child's binds
         # as the sync runner runs them: the program, then its continuation. Its children (at
         # their innermost program), their continuations waiting (None until a child has
@@ -583,6 +607,10 @@ class _Pool:
                         reply = Failure(LLMError("timeout", f"no reply within {timeout} s", retryable=True))
                 except Exception as exc:  # cancellation is a BaseException on every backend: it propagates
                     reply = Failure(_error_from(exc))
+                except BaseException:  # a cancellation (the run's, or a stray one: `_cancelled_outside`) and the like
+                    if self.cut is None:  # the first: the run's own cancellations of the others follow it
+                        self.cut = request
+                    raise
                 finally:
                     runner._in_flight -= 1
                 try:
@@ -698,6 +726,8 @@ class _LoopTasks:
         self.tasks: dict[asyncio.Task[None], None] = {}  # strong references: the loop keeps weak ones
         self.scope = anyio.CancelScope()  # around the first worker, which runs in the caller's task
         self.failure: BaseException | None = None  # the first exception a worker task ended with
+        self.cancelling = False  # set once the run cancels its workers (then a cancelled one is no news)
+        self.pool: _Pool | None = None
         self.ended: asyncio.Future[None] | None = None
         # Each task's end is reported to `_done`, run in one context made here: a done callback
         # given no context copies the current one, an object per task. (Each task still runs
@@ -711,23 +741,34 @@ class _LoopTasks:
         task.add_done_callback(self.on_done, context=self.context)
 
     def cancel(self) -> None:
+        self.cancelling = True
         self.scope.cancel()
         for task in self.tasks:
             task.cancel()
 
     def _done(self, task: asyncio.Task[None]) -> None:
         del self.tasks[task]
-        if not task.cancelled():
+        if task.cancelled():
+            # Cancelled, and not by the run (which has not cancelled its workers): a stray cancellation
+            # (a future the LLM awaited was cancelled by another task, or a task cancelled this worker).
+            # Its call's reply will never come, so the run ends, as a task group ends on a child's error;
+            # unless the program is over already (done, or failed with an error of its own).
+            if not self.cancelling and self.pool is not None and not self.pool.over:
+                self._failed(_cancelled_outside(self.pool))
+        else:
             exc = task.exception()
             if exc is not None:  # what `_work` lets through (not a call's `Exception`): it ends the run
-                if self.failure is None:
-                    self.failure = exc
-                self.cancel()
+                self._failed(exc)
         if not self.tasks and self.ended is not None and not self.ended.done():
             self.ended.set_result(None)
 
+    def _failed(self, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = exc
+        self.cancel()
+
     async def run(self, runner: Runner, program: Program[Any]) -> _Pool:
-        pool = _Pool(runner, program, self.spawn, self.cancel, self.loop.create_future)
+        self.pool = pool = _Pool(runner, program, self.spawn, self.cancel, self.loop.create_future)
         del program  # the run holds each sample's current state only (see `Runner.run`)
         try:
             with self.scope:
@@ -736,16 +777,49 @@ class _LoopTasks:
             if self.tasks:
                 self.ended = self.loop.create_future()
                 await self.ended
-        except BaseException:
+        except BaseException as exc:
+            self.cancelling = True
             for task in self.tasks:
                 task.cancel()
             if self.tasks:
                 with anyio.CancelScope(shield=True):
                     await asyncio.wait(tuple(self.tasks))
+            if isinstance(exc, asyncio.CancelledError) and not _cancel_requested():
+                # The caller's task's own call ended in a CancelledError that nobody asked this task
+                # for (no cancel scope, no task.cancel()): a stray one, not a cancellation of the run.
+                raise _cancelled_outside(pool) from exc
             raise
         if self.failure is not None:
             raise self.failure
         return pool
+
+
+def _cancel_requested() -> bool:
+    """Whether a cancellation of the current asyncio task was asked for (by a cancel scope, or a
+    ``task.cancel()``) and not yet withdrawn: an outside cancellation of the run in progress."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+def _cancelled_outside(pool: _Pool) -> ProtocolError:
+    """The error that ends a run whose call (or worker) was cancelled by something other than the run.
+
+    A stray ``CancelledError`` -- the LLM awaited a future another task cancelled, or some task
+    cancelled a ``semgrad-llm-worker`` -- is not a cancellation of the run under anyio's rules,
+    where only a cancel scope cancels, and it would be swallowed as one by an enclosing task group
+    (or leave the run waiting for a reply that never comes); so the run raises this instead.
+    """
+    request = pool.cut
+    if request is None:
+        what = "one of its worker tasks"
+    else:
+        sample = f", sample {request.sample!r}" if request.sample is not None else ""
+        what = f"its {request.purpose} call for node {request.node!r}{sample}"
+    return ProtocolError(
+        f"the run cannot finish: {what} was cancelled outside the run (a CancelledError no cancel scope of "
+        "the run raised: the LLM awaited something another task cancelled, or a task cancelled a "
+        "semgrad-llm-worker); let the LLM turn such a cancellation into an error, or cancel the whole run"
+    )
 
 
 def _error_from(exc: Exception) -> LLMError:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
-from semgrad.core import Done, GraphBuilder, LLMRequest, Message, Program, ask, bind, forward, gather
+from semgrad.core import Done, GraphBuilder, LLMRequest, Message, Program, ProtocolError, ask, bind, forward, gather
 from semgrad.effects import Runner, run, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
@@ -334,6 +334,109 @@ def test_on_uvloop_a_cancelled_or_failed_run_cancels_every_call_and_leaves_no_ta
 
     run_loop(body, use_uvloop=True)
     assert seen == {"cancelled": (True, [], 0), "failed": (_Abort, [], 0)}
+
+
+def _stray_cancelling(stray, open_calls):
+    """An LLM whose call for sample `stray` awaits, after 10 ms, a future that another party cancelled (a
+    CancelledError that no cancel scope raised), and whose other calls wait 10 s, listed in `open_calls`."""
+
+    async def llm(request):
+        i = int(request.sample)
+        if i == stray:
+            await anyio.sleep(0.01)
+            cancelled = asyncio.get_running_loop().create_future()
+            cancelled.cancel()
+            await cancelled
+        open_calls.append(i)
+        try:
+            await anyio.sleep(10)
+        finally:
+            open_calls.remove(i)
+        return "ok"
+
+    return FunctionLLM(llm)
+
+
+async def _stray_run(stray):
+    """Run a batch of 4 over `_stray_cancelling(stray)`: (the exception, calls left open, tasks left)."""
+    graph, params = chain_graph(1)
+    before = len(anyio.get_running_tasks())
+    open_calls = []
+    with anyio.fail_after(5):
+        try:
+            await Runner(_stray_cancelling(stray, open_calls)).run(batch(graph, params, 4))
+        except ProtocolError as exc:
+            return exc, list(open_calls), len(anyio.get_running_tasks()) - before
+    pytest.fail("the run ended without an error")
+
+
+@pytest.mark.parametrize("stray", [0, 2], ids=["the run's own task", "a worker task"])
+async def test_a_call_cancelled_outside_the_run_ends_it_with_an_error_naming_the_call(stray):
+    """A call that ends in a CancelledError the run did not cause (on its own task or a worker's) ends the run
+    with a ProtocolError naming the call, cancels the calls still in flight and leaves no task behind."""
+    error, open_calls, left = await _stray_run(stray)
+    assert f"forward call for node 'n0', sample {stray} was cancelled outside the run" in str(error)
+    assert (open_calls, left) == ([], 0)
+
+
+async def test_a_worker_task_cancelled_by_another_task_ends_the_run_with_an_error():
+    """A semgrad-llm-worker task that another task cancels with task.cancel() ends the run with a ProtocolError
+    (not a hang, not an unrelated error later), cancels the other calls and leaves no task behind."""
+    graph, params = chain_graph(1)
+    before = len(anyio.get_running_tasks())
+    open_calls = []
+
+    async def llm(request):
+        open_calls.append(request.sample)
+        try:
+            await anyio.sleep(10)
+        finally:
+            open_calls.remove(request.sample)
+        return "ok"
+
+    async def cancel_a_worker():
+        await anyio.sleep(0.05)
+        next(t for t in asyncio.all_tasks() if t.get_name() == "semgrad-llm-worker").cancel()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_a_worker)
+            with pytest.raises(ProtocolError, match="was cancelled outside the run"):
+                await Runner(FunctionLLM(llm)).run(batch(graph, params, 3))
+    assert open_calls == []
+    assert len(anyio.get_running_tasks()) == before
+
+
+async def test_an_asyncio_timeout_around_a_run_still_cancels_it_as_a_timeout():
+    """A cancellation asked for from outside (asyncio.timeout's task.cancel()) is not taken for a stray one:
+    the run is cancelled and the timeout raises TimeoutError."""
+    graph, params = chain_graph(1)
+    before = len(anyio.get_running_tasks())
+
+    async def llm(request):
+        await anyio.sleep(10)
+        return "ok"
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await Runner(FunctionLLM(llm)).run(batch(graph, params, 3))
+    assert len(anyio.get_running_tasks()) == before
+
+
+def test_on_uvloop_a_call_cancelled_outside_the_run_ends_it_with_an_error():
+    """On uvloop's loop too, a call cancelled outside the run (on the run's own task or a worker's) ends the run
+    with a ProtocolError naming it, and leaves no call open and no task behind."""
+    pytest.importorskip("uvloop")  # the test extra installs it
+    seen = []
+
+    async def body():
+        assert type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+        for stray in (0, 2):
+            error, open_calls, left = await _stray_run(stray)
+            seen.append((f"node 'n0', sample {stray} was cancelled outside" in str(error), open_calls, left))
+
+    run_loop(body, use_uvloop=True)
+    assert seen == [(True, [], 0), (True, [], 0)]
 
 
 def _logged(log):
