@@ -266,7 +266,10 @@ async def fit(
         graph, params: The system and its starting values.
         optimizer: A transform such as `optim.neighbor_sgd(k=2)`.
         train, validation: `Example`s or dicts ``{"inputs": {...}, "target": ...}``.
-        llm: A sync or async LLM.
+        llm: A sync or async LLM. A plain (sync) one is called inline on the event
+            loop: one call at a time, blocking the loop, out of `timeout`'s reach
+            (see `Runner`); for a blocking client, write it as ``async def`` around
+            ``anyio.to_thread.run_sync``, or use an async client.
         iterations: How many iterations in all (a resumed run counts those done).
         loss: How to score a sample (see `semgrad.core.normalized_match`).
         checkpoint: Write a JSON checkpoint here after every iteration (None: no file).
@@ -282,7 +285,10 @@ async def fit(
             CLI does); a `budgeted` layer inside `llm` that refuses a call stops
             the run the same way.
         on_progress: Called with a `FitProgress` at each phase.
-        max_concurrency, timeout: Passed to the `Runner`.
+        max_concurrency, timeout: Passed to the `Runner`: at most `max_concurrency`
+            calls of this `fit` in flight (concurrent `fit` calls sharing an LLM each
+            get as many; bound the LLM with ``limited(...)``), and `timeout` seconds
+            per call of an async LLM.
         options: Sampling options per engine, e.g. ``{"forward": {"temperature": 0.7,
             "max_tokens": 512}}`` (see `semgrad.core.sampling`); every request of the run
             carries its engine's (a stage's own options win). None: the official

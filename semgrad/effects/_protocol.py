@@ -24,7 +24,13 @@ class AsyncLLM(Protocol):
 
 @runtime_checkable
 class SyncLLM(Protocol):
-    """A plain callable ``llm(request) -> LLMResponse | str`` (fakes, scripts)."""
+    """A plain callable ``llm(request) -> LLMResponse | str`` (fakes, scripts).
+
+    The async runner calls it inline, on the event loop: its calls are not
+    concurrent, each blocks the loop until it returns, and a runner's `timeout`
+    cannot cut one short. Wrap a blocking client as an `AsyncLLM` that calls it
+    with ``await anyio.to_thread.run_sync(...)`` instead.
+    """
 
     def __call__(self, request: LLMRequest) -> LLMResponse | str: ...
 

@@ -162,9 +162,18 @@ class Runner:
 
     Args:
         llm: A sync or async callable from `LLMRequest` to `LLMResponse` or text.
-        max_concurrency: At most this many calls in flight at once (None: no limit).
-        timeout: Seconds one call may take before it becomes a retryable
-            ``LLMError(kind="timeout")`` reply (None: no limit).
+            A plain (sync) LLM -- or one that middleware wraps -- is called inline, on
+            the event loop, by `run` too: its calls are not concurrent, each blocks the
+            loop (and every other task on it) until it returns, and `timeout` cannot
+            cut one short. For a blocking client, write the LLM as ``async def`` and
+            make the call with ``await anyio.to_thread.run_sync(client_call, request)``,
+            or use an async client.
+        max_concurrency: At most this many calls in flight at once in each `run`
+            (None: no limit). It bounds one run, not the Runner: concurrent `run`
+            calls on one Runner each get this many. To bound the calls to an LLM
+            that several runs share, wrap it in ``limited(llm, max_concurrency=N)``.
+        timeout: Seconds one call of an async LLM may take before it becomes a
+            retryable ``LLMError(kind="timeout")`` reply (None: no limit).
         on_reply: Called with each request and its reply, in arrival order
             (progress bars, logs).
 
@@ -838,7 +847,9 @@ async def run(
 ) -> T:
     """Run `program` against `llm` and return its value (async).
 
-    See `Runner` for the arguments; use a `Runner` to read statistics afterwards.
+    See `Runner` for the arguments (a plain LLM is called inline on the event loop:
+    one call at a time, blocking it, out of `timeout`'s reach); use a `Runner` to
+    read statistics afterwards.
     """
     running = Runner(llm, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply).run(program)
     del program  # the run holds each program's current state only
@@ -856,7 +867,8 @@ def run_sync(
     """Run `program` against a sync or async `llm` and return its value.
 
     An async `llm` runs in a new event loop, uvloop's when it is installed unless
-    `use_uvloop` is False (see `semgrad.effects.run_loop`).
+    `use_uvloop` is False (see `semgrad.effects.run_loop`). A plain `llm` is called
+    one call at a time, and `timeout` cannot cut its calls short (see `Runner`).
 
     Examples:
         >>> from semgrad.core import pure

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
 from semgrad.core import Done, GraphBuilder, LLMRequest, Message, Program, ProtocolError, ask, bind, forward, gather
-from semgrad.effects import Runner, run, run_loop, run_sync
+from semgrad.effects import Runner, limited, run, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 
 from ._graphs import chain_graph
@@ -609,3 +609,27 @@ async def test_a_run_that_fails_while_a_worker_is_parked_ends_with_its_exception
         await runner.run(program)
     assert len(anyio.get_running_tasks()) == before
     assert parked_at_boom == [1]
+
+
+async def test_max_concurrency_bounds_each_run_and_a_shared_limited_llm_bounds_them_all():
+    """Runner(max_concurrency=2) bounds each run (three runs at once on one Runner have 6 calls in flight), as
+    documented; one limited(llm, max_concurrency=2) under them holds all three runs to 2."""
+    graph, params = chain_graph(1)
+    live = {"now": 0, "peak": 0}
+
+    async def llm(request):
+        live["now"] += 1
+        live["peak"] = max(live["peak"], live["now"])
+        await anyio.sleep(0.02)
+        live["now"] -= 1
+        return "ok"
+
+    peaks = []
+    for shared in (llm, limited(llm, max_concurrency=2)):
+        live["peak"] = 0
+        runner = Runner(shared, max_concurrency=2)
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(runner.run, batch(graph, params, 4))
+        peaks.append(live["peak"])
+    assert peaks == [6, 2]
