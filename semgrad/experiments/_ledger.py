@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core import Example, Params
 from ..effects import CheckpointError
-from ..effects._checkpoint import read_checkpoint, write_checkpoint
+from ..effects._checkpoint import encode, read_checkpoint, write_checkpoint
 from ._stack import add_counters, empty_counters
 
 __all__ = ["Ledger", "params_digest"]
@@ -147,6 +147,10 @@ class Ledger:
         self.path = run_dir / self.FILE
         self.preflight: dict[str, Any] = dict((data or {}).get("preflight") or empty_counters())
         self.tasks: dict[str, dict[str, Any]] = {k: dict(v) for k, v in ((data or {}).get("tasks") or {}).items()}
+        # Each task's entry in `encode`'s form, as last saved; a task that changed since is left out. A run
+        # saves after every iteration and split, and a task's predictions are most of the file: encoding
+        # every task at every save made a run of all 27 BBH tasks spend minutes in `save`.
+        self._encoded: dict[str, Any] = {}
 
     @classmethod
     def load(cls, run_dir: Path) -> Ledger:
@@ -174,6 +178,7 @@ class Ledger:
         return cls(run_dir, data)
 
     def _task(self, name: str) -> dict[str, Any]:
+        self._encoded.pop(name, None)  # the caller may change it
         return self.tasks.setdefault(name, {"counters": empty_counters(), "evaluation": {}})
 
     def add(self, task: str | None, counters: Mapping[str, Any]) -> None:
@@ -235,5 +240,10 @@ class Ledger:
         return total
 
     def save(self) -> None:
-        """Write ``ledger.json`` atomically."""
-        write_checkpoint(self.path, {"ledger": {"preflight": self.preflight, "tasks": self.tasks}})
+        """Write ``ledger.json`` atomically (as `encode` writes the whole ledger; only changed tasks are encoded)."""
+        for name, entry in self.tasks.items():
+            if name not in self._encoded:
+                self._encoded[name] = encode(entry)
+        tasks = {"$dict": [[name, self._encoded[name]] for name in self.tasks]}
+        ledger = {"$dict": [["preflight", encode(self.preflight)], ["tasks", tasks]]}
+        write_checkpoint(self.path, {}, encoded={"ledger": ledger})
