@@ -160,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
             from .experiments._dry_run import dry_run_protocols, protocols_table
 
             print(f"Calls by protocol (this run: {config.protocol}):")
-            print(protocols_table(dry_run_protocols(config, prices=prices.models)))
+            print(protocols_table(dry_run_protocols(config, prices=prices.models, known=report)))
             return 0
         if not args.yes and ((report.cost_usd or 0) > args.confirm_above or report.total_calls > args.confirm_calls):
             if not sys.stdin.isatty():

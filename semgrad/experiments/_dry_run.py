@@ -156,11 +156,14 @@ def dry_run_protocols(
     *,
     prices: Mapping[str, tuple[float, float]] | None = None,
     output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
+    known: DryRunReport | None = None,
 ) -> FrozenMap[str, DryRunReport]:
     """`dry_run` of `config` under each protocol ("official", "heldout"), by protocol name.
 
     The official variant drops the config's validation size (that protocol has no validation
     split); a protocol the splits cannot run (held-out without a validation split) is left out.
+    `known` is `config`'s own dry run when the caller has it (with the same prices and output
+    tokens): the variant that is `config` itself takes it instead of being run again.
     """
     found = {}
     for protocol in PROTOCOLS:
@@ -169,7 +172,10 @@ def dry_run_protocols(
         variant = attrs.evolve(config, protocol=protocol, validation=validation)
         if protocol == "heldout" and not all(t.split.validation for t in load_run_tasks(variant)):
             continue
-        found[protocol] = dry_run(variant, prices=prices, output_tokens=output_tokens)
+        if known is not None and variant == config:
+            found[protocol] = known
+        else:
+            found[protocol] = dry_run(variant, prices=prices, output_tokens=output_tokens)
     return FrozenMap(found)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
@@ -69,3 +70,20 @@ def test_cli_protocol_flag_and_dry_run_table(capsys):
     assert lines["official"][-1] == str(reports["official"].total_calls)
     assert lines["heldout"][-1] == str(reports["heldout"].total_calls)
     assert "this run: heldout" in out
+
+
+@needs_data
+def test_a_known_dry_run_stands_for_its_own_protocol_and_no_other():
+    """`dry_run_protocols(config, known=dry_run(config))` equals the plain call: the known report is taken for
+    the variant that is the config itself, and the other protocol is still run."""
+    from semgrad.experiments import dry_run
+
+    heldout = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=3, test=3)
+    heldout = attrs.evolve(heldout, protocol="heldout")
+    plain = dry_run_protocols(heldout)
+    known = dry_run(heldout)
+    assert set(plain) == {"official", "heldout"} and plain["official"] != plain["heldout"]
+    reused = dry_run_protocols(heldout, known=known)
+    assert reused == plain and reused["heldout"] is known and reused["official"] is not known
+    official = attrs.evolve(heldout, protocol="official", validation=None)
+    assert dry_run_protocols(official, known=dry_run(official))["official"] == plain["official"]
