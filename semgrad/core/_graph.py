@@ -117,7 +117,9 @@ class Params(Mapping[str, Parameter]):
     # Values derived from these (immutable) params and reused across samples, filled
     # lazily by the engines and never compared, hashed or saved: one dict per engine
     # ("forward_system": node -> system message; "forward_start": graph fingerprint ->
-    # start cells; "backward": (fingerprint, include_instructions) -> plan tables).
+    # start cells; "backward": (fingerprint, include_instructions) -> plan tables;
+    # "neighbor_aware": (fingerprint, node, targets) -> prompt parts). A params value may serve
+    # several graphs, so whatever depends on the structure is keyed by its fingerprint.
     _memo: dict[Any, Any] = attrs.field(init=False, factory=dict, eq=False, hash=False, repr=False)
 
     # Pickling (a sweep's worker, a process pool) and copying keep the values, not the memo.

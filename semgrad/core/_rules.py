@@ -260,13 +260,13 @@ class NeighborAware(_Base):
     def backward(self, context: BackwardContext) -> Program[NodeResult]:
         # What depends only on the node -- the prompt with its task, numbered targets and reply
         # form filled in, split around the per-sample fields; each input's heading; the siblings;
-        # the reply's labels -- is worked out once per params. The request is the same one
+        # the reply's labels -- is worked out once per params and graph. The request is the same one
         # `render_neighbor_aware` builds (a property test compares them).
         memo = context.params._memo
         fixed = memo.get("neighbor_aware")
         if fixed is None:
             fixed = memo["neighbor_aware"] = {}
-        key = (context.node, context.targets)
+        key = (context.trace.graph, context.node, context.targets)  # the trace's graph fingerprint: the roles shown
         parts = fixed.get(key)
         if parts is None:
             parts = fixed[key] = _NeighborParts.of(context)

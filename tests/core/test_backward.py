@@ -12,6 +12,7 @@ from returns.result import Failure, Success
 
 from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_backward
 from semgrad.core import (
+    Graph,
     GraphBuilder,
     LLMError,
     LLMResponse,
@@ -394,3 +395,52 @@ def test_neighbor_aware_prompts_render_values_that_are_not_text_and_nodes_withou
         output = trace.value(node.name)
         expected = render_neighbor_aware(node.name, task, shown, output, gradient[node.name], request.targets, sample=1)
         assert request == expected
+
+
+def _with_roles(graph, roles):
+    """`graph` with its input nodes' roles replaced (the same node and parameter names, so the same params fit)."""
+    nodes = {n: attrs.evolve(node, role=roles[n]) if n in roles else node for n, node in graph.nodes.items()}
+    return Graph(nodes, graph.output)
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_neighbor_aware_requests_show_each_graphs_own_roles_when_params_serve_two_graphs(gp, data, llm):
+    """One params value backpropagated through two graphs that differ only in their inputs' roles (the params'
+    memo filled by the first) gives each graph's requests the `render_neighbor_aware` text of its own roles."""
+    graph_a, params = gp
+    roles = {name: data.draw(st.text(min_size=1, max_size=10), label=name) for name in graph_a.inputs}
+    graph_b = _with_roles(graph_a, roles)
+    inputs = data.draw(inputs_for(graph_a))
+    for graph in (graph_a, graph_b, graph_a):
+        trace = run_sync(forward(graph, params, inputs, sample=2), llm)
+        rec = RecordingLLM(llm)
+        grads = run_sync(backward(graph, params, trace, FEEDBACK, rules.neighbor_aware()), rec)
+        gradient = {f.node: f.value for f in grads.feedback}
+        for request in rec.requests:
+            node = graph[request.node]
+            shown = [(name, graph[name].role, trace.value(name)) for name in node.inputs]
+            task = str(params.value(node.instruction))
+            output = trace.value(node.name)
+            assert request == render_neighbor_aware(
+                node.name, task, shown, output, gradient[node.name], request.targets, sample=2
+            )
+
+
+def test_neighbor_aware_backward_through_a_second_graph_with_other_input_names():
+    """Params first used with a graph whose input is 'question' backpropagate through one whose input is
+    'ticket' (same nodes otherwise) without a KeyError, showing 'ticket' and its role."""
+
+    def build(field, role):
+        b = GraphBuilder()
+        x = b.input(field, role=role)
+        h = b.llm("hint", inputs=[x], instruction="Hint.")
+        b.llm("answer", inputs=[x, h], instruction="Solve.")
+        return b.build(output="answer")
+
+    (graph_a, params), (graph_b, _) = build("question", "the question"), build("ticket", "the support ticket")
+    for graph, field in ((graph_a, "question"), (graph_b, "ticket")):
+        trace = run_sync(forward(graph, params, {field: "text"}), HashLLM())
+        rec = RecordingLLM(HashLLM())
+        assert run_sync(backward(graph, params, trace, FEEDBACK, rules.neighbor_aware()), rec).ok
+    (request,) = rec.requests
+    assert "[1] ticket (the support ticket):" in request.prompt and "question" not in request.prompt
