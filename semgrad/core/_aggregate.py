@@ -36,9 +36,10 @@ def concat_texts(
 ) -> str:
     """Join texts in order, dropping exact repeats and bounding the size.
 
-    With `max_chars`, ``keep="recent"`` keeps the last texts (dropping the
-    earliest, marked), ``keep="first"`` keeps the first ones (cutting the tail,
-    marked).
+    With `max_chars`, the result is at most that long: ``keep="recent"`` keeps
+    the last texts (dropping the earliest, marked), ``keep="first"`` keeps the
+    first ones (cutting the tail, marked). A bound too small for the mark and a
+    character of text cuts the text alone, unmarked.
 
     Examples:
         >>> concat_texts(["a", " a ", "b"])
@@ -57,7 +58,8 @@ def concat_texts(
     if max_chars is None or len(joined) <= max_chars:
         return joined
     if keep == "first":
-        return joined[: max(0, max_chars - len(TRUNCATED_TAIL) - 1)].rstrip() + " " + TRUNCATED_TAIL
+        room = max_chars - len(TRUNCATED_TAIL) - 1
+        return joined[:room].rstrip() + " " + TRUNCATED_TAIL if room > 0 else joined[: max(0, max_chars)]
     kept: list[str] = []
     budget = max_chars - len(TRUNCATED) - len(separator)
     for text in reversed(items):
@@ -66,7 +68,9 @@ def concat_texts(
         budget -= len(text) + (len(separator) if kept else 0)
         kept.insert(0, text)
     if not kept:
-        return TRUNCATED + " " + items[-1][-max(0, max_chars - len(TRUNCATED) - 1) :]
+        last = items[-1]
+        room = max_chars - len(TRUNCATED) - 1
+        return TRUNCATED + " " + last[-room:] if room > 0 else last[-max_chars:] if max_chars > 0 else ""
     return separator.join([TRUNCATED, *kept])
 
 
