@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 from semgrad._samples import gsm8k_sample
-from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
+from semgrad.backends.fake import FunctionLLM, HashLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import (
     Example,
@@ -351,3 +351,20 @@ def test_bad_arguments_fail_clearly():
         anyio.run(lambda: fit(graph, params, optim.neighbor_sgd(), train=[], llm=lambda r: "", iterations=1))
     with pytest.raises(ValueError, match="iterations must be >= 0"):
         fit_sync(graph, params, optim.neighbor_sgd(), train=_numbered(1), llm=lambda r: "", iterations=-1)
+
+
+@pytest.mark.parametrize("skip", ["every_k", "apply_if"])
+def test_a_step_every_k_or_apply_if_skips_passes_the_gate_with_nothing_to_update(skip):
+    """fit with every_k(propose, 2) or apply_if(odd iterations, propose) before the gate: the skipped iteration 0
+    makes no call besides the training forward, updates nothing and is rejected; iteration 1 runs the gate."""
+    graph, params = paper_graph()
+    propose = optim.chain(
+        optim.select_error_samples(2), optim.backward(), optim.aggregate(), optim.propose_rewrite(), optim.full_update()
+    )
+    wrapped = optim.every_k(propose, 2) if skip == "every_k" else optim.apply_if(lambda s: s.iteration % 2, propose)
+    rec = RecordingLLM(HashLLM())
+    train = [{"inputs": {"question": "q"}, "target": "7"}]
+    result = fit_sync(graph, params, optim.chain(wrapped, optim.validation_gate()), train=train, llm=rec, iterations=2)
+    first, second = result.history
+    assert (dict(first.calls), first.accepted, first.applied, dict(first.updates)) == ({"forward": 3}, False, False, {})
+    assert second.accepted is not None and second.validation_score is not None and second.calls["rewrite"] == 3

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import Example, exact_match, optim
+from semgrad.core import Example, ProtocolError, exact_match, optim
 from semgrad.core.optim import Step, apply_updates, chain, identity, masked
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
@@ -127,3 +129,33 @@ def test_hash_llm_is_a_pure_fake():
 
     r = LLMRequest((Message("user", "x"),), purpose="rewrite", node="a")
     assert HashLLM("s")(r) == HashLLM("s")(r) != HashLLM("t")(r)
+
+
+@given(steps(), st.integers(2, 5), st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_a_skipped_step_reaches_the_gate_as_nothing_to_update(data, k, by_predicate, held_out, always, outside):
+    """every_k or apply_if wrapping the stages that make a candidate (the update stage inside or after it), before
+    the gate, on a step it skips: no call at all (the gate's included), no update, and the gate's verdict on no
+    candidate (rejected, unless always_accept), on the training items and on a validation set alike."""
+    step, params, llm = data
+    if held_out:
+        step = attrs.evolve(step, validation=step.train)
+    stages = _pipeline()
+    inner = chain(*stages[:-1]) if outside else chain(*stages)
+    wrapped = optim.apply_if(lambda s: False, inner) if by_predicate else optim.every_k(inner, k)
+    after = [stages[-1]] if outside else []
+    new, requests = observe(chain(wrapped, *after, optim.validation_gate(always_accept=always)), step, params, llm)
+    assert not requests
+    assert not new.updates and new.accepted is always and new.candidate_score is None
+    assert new.report[-1].notes[0].startswith("nothing to update")
+
+
+@given(steps())
+def test_a_gate_after_stages_that_never_update_still_says_what_to_add(data):
+    """validation_gate after stages that propose but never update, wrapped in every_k or not, fails on a step that
+    ran them with the message naming the update stage to add."""
+    step, params, llm = data
+    propose = chain(*_pipeline()[:-1])
+    for stages in (propose, optim.every_k(propose, 1)):
+        t = chain(stages, optim.validation_gate())
+        with pytest.raises(ProtocolError, match=r"validation_gate needs step.updates; put an update stage such as"):
+            observe(t, step, params, llm)

@@ -121,6 +121,10 @@ class Step:
         report: One `StageReport` per stage that ran.
         options: Sampling options per engine ("forward", "backward", "optimizer") for
             the requests the stages make (`fit` sets them; a stage's own options win).
+        skipped: Whether `every_k` or `apply_if` skipped the stages it wraps this step:
+            the stages after it then find nothing to work on (an update stage updates
+            nothing; the gate has no candidate and rejects it without a call) instead
+            of asking for the stage that was skipped.
     """
 
     graph: Graph
@@ -145,6 +149,7 @@ class Step:
     active: tuple[str, ...] | None = None
     report: tuple[StageReport, ...] = ()
     options: FrozenMap[str, FrozenMap[str, Any]] = attrs.field(factory=FrozenMap, converter=freeze)
+    skipped: bool = False
 
     def trainable(self, params: Params) -> tuple[str, ...]:
         """Trainable parameters the current stage may touch, in order."""

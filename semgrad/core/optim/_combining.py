@@ -91,10 +91,12 @@ def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) 
 
 
 def apply_if(predicate: Callable[[Step], bool], inner: Transform) -> Transform:
-    """Run `inner` only on steps for which `predicate(step)` is true."""
+    """Run `inner` only on steps for which `predicate(step)` is true (the others are marked ``skipped``)."""
 
     def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
-        return inner.update(step, state, params) if predicate(step) else pure((step, state))
+        if predicate(step):
+            return inner.update(step, state, params)
+        return pure((attrs.evolve(step, skipped=True).noted(f"apply_if({inner.name})", "skipped"), state))
 
     return Transform(inner.init, update, f"apply_if({inner.name})")
 
@@ -108,16 +110,15 @@ class EveryKState:
 
 
 def every_k(inner: Transform, k: int) -> Transform:
-    """Run `inner` on every k-th step only (the 1st, k+1-th, ... are skipped until the k-th)."""
+    """Run `inner` on every k-th step only (the 1st, k+1-th, ... are skipped until the k-th; marked ``skipped``)."""
     if k < 1:
         raise ValueError(f"every_k needs k >= 1, got {k}")
 
     def update(step: Step, state: EveryKState, params: Params) -> Program[tuple[Step, EveryKState]]:
         count = state.count + 1
         if count % k:
-            return pure(
-                (step.noted(f"every_k({inner.name})", f"skipped ({count % k}/{k})"), EveryKState(count, state.inner))
-            )
+            skipped = attrs.evolve(step, skipped=True).noted(f"every_k({inner.name})", f"skipped ({count % k}/{k})")
+            return pure((skipped, EveryKState(count, state.inner)))
         return map_(inner.update(step, state.inner, params), lambda r: (r[0], EveryKState(count, r[1])))
 
     return Transform(lambda params: EveryKState(0, inner.init(params)), update, f"every_k({inner.name}, {k})")

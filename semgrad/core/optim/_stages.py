@@ -294,6 +294,8 @@ def _proposal(name: str, parsed: Any, max_chars: int | None) -> Proposal:
 
 
 def _usable(step: Step, params: Params) -> list[Proposal]:
+    if step.proposals is None and step.skipped:  # `every_k` or `apply_if` skipped the rewrite: nothing to update
+        return []
     proposals = require(step, "proposals", "an update stage", "propose_rewrite()")
     return [
         p for p in proposals.values() if p.ok and p.value != params.value(p.param) and p.param in step.trainable(params)
@@ -389,6 +391,9 @@ def validation_gate(*, min_gain: float = 0.0, always_accept: bool = False) -> Tr
       current params' training forward, which `fit` reuses from the previous
       iteration), and the candidate's traces and scores are kept in
       ``step.candidate_results`` for `fit` to reuse as the next iteration's forward.
+    * A step whose updating stages `every_k` or `apply_if` skipped has no candidate:
+      the gate makes no call and records nothing to update (rejected, unless
+      `always_accept`).
 
     Args:
         min_gain: How much the candidate must beat the best score by.
@@ -398,11 +403,16 @@ def validation_gate(*, min_gain: float = 0.0, always_accept: bool = False) -> Tr
     """
 
     def update(step: Step, state: GateState, params: Params) -> Program[tuple[Step, GateState]]:
-        updates = require(step, "updates", "validation_gate", "an update stage such as full_update()")
+        skipped = step.skipped and not step.updates  # `every_k` or `apply_if` skipped the stages making a candidate
+        updates = (
+            step.updates
+            if skipped
+            else require(step, "updates", "validation_gate", "an update stage such as full_update()")
+        )
         on_train = not step.validation
         if step.loss is None or (on_train and not step.train):
             raise ProtocolError("validation_gate needs step.loss and step.validation or step.train; run it under fit")
-        if not updates and not on_train:
+        if skipped or (not updates and not on_train):
             verdict = "accepted" if always_accept else "rejected"
             new = attrs.evolve(step, accepted=always_accept).noted("validation_gate", f"nothing to update; {verdict}")
             return pure((new, state))
