@@ -79,7 +79,8 @@ def test_chain_equals_applying_each_stage_by_hand(data):
 def test_masked_never_updates_masked_parameters(data, draw):
     """masked(t, names) proposes and updates only the named parameters."""
     step, params, llm = data
-    allowed = draw.draw(st.lists(st.sampled_from(list(params) or ["none"]), unique=True))
+    trainable = params.trainable()
+    allowed = draw.draw(st.lists(st.sampled_from(trainable), unique=True) if trainable else st.just([]))
     new, requests = observe(masked(chain(*_pipeline()), allowed), step, params, llm)
     assert set(new.updates or {}) <= set(allowed)
     assert set(new.proposals or {}) <= set(allowed)
@@ -159,3 +160,21 @@ def test_a_gate_after_stages_that_never_update_still_says_what_to_add(data):
         t = chain(stages, optim.validation_gate())
         with pytest.raises(ProtocolError, match=r"validation_gate needs step.updates; put an update stage such as"):
             observe(t, step, params, llm)
+
+
+@given(steps(), st.data())
+def test_masked_refuses_a_name_that_is_not_a_trainable_parameter_when_it_starts(data, draw):
+    """masked(t, names) with a name that is no trainable parameter (a node's name, a frozen parameter, a typo) fails
+    at init(params), before any call, as neighbor_sgd(only=...) does, naming it and the ones to choose from."""
+    step, params, llm = data
+    trainable = params.trainable()
+    others = [n for n in (*step.graph.nodes, *params, "answer", "") if n not in trainable]
+    wrong = draw.draw(st.one_of(st.sampled_from(others), st.text(max_size=8).filter(lambda n: n not in trainable)))
+    right = draw.draw(st.lists(st.sampled_from(trainable), unique=True)) if trainable else []
+    names = draw.draw(st.permutations([*right, wrong]))
+    message = f"no trainable parameter {wrong!r}; choose from: {', '.join(trainable)}"
+    for t in (masked(chain(*_pipeline()), names), optim.neighbor_sgd(only=names)):
+        with pytest.raises(ValueError) as raised:
+            t.init(params)
+        assert str(raised.value) == message
+    assert masked(chain(*_pipeline()), [n for n in names if n != wrong]).init(params) is not None

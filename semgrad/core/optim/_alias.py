@@ -8,9 +8,7 @@ Each is just a `chain` of stages; every ablation is a one-argument change.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from .._graph import Params
 from .._rules import Rule, neighbor_aware, per_edge
 from ._base import Transform
 from ._combining import chain, masked
@@ -128,21 +126,15 @@ ABLATIONS = ("full", "no-gradients", "no-neighbors", "one-parameter", "no-gate")
 
 
 def _only(inner: Transform, names: Sequence[str]) -> Transform:
-    """`masked(inner, names)`, refusing names that are not trainable parameters of the params it starts from."""
+    """`masked(inner, names)` (which refuses names that are not trainable parameters of the params it starts from),
+    refusing no names at all."""
     if isinstance(names, str):
         raise TypeError("only: pass a sequence of parameter names, not a single string")
     wanted = tuple(names)
     if not wanted:
         raise ValueError("only: name at least one parameter to train")
     masked_inner = masked(inner, wanted)
-
-    def init(params: Params) -> Any:
-        unknown = [n for n in wanted if n not in params.trainable()]
-        if unknown:
-            raise ValueError(f"no trainable parameter {unknown[0]!r}; choose from: {', '.join(params.trainable())}")
-        return masked_inner.init(params)
-
-    return Transform(init, masked_inner.update, f"only({', '.join(wanted)}: {inner.name})")
+    return Transform(masked_inner.init, masked_inner.update, f"only({', '.join(wanted)}: {inner.name})")
 
 
 def ablation(name: str, k: int = 2, *, seed: int = 0, param: str | None = None) -> Transform:

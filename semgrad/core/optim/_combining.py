@@ -69,10 +69,23 @@ def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) 
     Args:
         inner: The transform to restrict.
         mask: A predicate on `Parameter`, or the names of the parameters to optimize.
+
+    Raises:
+        ValueError: From ``init(params)``, when a name in `mask` is not a trainable
+            parameter of `params` (such as ``"answer"`` for ``"answer.instruction"``).
     """
     if isinstance(mask, str):
         raise TypeError("masked: pass a sequence of parameter names, not a single string")
-    predicate = mask if callable(mask) else (lambda p, names=frozenset(mask): p.name in names)
+    wanted = None if callable(mask) else tuple(mask)
+    predicate = mask if callable(mask) else (lambda p, names=frozenset(wanted or ()): p.name in names)
+
+    def init(params: Params) -> Any:
+        if wanted is not None:  # checked once per run, before any call: a wrong name would train nothing
+            trainable = params.trainable()
+            unknown = [n for n in wanted if n not in trainable]
+            if unknown:
+                raise ValueError(f"no trainable parameter {unknown[0]!r}; choose from: {', '.join(trainable)}")
+        return inner.init(params)
 
     def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
         allowed = tuple(name for name in step.trainable(params) if predicate(params[name]))
@@ -87,7 +100,7 @@ def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) 
 
         return map_(inner.update(attrs.evolve(step, active=allowed), state, params), restore)
 
-    return Transform(inner.init, update, f"masked({inner.name})")
+    return Transform(init, update, f"masked({inner.name})")
 
 
 def apply_if(predicate: Callable[[Step], bool], inner: Transform) -> Transform:
