@@ -271,7 +271,9 @@ async def fit(
             (see `Runner`); for a blocking client, write it as ``async def`` around
             ``anyio.to_thread.run_sync``, or use an async client.
         iterations: How many iterations in all (a resumed run counts those done).
-        loss: How to score a sample (see `semgrad.core.normalized_match`).
+        loss: How to score a sample (see `semgrad.core.normalized_match`): a callable
+            ``loss(example, trace)`` returning a ``Program[Score]`` (``pure(Score(...))``
+            when it makes no call).
         checkpoint: Write a JSON checkpoint here after every iteration (None: no file).
         resume: Continue from this checkpoint (and keep writing to it unless
             `checkpoint` names another file).
@@ -306,6 +308,13 @@ async def fit(
     """
     if not callable(llm):  # a typo would otherwise fail every call, and look like a weak model
         raise TypeError(f"fit needs an LLM (a callable), got {type(llm).__name__}")
+    if not isinstance(optimizer, Transform):  # checked before any call (it is first used after the forward)
+        hint = " (a factory: call it to build the optimizer)" if callable(optimizer) else ""
+        raise TypeError(
+            f"fit needs an optimizer, a Transform such as optim.neighbor_sgd(k=2), got {type(optimizer).__name__}{hint}"
+        )
+    if loss is not None and not callable(loss):
+        raise TypeError(f"loss must be a callable loss(example, trace) -> Program[Score], got {type(loss).__name__}")
     train_set, validation_set = as_examples(train), as_examples(validation)
     if not train_set:
         raise ValueError("fit needs at least one training example")

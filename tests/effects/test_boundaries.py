@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from semgrad.backends.fake import HashLLM
-from semgrad.core import GraphBuilder, GraphError, forward, optim
+from semgrad.backends.fake import HashLLM, RecordingLLM
+from semgrad.core import GraphBuilder, GraphError, Score, as_examples, forward, optim
 from semgrad.effects import Budget, RetryPolicy, Runner, budgeted, fit_sync, limited, run_sync
 
 
@@ -114,3 +114,33 @@ def test_items_without_a_target_are_refused_by_the_default_loss():
         loss=lambda example, trace: pure(Score(1.0, "fine")),
     )  # fmt: skip
     assert [record.train_score for record in result.history] == [1.0]
+
+
+@pytest.mark.parametrize("optimizer", [optim.neighbor_sgd, None, "neighbor_sgd"])
+def test_fit_refuses_an_optimizer_that_is_not_a_transform_before_any_call(optimizer):
+    """fit refuses something that is not a Transform (the factory optim.neighbor_sgd passed uncalled, say) with a
+    TypeError naming what it needs, before any call (it failed with an AttributeError on 'init')."""
+    graph, params = _graph()
+    llm = RecordingLLM(HashLLM())
+    train = [{"inputs": {"question": "1+1?"}, "target": "2"}]
+    with pytest.raises(TypeError, match=r"fit needs an optimizer, a Transform such as optim.neighbor_sgd\(k=2\)"):
+        fit_sync(graph, params, optimizer, train=train, llm=llm, iterations=1)
+    assert not llm.requests
+
+
+def test_a_loss_that_returns_a_score_instead_of_a_program_is_refused_when_first_called():
+    """A loss returning a bare Score (not a Program[Score] such as pure(Score(...))) fails at its first call, in fit
+    and in evaluate, with a TypeError saying what it must return (it failed in the runner with an AttributeError on
+    'done'); a loss that is not callable is refused before any call."""
+    graph, params = _graph()
+    llm = RecordingLLM(HashLLM())
+    train = [{"inputs": {"question": "1+1?"}, "target": "2"}]
+    wrong = lambda example, trace: Score(0.0, "wrong")  # noqa: E731
+    message = r"the loss must return a Program\[Score\], e.g. pure\(Score\(...\)\), got Score"
+    with pytest.raises(TypeError, match=message):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=llm, iterations=1, loss=wrong)
+    assert {r.purpose for r in llm.requests} == {"forward"}  # the first forward only: no optimizer call
+    with pytest.raises(TypeError, match=message):
+        run_sync(optim.evaluate(graph, params, as_examples(train), wrong), HashLLM())
+    with pytest.raises(TypeError, match=r"loss must be a callable loss\(example, trace\) -> Program\[Score\]"):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=llm, iterations=1, loss=Score(0.0, "x"))

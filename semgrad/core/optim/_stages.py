@@ -356,10 +356,16 @@ def evaluate(
     """
 
     def one(example: Example) -> Program[tuple[Trace, Score]]:
-        return bind(
-            forward(graph, params, example.inputs, sample=example.id, options=options),
-            lambda t: map_(loss(example, t), lambda s: (t, s)),
-        )
+        trace = forward(graph, params, example.inputs, sample=example.id, options=options)
+        return bind(trace, lambda t: score(example, t))
+
+    def score(example: Example, trace: Trace) -> Program[tuple[Trace, Score]]:
+        scored = loss(example, trace)
+        if not isinstance(scored, Program):  # a bare Score would fail in the runner, far from its cause
+            raise TypeError(
+                f"the loss must return a Program[Score], e.g. pure(Score(...)), got {type(scored).__name__}"
+            )
+        return map_(scored, lambda s: (trace, s))
 
     return gather(*(one(e) for e in examples))
 
