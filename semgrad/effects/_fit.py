@@ -117,7 +117,8 @@ class FitResult:
         initial_params: The params the run started from.
         initial_score: The gate's score of `initial_params`: on the validation set, or
             on the training items without one (None when never scored).
-        best_score: The gate's score of `params`, when known.
+        best_score: The gate's score of `params`, when known (None once an update was
+            applied that no gate scored, as without a gate).
         history: One `IterationRecord` per completed iteration.
         statistics: Calls, errors and tokens of this process's calls (`RunStatistics`:
             a call a budget refused is counted there as a failed call of kind "budget").
@@ -485,7 +486,10 @@ class _RunState:
         updates = step.updates or FrozenMap()
         applied = bool(updates) and step.accepted is not False
         params = apply_updates(self.params, updates) if applied else self.params
-        best_score = step.candidate_score if step.accepted and step.candidate_score is not None else self.best_score
+        if step.accepted and step.candidate_score is not None:
+            best_score: float | None = step.candidate_score
+        else:  # params changed without a gate scoring them (no gate): their score is not known
+            best_score = None if applied else self.best_score
         rejected = self.rejected
         if step.accepted is False:
             for name, value in updates.items():

@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 from semgrad._samples import gsm8k_sample
-from semgrad.backends.fake import FunctionLLM, HashLLM, RecordingLLM, reply_rewrite
+from semgrad.backends.fake import FunctionLLM, HashLLM, RecordingLLM, reply_backward, reply_forward, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import (
     Example,
@@ -368,3 +368,34 @@ def test_a_step_every_k_or_apply_if_skips_passes_the_gate_with_nothing_to_update
     first, second = result.history
     assert (dict(first.calls), first.accepted, first.applied, dict(first.updates)) == ({"forward": 3}, False, False, {})
     assert second.accepted is not None and second.validation_score is not None and second.calls["rewrite"] == 3
+
+
+def _right_once_rewritten(request):
+    """Answers '7' once the answer instruction asks for the number only (which every rewrite proposes)."""
+    if request.purpose == "forward":
+        shown = " ".join(m.content for m in request.messages)
+        return reply_forward(request, "7" if "number only" in shown else "seven")
+    if request.purpose == "backward":
+        return reply_backward(request, {t: "Give the number only." for t in request.targets})
+    return reply_rewrite(request, "Give the number only.")
+
+
+@pytest.mark.parametrize("gate", [True, "always", False])
+@pytest.mark.parametrize("held_out", [True, False])
+def test_best_score_is_the_gate_s_score_of_the_returned_params_or_none(tmp_path, gate, held_out):
+    """Once an update is applied, FitResult.best_score is the gate's score of FitResult.params (the last applied
+    candidate's, with a gate or gate='always') or None without a gate (it stayed the initial params' score); a run
+    resumed from a checkpoint ends with the same params and best_score."""
+    graph, params = paper_graph()
+    data = [{"inputs": {"question": "3+4?"}, "target": "7"}]
+    options = {"train": data, "validation": data if held_out else (), "llm": _right_once_rewritten}
+    result = fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=gate), iterations=2, **options)
+    applied = [r for r in result.history if r.applied]
+    assert applied and result.params != result.initial_params
+    assert result.best_score == (applied[-1].validation_score if gate else None)
+    if gate:
+        assert result.best_score == 1.0
+    path = tmp_path / "ckpt.json"
+    fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=gate), iterations=1, checkpoint=path, **options)
+    resumed = fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=gate), iterations=2, resume=path, **options)
+    assert (resumed.params, resumed.best_score) == (result.params, result.best_score)
