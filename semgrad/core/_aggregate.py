@@ -14,7 +14,7 @@ from typing import Any, Literal
 import attrs
 from returns.result import Success
 
-from ._frozen import FrozenMap, freeze
+from ._frozen import FrozenMap, to_frozen_map
 from ._gradients import Partial
 from ._parse import parse_tagged
 from ._program import Program, ask, map_, pure
@@ -103,7 +103,7 @@ class Summarize:
 
     engine: str = "backward"
     fallback: Concat = Concat()
-    options: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=freeze)
+    options: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
 
     def __call__(self, node: str, role: str, partials: Sequence[Partial]) -> Program[str]:
         texts = concat_texts([p.text for p in partials], separator="\x00").split("\x00")

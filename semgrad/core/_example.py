@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from ._frozen import FrozenMap, freeze
+from ._frozen import FrozenMap, to_frozen_map
 from ._requests import SampleId
 
 __all__ = ["Example", "as_examples"]
@@ -24,7 +24,7 @@ class Example:
         0
     """
 
-    inputs: FrozenMap[str, Any] = attrs.field(converter=freeze)
+    inputs: FrozenMap[str, Any] = attrs.field(converter=to_frozen_map)
     target: Any = None
     id: SampleId = None
 

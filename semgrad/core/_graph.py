@@ -24,7 +24,7 @@ from typing import Any, Literal
 import attrs
 
 from ._errors import GraphError
-from ._frozen import FrozenMap, freeze
+from ._frozen import FrozenMap, to_frozen_map
 
 __all__ = ["Graph", "GraphBuilder", "Node", "NodeKind", "Parameter", "Params", "instruction_name"]
 
@@ -113,7 +113,7 @@ class Params(Mapping[str, Parameter]):
         FrozenMap({'answer.instruction': 'Answer briefly.'})
     """
 
-    items_: FrozenMap[str, Parameter] = attrs.field(converter=freeze, alias="items")
+    items_: FrozenMap[str, Parameter] = attrs.field(converter=to_frozen_map, alias="items")
     # Values derived from these (immutable) params and reused across samples, filled
     # lazily by the engines and never compared, hashed or saved: one dict per engine
     # ("forward_system": node -> system message; "forward_start": graph fingerprint ->
@@ -170,7 +170,7 @@ class Graph:
     they were added), and every query returns names in that order.
     """
 
-    nodes: FrozenMap[str, Node] = attrs.field(converter=freeze)
+    nodes: FrozenMap[str, Node] = attrs.field(converter=to_frozen_map)
     output: str
     _index: FrozenMap[str, int] = attrs.field(init=False, eq=False, repr=False)
     _successors: FrozenMap[str, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 from returns.result import Failure, Result, Success
 
-from ._frozen import FrozenMap, freeze
+from ._frozen import FrozenMap, to_frozen_map
 from ._requests import _success
 
 __all__ = [
@@ -41,7 +41,7 @@ class ParseError:
 
     reason: str
     missing: tuple[str, ...] = ()
-    found: FrozenMap[str, str] = attrs.field(default=FrozenMap(), converter=freeze)
+    found: FrozenMap[str, str] = attrs.field(default=FrozenMap(), converter=to_frozen_map)
 
 
 def format_tagged(tag: str, text: str) -> str:

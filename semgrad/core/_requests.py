@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 from returns.result import Failure, Result, Success
 
-from ._frozen import FrozenMap, freeze, slot_setters
+from ._frozen import FrozenMap, freeze, slot_setters, to_frozen_map
 
 __all__ = [
     "ENGINES",
@@ -111,7 +111,7 @@ class LLMRequest:
     sample: SampleId = None
     draw: int = 0
     targets: tuple[str, ...] = attrs.field(default=(), converter=_targets)
-    options: FrozenMap[str, Any] = attrs.field(default=_NO_OPTIONS, converter=freeze)
+    options: FrozenMap[str, Any] = attrs.field(default=_NO_OPTIONS, converter=to_frozen_map)
 
     @property
     def prompt(self) -> str:

@@ -30,7 +30,7 @@ from returns.result import Success
 
 from ._aggregate import Concat, Total
 from ._errors import ProtocolError
-from ._frozen import FrozenMap, freeze, slot_setters
+from ._frozen import FrozenMap, slot_setters, to_frozen_map
 from ._gradients import BackwardFailure, Partial, _partial
 from ._graph import Graph, Node, Params
 from ._parse import _backward_lookup, _parse_backward
@@ -174,10 +174,17 @@ def _node_result(partials: tuple[Partial, ...], failures: tuple[BackwardFailure,
 
 
 class Rule(Protocol):
-    """The interface the backward machine uses."""
+    """The interface the backward machine uses (read-only attributes: the built-in rules are frozen)."""
 
-    aggregate: Aggregator
-    include_instructions: bool
+    @property
+    def aggregate(self) -> Aggregator:
+        """How the partials a node receives become its gradient."""
+        ...
+
+    @property
+    def include_instructions(self) -> bool:
+        """Whether instructions receive partials of their own (in the backward plan)."""
+        ...
 
     def resolve(self, node: Node) -> Rule: ...
 
@@ -191,9 +198,9 @@ def _default_overrides() -> FrozenMap[str, Any]:
 @attrs.frozen
 class _Base:
     aggregate: Aggregator = Concat()
-    overrides: FrozenMap[str, Any] = attrs.field(factory=_default_overrides, converter=freeze)
+    overrides: FrozenMap[str, Any] = attrs.field(factory=_default_overrides, converter=to_frozen_map)
     engine: str = "backward"
-    options: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=freeze)
+    options: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
     repair: bool = True
     include_instructions: bool = False
 

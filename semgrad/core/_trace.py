@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from ._frozen import FrozenMap, freeze, slot_setters
+from ._frozen import FrozenMap, slot_setters, to_frozen_map
 from ._requests import LLMError, LLMRequest, SampleId, request_key
 
 __all__ = ["NodeRun", "Trace"]
@@ -86,7 +86,7 @@ class Trace:
     sample: SampleId
     graph: str
     output: str
-    runs: FrozenMap[str, NodeRun] = attrs.field(converter=freeze)
+    runs: FrozenMap[str, NodeRun] = attrs.field(converter=to_frozen_map)
 
     def __getitem__(self, node: str) -> NodeRun:
         return self.runs[node]

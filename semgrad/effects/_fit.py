@@ -527,10 +527,49 @@ class _RunState:
         )
 
 
-def fit_sync(*args: Any, use_uvloop: bool | None = None, **kwargs: Any) -> FitResult:
+def fit_sync(
+    graph: Graph,
+    params: Params,
+    optimizer: Transform,
+    *,
+    train: Iterable[Example | Mapping[str, Any]],
+    llm: Any,
+    validation: Iterable[Example | Mapping[str, Any]] = (),
+    iterations: int = 4,
+    loss: Loss | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    resume: str | os.PathLike[str] | None = None,
+    budget: Budget | Mapping[str, int] | None = None,
+    on_progress: Callable[[FitProgress], None] | None = None,
+    max_concurrency: int | None = None,
+    timeout: float | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    on_reply: Callable[[LLMRequest, Any], None] | None = None,
+    use_uvloop: bool | None = None,
+) -> FitResult:
     """`fit` for scripts: runs it in a new event loop (`run_loop`: uvloop's when it is
-    installed, unless `use_uvloop` is False)."""
-    return run_loop(partial(fit, *args, **kwargs), use_uvloop=use_uvloop)
+    installed, unless `use_uvloop` is False). Its parameters are `fit`'s, spelled out
+    so that a type checker checks a call's arguments."""
+    run = partial(
+        fit,
+        graph,
+        params,
+        optimizer,
+        train=train,
+        llm=llm,
+        validation=validation,
+        iterations=iterations,
+        loss=loss,
+        checkpoint=checkpoint,
+        resume=resume,
+        budget=budget,
+        on_progress=on_progress,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        options=options,
+        on_reply=on_reply,
+    )
+    return run_loop(run, use_uvloop=use_uvloop)
 
 
 def _inconsistency(state: _RunState, fresh_opt_state: Any) -> str | None:

@@ -15,7 +15,8 @@ from typing import Any
 import anyio
 import attrs
 
-from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, freeze, request_key
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, request_key
+from ..core._frozen import to_frozen_map
 from ._routing import call, identity_of
 
 __all__ = ["RetryPolicy", "retrying"]
@@ -64,7 +65,9 @@ class RetryPolicy:
     max_delay: float = attrs.field(default=30.0, validator=_non_negative)
     jitter: bool = True
     seed: int | None = None
-    max_attempts_by_kind: FrozenMap[str, int] = attrs.field(default=FrozenMap({"malformed": 2}), converter=freeze)
+    max_attempts_by_kind: FrozenMap[str, int] = attrs.field(
+        default=FrozenMap({"malformed": 2}), converter=to_frozen_map
+    )
     max_retry_after: float = attrs.field(default=120.0, validator=_non_negative)
 
     def delays(self, salt: str = "") -> tuple[float, ...]:

@@ -15,7 +15,7 @@ import attrs
 
 from .._errors import ProtocolError
 from .._example import Example
-from .._frozen import FrozenMap, freeze
+from .._frozen import FrozenMap, to_frozen_map
 from .._gradients import Gradients
 from .._graph import Graph, Params
 from .._program import Program, pure
@@ -135,12 +135,12 @@ class Step:
     validation: tuple[Example, ...] = ()
     loss: Loss | None = attrs.field(default=None, eq=False, repr=False)
     best_score: float | None = None
-    previous_rejected: FrozenMap[str, tuple[Any, ...]] = attrs.field(factory=FrozenMap, converter=freeze)
+    previous_rejected: FrozenMap[str, tuple[Any, ...]] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
     selected: tuple[int, ...] | None = None
     gradients: Gradients | None = None
     param_gradients: FrozenMap[str, ParamGradient] | None = None
-    critiques: FrozenMap[str, str] = attrs.field(factory=FrozenMap, converter=freeze)
-    history: FrozenMap[str, tuple[str, ...]] = attrs.field(factory=FrozenMap, converter=freeze)
+    critiques: FrozenMap[str, str] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
+    history: FrozenMap[str, tuple[str, ...]] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
     proposals: FrozenMap[str, Proposal] | None = None
     updates: FrozenMap[str, Any] | None = None
     candidate_score: float | None = None
@@ -148,7 +148,7 @@ class Step:
     accepted: bool | None = None
     active: tuple[str, ...] | None = None
     report: tuple[StageReport, ...] = ()
-    options: FrozenMap[str, FrozenMap[str, Any]] = attrs.field(factory=FrozenMap, converter=freeze)
+    options: FrozenMap[str, FrozenMap[str, Any]] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
     skipped: bool = False
 
     def trainable(self, params: Params) -> tuple[str, ...]:
