@@ -1,6 +1,6 @@
 """A typed user script type-checks against semgrad's public API, and a misspelled argument does not.
 
-mypy is not a dependency of semgrad's test extra: the mypy test is skipped when it is not installed.
+The test extra installs mypy; elsewhere the mypy test is skipped when it is not installed.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ wrong = fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=fake.H
 
 
 def _mypy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> tuple[str, int]:
-    api = pytest.importorskip("mypy.api", reason="mypy is not installed (it is not in the test extra)")
+    api = pytest.importorskip("mypy.api", reason="mypy is not installed (the test extra has it)")
     script = tmp_path / "user_script.py"
     script.write_text(textwrap.dedent(source))
     monkeypatch.setenv("MYPYPATH", str(ROOT))

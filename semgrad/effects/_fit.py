@@ -545,6 +545,7 @@ def fit_sync(
     timeout: float | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     on_reply: Callable[[LLMRequest, Any], None] | None = None,
+    state_types: Iterable[type] = (),
     use_uvloop: bool | None = None,
 ) -> FitResult:
     """`fit` for scripts: runs it in a new event loop (`run_loop`: uvloop's when it is
@@ -568,6 +569,7 @@ def fit_sync(
         timeout=timeout,
         options=options,
         on_reply=on_reply,
+        state_types=state_types,
     )
     return run_loop(run, use_uvloop=use_uvloop)
 
