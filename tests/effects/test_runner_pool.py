@@ -148,15 +148,15 @@ class _Abort(BaseException):
     """Not an `Exception`: the runner does not turn it into an error reply."""
 
 
-def _aborting(open_calls):
-    """An LLM whose call for sample 2 raises `_Abort` after 10 ms (sample 0 goes to the run's own task) and
-    whose other calls wait 10 s, listed in `open_calls` while they do."""
+def _waiting(open_calls, special, misbehave):
+    """An LLM whose call for sample `special` runs `misbehave()` after 10 ms, and whose other calls wait 10 s,
+    listed in `open_calls` while they do."""
 
     async def llm(request):
         i = int(request.sample)
-        if i == 2:
+        if i == special:
             await anyio.sleep(0.01)
-            raise _Abort("stop")
+            await misbehave()
         open_calls.append(i)
         try:
             await anyio.sleep(10)
@@ -165,6 +165,16 @@ def _aborting(open_calls):
         return "ok"
 
     return FunctionLLM(llm)
+
+
+def _aborting(open_calls):
+    """An LLM whose call for sample 2 raises `_Abort` after 10 ms (sample 0 goes to the run's own task) and
+    whose other calls wait 10 s, listed in `open_calls` while they do."""
+
+    async def abort():
+        raise _Abort("stop")
+
+    return _waiting(open_calls, 2, abort)
 
 
 def _alone(exc):
@@ -340,21 +350,12 @@ def _stray_cancelling(stray, open_calls):
     """An LLM whose call for sample `stray` awaits, after 10 ms, a future that another party cancelled (a
     CancelledError that no cancel scope raised), and whose other calls wait 10 s, listed in `open_calls`."""
 
-    async def llm(request):
-        i = int(request.sample)
-        if i == stray:
-            await anyio.sleep(0.01)
-            cancelled = asyncio.get_running_loop().create_future()
-            cancelled.cancel()
-            await cancelled
-        open_calls.append(i)
-        try:
-            await anyio.sleep(10)
-        finally:
-            open_calls.remove(i)
-        return "ok"
+    async def await_a_cancelled_future():
+        cancelled = asyncio.get_running_loop().create_future()
+        cancelled.cancel()
+        await cancelled
 
-    return FunctionLLM(llm)
+    return _waiting(open_calls, stray, await_a_cancelled_future)
 
 
 async def _stray_run(stray):
