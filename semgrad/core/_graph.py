@@ -113,7 +113,7 @@ class Params(Mapping[str, Parameter]):
         FrozenMap({'answer.instruction': 'Answer briefly.'})
     """
 
-    items_: FrozenMap[str, Parameter] = attrs.field(converter=to_frozen_map, alias="items")
+    items_: FrozenMap[str, Parameter] = attrs.field(converter=to_frozen_map, alias="items", repr=False)
     # Values derived from these (immutable) params and reused across samples, filled
     # lazily by the engines and never compared, hashed or saved: one dict per engine
     # ("forward_system": node -> system message; "forward_start": graph fingerprint ->
@@ -121,6 +121,10 @@ class Params(Mapping[str, Parameter]):
     # "neighbor_aware": (fingerprint, node, targets) -> prompt parts). A params value may serve
     # several graphs, so whatever depends on the structure is keyed by its fingerprint.
     _memo: dict[Any, Any] = attrs.field(init=False, factory=dict, eq=False, hash=False, repr=False)
+
+    def __repr__(self) -> str:
+        """``Params(items=...)``, in the constructor's own words (``eval`` of it gives equal params)."""
+        return f"Params(items={self.items_!r})"
 
     # Pickling (a sweep's worker, a process pool) and copying keep the values, not the memo.
     def __getstate__(self) -> dict[str, Any]:

@@ -167,3 +167,14 @@ def test_pickled_and_copied_params_equal_the_original_and_carry_no_memo(gp, data
     for clone in (pickle.loads(pickle.dumps(params)), copy.deepcopy(params)):
         assert clone == params and hash(clone) == hash(params) and not clone._memo
         assert run_sync(forward(graph, clone, inputs), llm) == trace
+
+
+@given(graphs())
+def test_a_params_repr_is_the_constructor_call_that_rebuilds_it(gp):
+    """repr(params) reads `Params(items=...)`, the constructor's own keyword, and evaluates back to equal params."""
+    from semgrad.core import FrozenMap, Parameter, Params
+
+    _, params = gp
+    shown = repr(params)
+    assert shown.startswith("Params(items=FrozenMap(")
+    assert eval(shown, {"Params": Params, "FrozenMap": FrozenMap, "Parameter": Parameter}) == params
