@@ -280,13 +280,14 @@ def test_a_sigint_interrupted_run_resumes_to_the_same_result(tmp_path):
     assert semgrad(*args, "--out", str(whole)).returncode == 0
     cut = tmp_path / "cut"
     proc = subprocess.Popen(
-        # 0.2 s a call: the run lasts about 6 s past its first checkpoint, so the signal lands mid-run even on a
-        # loaded machine (at 0.05 s it had 1.5 s, and a signal after the run's end is rightly no interruption).
-        [sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.2"],
+        [sys.executable, "-m", "semgrad", *args, "--out", str(cut), "--simulated-latency", "0.05"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A test runner started in the background by a shell without job control (`(cmd &)`) ignores SIGINT,
+        # and its children inherit that: the run would rightly carry on. The run is given SIGINT's default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while not (cut / "checkpoint.json").exists() and time.monotonic() < deadline:
