@@ -123,6 +123,11 @@ def header(results: Mapping[str, Any]) -> str:
             "built-in simulated LLM, not a real model: its scores show that the pipeline works and say "
             "nothing about the method's accuracy. Do not compare them with the published figures.</p>"
         )
+    if isinstance(results.get("failed"), str):
+        notices.append(
+            f'<p id="failed-notice" class="notice warn"><strong>Failed run: its figures are not to be '
+            f"trusted.</strong> {esc(results.get('failed'))}</p>"
+        )
     if results.get("stopped") is not None:
         notices.append(
             f'<p id="stopped-notice" class="notice warn"><strong>Stopped early</strong> '

@@ -91,7 +91,9 @@ def test_a_run_that_loses_a_third_of_its_calls_exits_non_zero_with_counts(tmp_pa
     assert saved["errors"] == saved["tasks"][0]["errors"] + 0 > 0
     assert set(saved["errors_by_kind"]) == {"bad_request"}
     assert saved["errors"] / sum(saved["calls"]["by_purpose"].values()) > MAX_ERROR_SHARE
-    assert "errors-notice" in (tmp_path / "run" / "report.html").read_text()
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "errors-notice" in page and "failed-notice" in page and "not to be trusted" in page
+    assert "calls failed" in saved["failed"] and f"{MAX_ERROR_SHARE:.0%}" in saved["failed"]
 
 
 def test_storms_hangs_slow_and_malformed_bodies_that_retries_absorb_leave_no_error(tmp_path, server):  # noqa: F811
