@@ -67,6 +67,18 @@ class PurposeMeter:
         self.by_engine: dict[str, list[int]] = {}
         self.estimated = False
 
+    async def __aenter__(self) -> PurposeMeter:
+        """Enter the wrapped LLM when it is an async context manager (a backend's connection pool)."""
+        enter = getattr(self.llm, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        leave = getattr(self.llm, "__aexit__", None)
+        if leave is not None:
+            await leave(*exc)
+
     async def __call__(self, request: LLMRequest) -> Any:
         from ..effects._protocol import is_async_llm
 
@@ -183,7 +195,9 @@ def compare(
         meter = PurposeMeter(llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks))
         progress = (lambda task, event, name=name: on_progress(name, task, event)) if on_progress else None
         started = clock()
-        summary = run_experiment(cfg, root / name, llm=meter, on_progress=progress, prices=prices)
+        summary = run_experiment(
+            cfg, root / name, llm=meter, on_progress=progress, prices=prices, enter_llm=llm_factory is None
+        )
         wall = clock() - started
         tokens = {role: (used[0], used[1]) for role, used in meter.by_engine.items()}
         methods.append(

@@ -197,6 +197,7 @@ def run_experiment(
     check_backend: bool = True,
     prices: Mapping[str, tuple[float, float]] | None = None,
     on_reply: Callable[[Any, Any], None] | None = None,
+    enter_llm: bool = False,
 ) -> dict[str, Any]:
     """Run a config end to end and write the run directory; return the results dict.
 
@@ -219,6 +220,9 @@ def run_experiment(
         on_reply: Called with each request and its reply, once per call of training and
             evaluation (live progress); when it has a ``watch`` method, that is called
             first with the run's LLM (`RunStack.llm`).
+        enter_llm: Enter `llm` (an async context manager: a backend and its connection pool)
+            around the run, as the run enters a backend it builds itself; for an LLM made for
+            this run alone (a given one is otherwise the caller's to enter).
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
@@ -238,7 +242,8 @@ def run_experiment(
     async def everything() -> list[dict[str, Any]]:
         # A backend the run built shares one connection pool over every call (each would open its own
         # connection, TLS handshake and all); one that was given is the caller's to enter.
-        async with backend if llm is None and hasattr(backend, "__aenter__") else contextlib.nullcontext():
+        ours = llm is None or enter_llm
+        async with backend if ours and hasattr(backend, "__aenter__") else contextlib.nullcontext():
             return await _everything()
 
     async def _everything() -> list[dict[str, Any]]:

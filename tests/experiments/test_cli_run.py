@@ -393,3 +393,26 @@ def test_the_command_line_refuses_a_run_into_a_folder_of_other_files(tmp_path):
     assert result.returncode == 1 and "Writing the run" not in result.stdout
     assert "is not empty (main.py) and holds no run" in result.stderr
     assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
+
+
+@needs_data
+def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
+    """Each run of a comparison shares one connection pool over its calls, as a run does: a few connections per
+    optimizer, not one (with its TLS handshake) per call."""
+    from semgrad.experiments import compare
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _KeepAlive.connections = _KeepAlive.requests = 0
+    try:
+        config = RunConfig(
+            "bbh:navigate", data_dir=str(DATA), backend="openai-compatible", model="m", train=3, test=4, iterations=1,
+            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", concurrency=2,
+        )  # fmt: skip
+        compare(config, ["neighbor-sgd", "tgd"], tmp_path / "cmp")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert _KeepAlive.requests > 20 and _KeepAlive.connections <= 2 * 3  # per run: the preflight's, two in flight
