@@ -83,18 +83,27 @@ def extract_answer(output: Any) -> str:
 _CHOICE = re.compile(r"\(?([a-z])\)?")
 
 
+#: What `normalize` strips from an answer's ends: quotes, sentence punctuation and emphasis marks. Brackets
+#: and signs are the answer itself in some tasks (BBH's dyck_languages, ``] ] >``; a negative number, ``-50``).
+_EDGES = "\"'`\u201c\u201d\u2018\u2019.,;:!?*_ "
+
+
 def normalize(text: str) -> str:
-    """Case, whitespace and surrounding punctuation folded; ``(B)``, ``B)`` and ``b`` all become ``(b)``.
+    """Case and whitespace folded, and the quotes, sentence punctuation and emphasis around an answer
+    stripped; ``(B)``, ``B)`` and ``b`` all become ``(b)``. Brackets and signs are kept: they are
+    the answer in some tasks.
 
     Examples:
         >>> normalize("  The Answer.  "), normalize("B)"), normalize("(b)"), normalize('"Yes".')
         ('the answer', '(b)', '(b)', 'yes')
+        >>> normalize("**-50**."), normalize("] ] >")
+        ('-50', '] ] >')
     """
     folded = " ".join(str(text).split()).casefold()
     choice = _CHOICE.fullmatch(folded.strip(string.punctuation.replace("(", "").replace(")", "") + " "))
     if choice:
         return f"({choice.group(1)})"
-    return folded.strip(string.punctuation + " ")
+    return folded.strip(_EDGES)
 
 
 _NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?|-?\.\d+")

@@ -128,3 +128,35 @@ def test_task_file_without_examples_is_a_data_error(tmp_path):
     path.write_text(json.dumps({"examples": [{"input": "a", "target": "b"}, {"input": "c"}]}), "utf-8")
     with pytest.raises(DataError, match="example 1 needs string fields"):
         load_bbh(tmp_path, "snarks")
+
+
+def test_the_default_loss_tells_apart_every_two_targets_of_a_bbh_task(data_dir):
+    """No two different targets of one BBH task are equal after `normalize`, and none becomes empty: a bracket
+    sequence (dyck_languages) or a negative number (multistep_arithmetic_two) is the answer itself."""
+    from semgrad.core import normalize
+
+    for task in BBH_TASKS:
+        targets = {str(example.target) for example in load_bbh(data_dir, task)}
+        folded = {normalize(t) for t in targets}
+        assert len(folded) == len(targets) and "" not in folded, task
+
+
+@pytest.mark.parametrize(
+    ("output", "target", "right"),
+    [
+        ("50", "-50", False),
+        (")", "] ] >", False),
+        ("", "}", False),
+        ("] ] >", "] ] >", True),
+        ("Answer: **-50**.", "-50", True),
+        ('"Yes".', "Yes", True),
+        ("b)", "(B)", True),
+    ],
+)
+def test_the_default_loss_on_bbh_style_answers(output, target, right):
+    """normalized_match keeps signs and brackets, and folds case, quotes, emphasis and a choice's parentheses."""
+    from semgrad.core import Example, NodeRun, Trace, normalized_match
+    from semgrad.effects import run_sync
+
+    trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value=output)})
+    assert run_sync(normalized_match()(Example({}, target), trace), lambda r: "").correct is right
