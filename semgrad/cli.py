@@ -428,8 +428,12 @@ def _shared_flags(parser: argparse.ArgumentParser) -> None:
         help="the model for every role (default: gpt-4o-mini on openai-compatible, claude-haiku-4-5 on anthropic)",
     )
     parser.add_argument("--forward-model", help="the model for forward calls")
-    parser.add_argument("--backward-model", help="the model for backward calls")
-    parser.add_argument("--optimizer-model", help="the model for rewrite and critique calls")
+    parser.add_argument(
+        "--backward-model", help="the model for backward calls (default: --optimizer-model, as the paper's code)"
+    )
+    parser.add_argument(
+        "--optimizer-model", help="the model for rewrite and critique calls, and backward ones unless --backward-model"
+    )
     parser.add_argument(
         "--temperature",
         type=_temperature,

@@ -125,8 +125,17 @@ class RunConfig:
     )
 
     def models(self) -> dict[str, str]:
-        """The model per engine, for backends that take one."""
-        found = {"forward": self.forward_model, "backward": self.backward_model, "optimizer": self.optimizer_model}
+        """The model per engine, for backends that take one (an engine left out runs on `model`).
+
+        Backward calls run on the optimizer model unless `backward_model` names one, as the
+        paper's code runs them (its ``opt_model`` serves backward and optimizer calls alike).
+
+        Examples:
+            >>> RunConfig("gsm8k", model="gpt-4o-mini", optimizer_model="gpt-4-turbo").models()
+            {'backward': 'gpt-4-turbo', 'optimizer': 'gpt-4-turbo'}
+        """
+        backward = self.backward_model or self.optimizer_model
+        found = {"forward": self.forward_model, "backward": backward, "optimizer": self.optimizer_model}
         return {k: v for k, v in found.items() if v}
 
     def __attrs_post_init__(self) -> None:

@@ -87,3 +87,20 @@ def test_a_known_dry_run_stands_for_its_own_protocol_and_no_other():
     assert reused == plain and reused["heldout"] is known and reused["official"] is not known
     official = attrs.evolve(heldout, protocol="official", validation=None)
     assert dry_run_protocols(official, known=dry_run(official))["official"] == plain["official"]
+
+
+def test_backward_calls_run_on_the_optimizer_model_unless_one_is_named():
+    """As the official code (one optimizer model for backward and rewrite calls): --optimizer-model serves backward
+    calls too, --backward-model overrides it, and --model alone serves every role."""
+    from semgrad.experiments._prices import model_for
+
+    paper = RunConfig("gsm8k", backend="openai-compatible", model="gpt-4o-mini", optimizer_model="gpt-4-turbo")
+    assert [model_for(paper, role) for role in ("forward", "backward", "optimizer")] == [
+        "gpt-4o-mini",
+        "gpt-4-turbo",
+        "gpt-4-turbo",
+    ]
+    own = attrs.evolve(paper, backward_model="gpt-4o")
+    assert model_for(own, "backward") == "gpt-4o" and model_for(own, "optimizer") == "gpt-4-turbo"
+    alone = RunConfig("gsm8k", backend="openai-compatible", model="gpt-4o-mini")
+    assert {model_for(alone, role) for role in ("forward", "backward", "optimizer")} == {"gpt-4o-mini"}
