@@ -579,7 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
     cmp.add_argument("--backend", default="simulated", choices=BACKENDS)
     cmp.add_argument("--out", default="runs/compare", help="the comparison directory (default runs/compare)")
-    cmp.add_argument("--iterations", type=int, default=4)
+    cmp.add_argument(
+        "--iterations", type=int, help="optimisation iterations (default: the paper's, 4; liar 8; your own system 4)"
+    )
     cmp.add_argument("--breadth", type=int, default=10, help="COPRO's candidates per round (default 10)")
     _shared_flags(cmp)
     cmp.add_argument(

@@ -25,7 +25,7 @@ import attrs
 
 from ..core import FrozenMap
 from ..experiments import BACKENDS, OPTIMIZERS, RunConfig
-from ..tasks import DataError, expand_task_names
+from ..tasks import DataError, expand_task_names, paper_iterations
 
 __all__ = ["ModelSet", "PlannedRun", "Resources", "SweepError", "SweepSpec", "load_spec", "parse_spec"]
 
@@ -196,7 +196,7 @@ class SweepSpec:
                     seed=seed,
                     optimizer=optimizer.partition(":")[0],
                     param=optimizer.partition(":")[2] or None,
-                    **self.settings,
+                    **{"iterations": paper_iterations(task), **self.settings},  # unset: the paper's (LIAR 8)
                     **models.config_fields(),
                 ),
                 models.name if several else None,

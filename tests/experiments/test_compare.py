@@ -179,3 +179,13 @@ def test_a_comparison_is_never_written_into_a_folder_of_other_files(tmp_path, ca
     assert main(args) == 1
     assert "is not empty (main.py) and holds no comparison" in capsys.readouterr().err
     assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
+
+
+@needs_data
+def test_a_comparison_runs_the_papers_iterations_unless_told(capsys):
+    """`semgrad compare liar` runs the paper's 8 iterations, as `semgrad run liar` does; --iterations wins."""
+    args = ["compare", "liar", "--data-dir", str(DATA), "--optimizers", "tgd", "--dry-run"]
+    assert main(args) == 0
+    assert "8 iterations" in capsys.readouterr().out
+    assert main([*args, "--iterations", "2"]) == 0
+    assert "2 iterations" in capsys.readouterr().out

@@ -224,3 +224,16 @@ def test_without_ray_the_default_path_says_how_to_proceed(tmp_path, monkeypatch)
     with pytest.raises(SweepError, match=r"Ray is not installed: pip install 'semgrad\[ray\]', or pass --local"):
         run_sweep(spec, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_without_iterations_runs_each_task_for_the_papers():
+    """A sweep that sets no iterations gives each run the paper's for its task (LIAR 8, the others 4), as
+    `semgrad run` does; a spec's own iterations win."""
+    spec = parse_spec({"tasks": ["bbh:navigate", "gsm8k", "liar"], "seeds": [0], "optimizers": ["tgd"]})
+    assert {run.config.task: run.config.iterations for run in spec.runs()} == {
+        "bbh:navigate": 4,
+        "gsm8k": 4,
+        "liar": 8,
+    }
+    set_here = parse_spec({"tasks": ["liar"], "seeds": [0], "optimizers": ["tgd"], "settings": {"iterations": 2}})
+    assert [run.config.iterations for run in set_here.runs()] == [2]
