@@ -173,6 +173,7 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
     """
     tasks = (results or {}).get("tasks") or [{}]
     accuracy = tasks[0].get("accuracy") or {}
+    size = (tasks[0].get("sizes") or {}).get("test") if isinstance(tasks[0].get("sizes"), dict) else None
     calls = ((results or {}).get("calls") or {}).get("by_purpose") or {}
     tokens = (results or {}).get("tokens") or {}
     return {
@@ -183,6 +184,7 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
         "optimizer": run.config.optimizer,
         "models": run.models,
         "accuracy": {part: accuracy.get(part) for part in ("train", "validation", "test", "initial_test")},
+        "test_items": size if type(size) is int and 0 < size <= 2**53 else None,  # the weight of its test score
         "iterations": len(tasks[0].get("iterations") or ()),
         "calls": sum(calls.values()) if results else None,
         "tokens": {"input": tokens.get("input"), "output": tokens.get("output")},

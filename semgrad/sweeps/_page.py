@@ -64,9 +64,12 @@ def _money(value: Any) -> str:
 def _averages(summary: Mapping[str, Any]) -> str:
     head = "".join(f"<th>{esc(label)}</th>" for _, label in _AVERAGE_COLUMNS)
     rows = [f"<tr><th>Variant</th>{head}</tr>"]
-    for variant, values in (summary.get("averages") or {}).items():
-        cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in _AVERAGE_COLUMNS)
-        rows.append(f'<tr><td class="text">{esc(variant)}</td>{cells}</tr>')
+    for kind, suffix in (("averages", " (item-weighted)"), ("averages_unweighted", " (unweighted)")):
+        table = summary.get(kind)
+        for variant, values in table.items() if isinstance(table, Mapping) else ():
+            values = values if isinstance(values, Mapping) else {}
+            cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in _AVERAGE_COLUMNS)
+            rows.append(f'<tr><td class="text">{esc(variant)}{esc(suffix)}</td>{cells}</tr>')
     published = summary.get("published") or {}
     for label, keys in _PAPER_ROWS:
         cells = "".join(
@@ -173,7 +176,8 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
             f"<p>{facts}</p>",
             f"<p>Settings: <code>{esc(settings)}</code></p>",
             "<h2>Averages of test accuracy</h2>",
-            "<p>Each task's mean over seeds, averaged over tasks, beside the paper's published figures.</p>",
+            "<p>Each task's mean over seeds, averaged over tasks: weighted by each task's test items, as the paper "
+            "reports BBH, and unweighted; beside the paper's published figures.</p>",
             _averages(summary),
             "<h2>Optimizers across tasks</h2>",
             optimizer_chart(summary.get("by_task") or {}),

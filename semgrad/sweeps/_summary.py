@@ -55,27 +55,51 @@ def by_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | No
     return {task: {variant: _mean(s) for variant, s in variants.items()} for task, variants in table.items()}
 
 
-def averages(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Per variant: the mean over tasks of each task's mean test accuracy.
+def averages(rows: Sequence[Mapping[str, Any]], *, weighted: bool = True) -> dict[str, dict[str, float | None]]:
+    """Per variant: each task's mean test accuracy (over seeds), averaged over the tasks of a group.
 
-    Kept for BBH NLP, BBH algorithmic, GSM8K and all tasks (the paper's averages are over tasks).
+    Kept for BBH NLP, BBH algorithmic, GSM8K and all tasks. `weighted` (the default) weighs each
+    task by its number of test items, as the paper reports BBH and as `semgrad run bbh:all` does
+    (a group with a task whose size is unknown then has no weighted average); else every task
+    counts once.
+
+    Examples:
+        >>> row = {"category": "nlp", "optimizer": "tgd"}
+        >>> rows = [
+        ...     {**row, "task": "bbh:snarks", "accuracy": {"test": 1.0}, "test_items": 30},
+        ...     {**row, "task": "bbh:hyperbaton", "accuracy": {"test": 0.0}, "test_items": 10},
+        ... ]
+        >>> averages(rows)["tgd"]["bbh_nlp"], averages(rows, weighted=False)["tgd"]["bbh_nlp"]
+        (0.75, 0.5)
     """
     per_task = by_task(rows)
     groups = {row["task"]: _group(row) for row in rows}
+    sizes: dict[str, int | None] = {}
+    for row in rows:
+        size = row.get("test_items")
+        sizes[row["task"]] = size if type(size) is int and size > 0 and sizes.get(row["task"], size) == size else None
     variants = list(dict.fromkeys(_label(row) for row in rows))
     result = {}
     for variant in variants:
-        found: dict[str, list[float]] = {key: [] for key in AVERAGES}
+        found: dict[str, list[tuple[float, int | None]]] = {key: [] for key in AVERAGES}
         for task, scores in per_task.items():
             score = scores.get(variant)
             if score is None:
                 continue
-            found["overall"].append(score)
+            weight = sizes.get(task) if weighted else 1
+            found["overall"].append((score, weight))
             group = groups[task]
             if group is not None:
-                found[group].append(score)
-        result[variant] = {key: _mean(values) for key, values in found.items()}
+                found[group].append((score, weight))
+        result[variant] = {key: _weighted_mean(values) for key, values in found.items()}
     return result
+
+
+def _weighted_mean(values: Sequence[tuple[float, int | None]]) -> float | None:
+    if not values or any(weight is None for _, weight in values):
+        return None
+    total = sum(weight for _, weight in values if weight is not None)
+    return sum(score * weight for score, weight in values if weight is not None) / total
 
 
 def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
@@ -105,6 +129,7 @@ def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
         "runs": [dict(row) for row in rows],
         "by_task": by_task(rows),
         "averages": averages(rows),
+        "averages_unweighted": averages(rows, weighted=False),
         "published": dict(PUBLISHED),
         "totals": {
             "runs": len(rows),

@@ -25,12 +25,13 @@ def test_the_combined_report_lists_every_run_with_scores_and_costs(local_sweep):
     for run in runs:
         assert set(run["accuracy"]) == {"train", "validation", "test", "initial_test"}
         assert all(0 <= run["accuracy"][p] <= 1 for p in ("train", "validation", "test"))
-        assert run["calls"] > 0 and run["iterations"] == 2 and run["error"] is None
+        assert run["calls"] > 0 and run["iterations"] == 2 and run["error"] is None and run["test_items"] == 4
         assert run["calls"] == len(logged_calls(local_sweep / "out" / run["name"]))
     assert summary["totals"]["calls"] == sum(r["calls"] for r in runs)
     assert set(summary["averages"]) == {"neighbor-sgd", "tgd"}
     assert set(summary["averages"]["tgd"]) == {"bbh_nlp", "bbh_algorithmic", "gsm8k", "overall"}
     assert summary["averages"]["tgd"]["bbh_nlp"] is None  # both BBH tasks here are algorithmic
+    assert set(summary["averages_unweighted"]) == {"neighbor-sgd", "tgd"}
     assert summary["published"]["bbh_nlp"] == 0.825 and summary["simulated"] is True
     navigate = [r["accuracy"]["test"] for r in runs if r["task"] == "bbh:navigate" and r["optimizer"] == "tgd"]
     assert summary["by_task"]["bbh:navigate"]["tgd"] == pytest.approx(sum(navigate) / 2)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from semgrad.cli import main
 from semgrad.experiments import RunConfig
@@ -237,3 +239,37 @@ def test_a_spec_without_iterations_runs_each_task_for_the_papers():
     }
     set_here = parse_spec({"tasks": ["liar"], "seeds": [0], "optimizers": ["tgd"], "settings": {"iterations": 2}})
     assert [run.config.iterations for run in set_here.runs()] == [2]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["bbh:snarks", "bbh:hyperbaton", "bbh:navigate", "gsm8k"]),
+            st.floats(0, 1),
+            st.integers(1, 300),
+        ),
+        min_size=1,
+        max_size=8,
+        unique_by=lambda t: t[0],
+    )
+)
+def test_sweep_averages_weigh_tasks_by_their_test_items_and_the_unweighted_ones_do_not(tasks):
+    """sweep.json's averages are item-weighted per group, as `run bbh:all` and the paper report BBH; the unweighted
+    means sit beside them."""
+    from semgrad.experiments._averages import task_averages
+    from semgrad.sweeps._summary import averages
+    from semgrad.tasks import bbh_category
+
+    def category(task):
+        return bbh_category(task.split(":")[1]) if task.startswith("bbh:") else None
+
+    rows = [
+        {"task": t, "category": category(t), "optimizer": "tgd", "accuracy": {"test": a}, "test_items": n}
+        for t, a, n in tasks
+    ]
+    as_run = [{"category": r["category"], "accuracy": r["accuracy"], "sizes": {"test": r["test_items"]}} for r in rows]
+    weighted, plain = task_averages(as_run)
+    ours, ours_plain = averages(rows)["tgd"], averages(rows, weighted=False)["tgd"]
+    for group, key in (("nlp", "bbh_nlp"), ("algorithmic", "bbh_algorithmic"), ("overall", "overall")):
+        for mine, theirs in ((ours[key], weighted[group]), (ours_plain[key], plain[group])):
+            assert (mine is None and theirs is None) or abs(mine - theirs) < 1e-9
