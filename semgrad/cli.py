@@ -153,7 +153,12 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(report.table())
         if not args.dry_run:
-            print("(retries, and repair requests after unreadable replies, come on top: --max-calls caps them all)")
+            graph, _ = load_run_tasks(config)[0].build()
+            checks = sum(1 for node in graph.nodes.values() if node.kind == "llm")
+            print(
+                f"(the preflight's {checks} calls, retries, and repair requests after unreadable replies come on "
+                "top: --max-calls caps them all)"
+            )
         if config.backend != "simulated":
             print(f"(cost from {prices.describe()})")
         if args.dry_run:

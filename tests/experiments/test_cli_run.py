@@ -340,7 +340,8 @@ def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_ser
     result = openai_run(counting_server, "--iterations", "1", "--confirm-calls", "10", "--out", str(tmp_path / "o"))
     _one_line_error(result, "--yes")
     assert "This run will make at most" in result.stdout
-    assert "repair requests after unreadable replies, come on top" in result.stdout  # "at most" counts no repair
+    # "at most" counts no repair, and not the preflight's call per LLM node (three on the paper's graph)
+    assert "the preflight's 3 calls, retries, and repair requests after unreadable replies come on top" in result.stdout
     assert f"(bbh:navigate, openai-compatible at {counting_server}):" in result.stdout  # where the key goes
     assert _Counting.hits == 0 and not (tmp_path / "o").exists()
 
