@@ -225,6 +225,8 @@ def compare(
         "seed": config.seed,
         "iterations": config.iterations,
         "k": config.k,
+        "protocol": config.protocol,
+        "sizes": {part: sum(len(getattr(t.split, part)) for t in tasks) for part in ("train", "validation", "test")},
         "dry_run": dry_run_only,
         "token_note": "" if dry_run_only else TOKEN_NOTE,
         "methods": methods,

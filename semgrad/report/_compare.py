@@ -116,8 +116,30 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def compare_caption(summary: Mapping[str, Any]) -> str:
+    """What the comparison's scores are: the task, protocol, split sizes, seed and iterations (plain text).
+
+    Examples:
+        >>> caption = compare_caption({"task": "bbh:navigate", "protocol": "official", "seed": 0, "iterations": 4,
+        ...     "sizes": {"train": 20, "validation": 0, "test": 230}})
+        >>> caption.split(";")[0]
+        'Task bbh:navigate, official protocol, 20 training / 0 validation / 230 test items, seed 0, 4 iterations'
+    """
+    sizes = summary.get("sizes") if isinstance(summary.get("sizes"), Mapping) else {}
+    counts = " / ".join(
+        f"{sizes.get(part, '?')} {label}"
+        for part, label in (("train", "training"), ("validation", "validation"), ("test", "test"))
+    )
+    return (
+        f"Task {summary.get('task')}, {summary.get('protocol') or '?'} protocol, {counts} items, "
+        f"seed {summary.get('seed')}, {summary.get('iterations')} iterations; every optimizer ran on the same "
+        "splits and seed. Score per iteration: the training items' score at the iteration's start, then the "
+        "final params' (in %); test and initial test: the test split's, with the final and the starting params."
+    )
+
+
 def compare_table(summary: Mapping[str, Any]) -> str:
-    """The comparison as a Markdown table (one row per optimizer).
+    """The comparison as a Markdown table (one row per optimizer), under its caption when it has a task.
 
     Examples:
         >>> print(compare_table({"dry_run": True, "methods": [{"optimizer": "textgrad", "calls": 9,
@@ -125,7 +147,8 @@ def compare_table(summary: Mapping[str, Any]) -> str:
         | textgrad | 6 | 3 | 9 | — | — | — |
     """
     head, rows = _rows(summary)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines = [compare_caption(summary), ""] if summary.get("task") is not None else []
+    lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -143,10 +166,7 @@ def render_compare(summary: Mapping[str, Any]) -> str:
     table += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
     table.append("</tbody></table>")
     series = {str(m.get("optimizer")): list(m.get("scores") or ()) for m in summary.get("methods") or ()}
-    facts = (
-        f"Task {esc(summary.get('task'))}, backend {esc(summary.get('backend'))}, seed {esc(summary.get('seed'))}, "
-        f"{esc(summary.get('iterations'))} iterations; every optimizer ran on the same splits and seed."
-    )
+    facts = f"Backend {esc(summary.get('backend'))}. {esc(compare_caption(summary))}"
     notes = esc(summary.get("token_note") or "")
     return "\n".join(
         [

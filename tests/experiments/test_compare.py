@@ -75,6 +75,10 @@ def test_compare_on_the_simulated_backend_writes_one_table_and_chart(tmp_path, c
     page = (out / "compare.html").read_text()
     assert sum(line.startswith("| ") for line in table.splitlines()) == 5 and "backward calls" in table
     assert "<polyline" in page and "SIMULATED" in page and "<script" not in page
+    # Both say what the scores are: task, protocol, split sizes (as the runs had them), seed and iterations.
+    caption = "Task bbh:navigate, heldout protocol, 4 training / 2 validation / 3 test items, seed 0, 2 iterations"
+    assert table.startswith(caption) and caption in page
+    assert summary["protocol"] == "heldout" and summary["sizes"] == json.loads(sizes.pop())
 
 
 @needs_data
