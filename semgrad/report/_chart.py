@@ -33,6 +33,8 @@ class ChartPoint:
     train: float | None = None
     validation: float | None = None
     accepted: bool | None = None
+    #: For a mean over tasks: (accepted, gated) -- how many of the tasks' gates accepted, of those that ran one.
+    verdicts: tuple[int, int] | None = None
 
 
 def _x(index: int, n: int) -> float:
@@ -93,6 +95,15 @@ def _markers(points: Sequence[ChartPoint], gate: str) -> list[str]:
             )
         if p.validation is not None:
             verdict, css = _VERDICT[p.accepted]
+            if p.verdicts is not None and p.verdicts[1]:  # a mean over tasks: how many of their gates accepted
+                verdict = f"{p.verdicts[0]} of {p.verdicts[1]} gates accepted"
+                css = (
+                    _VERDICT[True][1]
+                    if p.verdicts[0] == p.verdicts[1]
+                    else _VERDICT[False][1]
+                    if not p.verdicts[0]
+                    else css
+                )
             tip = f"iteration {p.iteration}: {gate} {percent(p.validation)} ({verdict})"
             parts.append(
                 f'<circle class="{css}" cx="{x:.1f}" cy="{_y(p.validation):.1f}" r="5">'

@@ -26,7 +26,7 @@ def chart_points(task: Mapping[str, Any]) -> list[ChartPoint]:
 
     Examples:
         >>> chart_points({"iterations": [{"iteration": 1, "train_score": 0.5, "validation_score": "x", "accepted": 1}]})
-        [ChartPoint(iteration=1, train=0.5, validation=None, accepted=None)]
+        [ChartPoint(iteration=1, train=0.5, validation=None, accepted=None, verdicts=None)]
     """
     found = []
     for position, item in enumerate(as_list(task.get("iterations")), start=1):
@@ -62,7 +62,12 @@ def mean_points(tasks: Sequence[Mapping[str, Any]]) -> list[ChartPoint]:
         for point in chart_points(task):
             by_iteration.setdefault(point.iteration, []).append(point)
     return [
-        ChartPoint(n, _mean([p.train for p in group]), _mean([p.validation for p in group]))
+        ChartPoint(
+            n,
+            _mean([p.train for p in group]),
+            _mean([p.validation for p in group]),
+            verdicts=(sum(p.accepted is True for p in group), sum(p.accepted is not None for p in group)),
+        )
         for n, group in sorted(by_iteration.items())
     ]
 

@@ -137,3 +137,21 @@ def test_write_html_of_a_fit_shows_its_failed_calls(tmp_path):
     assert n >= 1
     text = parse(write_html(result, tmp_path / "r.html", graph=graph).read_text("utf-8")).all_text()
     assert f"Failed calls: {n} (server {n})" in text
+
+
+@given(st.lists(st.lists(st.sampled_from([True, False, None]), min_size=1, max_size=3), min_size=2, max_size=4))
+def test_a_mean_gate_point_counts_the_tasks_gates_that_accepted(verdicts_by_task):
+    """Over several tasks, each mean gate point says how many of that iteration's gates accepted, of those that ran:
+    never "no gate" when the tasks were gated."""
+    from semgrad.report._task import mean_points
+
+    tasks = [
+        {"iterations": [
+            {"iteration": i + 1, "train_score": 0.5, "validation_score": 0.5, "accepted": verdict}
+            for i, verdict in enumerate(verdicts)
+        ]}
+        for verdicts in verdicts_by_task
+    ]  # fmt: skip
+    for point in mean_points(tasks):
+        column = [v[point.iteration - 1] for v in verdicts_by_task if len(v) >= point.iteration]
+        assert point.verdicts == (column.count(True), sum(v is not None for v in column))
