@@ -204,10 +204,17 @@ def _counts(value: Any) -> str:
     return f"{listed} (total {count(total)})"
 
 
+def _unsent(results: Mapping[str, Any]) -> str:
+    """The calls the run's own budget or stop refused, which the counts include but no provider received."""
+    kinds = as_mapping(results.get("errors_by_kind"))
+    refused = sum(number(kinds.get(kind)) or 0 for kind in ("budget", "halted"))
+    return f"; {count(refused)} of them refused by the run's budget or stop, never sent" if refused else ""
+
+
 def _usage_rows(results: Mapping[str, Any]) -> list[Row]:
     calls, tokens = as_mapping(results.get("calls")), as_mapping(results.get("tokens"))
     return [
-        ("Calls by purpose", _counts(calls.get("by_purpose")), ""),
+        ("Calls by purpose", _counts(calls.get("by_purpose")) + _unsent(results), ""),
         ("Calls by role", _counts(calls.get("by_role")), ""),
         ("Tokens", f"{count(tokens.get('input'))} in \u00b7 {count(tokens.get('output'))} out", ""),
         ("Cost", esc(money(results.get("cost_usd"))), ""),

@@ -134,6 +134,11 @@ def test_max_calls_caps_what_reaches_a_real_server(tmp_path, server):  # noqa: F
     assert "stopped" in line and "--max-calls 20" in line and "--resume" in line
     saved = results(out)
     assert saved["stopped"] == "budget" and saved["tasks"][0]["accuracy"]["test"] is None
+    refused = saved["errors_by_kind"].get("budget", 0)
+    assert (
+        refused > 0
+        and f"{refused} of them refused by the run's budget or stop, never sent" in (out / "report.html").read_text()
+    )  # the report's call counts include them: it says so
 
 
 def test_a_sweep_run_never_passes_its_max_calls(tmp_path):
