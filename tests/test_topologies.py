@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.core import Graph, GraphBuilder, GraphError
+from semgrad.core import FrozenMap, Graph, GraphBuilder, GraphError, Node
 from semgrad.graphviz import mermaid_label, to_dot, to_mermaid
 from semgrad.testing import graphs, join_text
 from semgrad.topologies import (
@@ -193,21 +193,24 @@ hostile = st.text(min_size=1, max_size=12) | st.sampled_from(
 )
 
 
+def hostile_graph(names: list[str]) -> Graph:
+    """An input, a param, an LLM node and a function node named `names`, made as a `Graph` directly: the
+    builder refuses quotes, angle brackets and control characters in names (a backward reply could not
+    label them), but the exporters must escape whatever a graph holds."""
+    first, second, third, fourth = names
+    nodes = [
+        Node(first, "input"),
+        Node(second, "param"),
+        Node(third, "llm", (first, second)),
+        Node(fourth, "function", (third, first), fn=join_text),
+    ]
+    return Graph(FrozenMap((node.name, node) for node in nodes), fourth)
+
+
 @st.composite
 def hostile_graphs(draw: st.DrawFn) -> Graph:
     """Graphs with one node of each kind whose names are arbitrary (hostile) text."""
-    names = draw(st.lists(hostile, min_size=4, max_size=4, unique=True))
-    assume(not any(name.endswith(".instruction") for name in names))
-    b = GraphBuilder()
-    b.input(names[0])
-    b.param(names[1], "a value")
-    b.llm(names[2], inputs=[names[0], names[1]], instruction="Do it.")
-    b.function(names[3], join_text, inputs=[names[2], names[0]])
-    try:
-        return b.build(output=names[3])[0]
-    except GraphError:
-        assume(False)
-        raise
+    return hostile_graph(draw(st.lists(hostile, min_size=4, max_size=4, unique=True)))
 
 
 def graphs_to_draw() -> st.SearchStrategy[Graph]:
@@ -260,10 +263,8 @@ def test_each_node_kind_is_drawn_differently():
 
 def test_hostile_name_cannot_break_out_of_its_quotes():
     """A name with quotes, braces and a newline stays inside one quoted DOT string and one Mermaid label."""
-    b = GraphBuilder()
-    evil = b.input('x" ]; "pwn" -> "y\n}')
-    b.llm("ok", inputs=[evil], instruction="Go.")
-    graph, _ = b.build(output="ok")
+    evil = 'x" ]; "pwn" -> "y\n}'
+    graph = Graph(FrozenMap({evil: Node(evil, "input"), "ok": Node("ok", "llm", (evil,))}), "ok")
     dot = to_dot(graph)
     assert '"x\\" ]; \\"pwn\\" -> \\"y\\n}" [shape=ellipse' in dot and dot.count("\n") == 6
     assert 'n0(["x#quot; ]; #quot;pwn#quot; -#gt; #quot;y }"])' in to_mermaid(graph)

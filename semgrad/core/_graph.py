@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -29,6 +30,27 @@ from ._frozen import FrozenMap, to_frozen_map
 __all__ = ["Graph", "GraphBuilder", "Node", "NodeKind", "Parameter", "Params", "instruction_name"]
 
 NodeKind = Literal["input", "param", "llm", "function"]
+
+
+#: Characters a name may not hold: a backward reply labels each target's feedback with its
+#: name between quotes (``<feedback input="name">``), and the parsers end a label at the first
+#: quote or angle bracket. Control characters (a newline, a tab) and whitespace around the name
+#: are refused too, as the parsers strip the label; and as they read it in any case, two names
+#: may not be equal ignoring case (``str.casefold``).
+FORBIDDEN_IN_NAMES = "\"'<>"
+
+
+def _name_problem(name: str) -> str:
+    """Why `name` cannot label a backward reply's feedback, or "" when it can."""
+    bad = sorted({c for c in name if c in FORBIDDEN_IN_NAMES or unicodedata.category(c) == "Cc"})
+    if bad:
+        return (
+            f"contains {' '.join(map(repr, bad))}: names may not contain quotes, '<', '>' or control characters,"
+            " which break the label a backward reply gives the node's feedback"
+        )
+    if name != name.strip():
+        return "starts or ends with whitespace, which backward replies do not keep around a label"
+    return ""
 
 
 def instruction_name(node: str) -> str:
@@ -309,6 +331,7 @@ class GraphBuilder:
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
         self._params: dict[str, Parameter] = {}
+        self._folded: dict[str, str] = {}  # every name taken (nodes, parameters), by its casefold
 
     def input(self, name: str, *, role: str = "") -> str:
         """Add a per-sample input field (e.g. the question)."""
@@ -347,7 +370,15 @@ class GraphBuilder:
         pname = instruction_name(name)
         if pname in self._nodes or pname in self._params:  # checked first: a refused node leaves the builder as it was
             raise GraphError(f"name {pname!r} is already taken, so node {name!r} cannot own it")
+        self._check_name(name)
+        other = self._folded.get(pname.casefold())
+        if other is not None:
+            raise GraphError(
+                f"node {name!r}: its instruction {pname!r} collides with {other!r} ignoring case,"
+                " and replies may name parameters in any case"
+            )
         self._add(node)
+        self._folded[pname.casefold()] = pname
         self._params[pname] = Parameter(pname, instruction, f"the instruction of component '{name}'", trainable, name)
         return name
 
@@ -382,12 +413,26 @@ class GraphBuilder:
         return graph, Params(FrozenMap(self._params))
 
     def _add(self, node: Node) -> str:
-        if not isinstance(node.name, str) or not node.name:
-            raise GraphError(f"node names must be non-empty strings, got {node.name!r}")
-        if node.name in self._nodes or node.name in self._params:
-            raise GraphError(f"duplicate name {node.name!r}")
+        self._check_name(node.name)
         self._nodes[node.name] = node
+        self._folded[node.name.casefold()] = node.name
         return node.name
+
+    def _check_name(self, name: str) -> None:
+        """Refuse a name that is not a non-empty string, is taken (in any case), or cannot label a reply."""
+        if not isinstance(name, str) or not name:
+            raise GraphError(f"node names must be non-empty strings, got {name!r}")
+        if name in self._nodes or name in self._params:
+            raise GraphError(f"duplicate name {name!r}")
+        problem = _name_problem(name)
+        if problem:
+            raise GraphError(f"node name {name!r} {problem}")
+        other = self._folded.get(name.casefold())
+        if other is not None:
+            raise GraphError(
+                f"node name {name!r} collides with {other!r} ignoring case,"
+                " and backward replies may name nodes in any case"
+            )
 
     @staticmethod
     def _inputs(name: str, inputs: Sequence[str]) -> tuple[str, ...]:

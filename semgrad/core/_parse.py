@@ -193,8 +193,8 @@ def _parse_backward(
         blocks = _TAG_RE.findall(text)
     for label, body in blocks:
         # The label as written is usually a key already (a name in lower case); otherwise it is
-        # looked up as "[2]", "2" or in any case.
-        name = get(label) or get(label.strip("[]").casefold())
+        # looked up in any case (a name such as "[Hint] B"), then as "[2]", "2".
+        name = get(label) or get(label.casefold()) or get(label.strip("[]").casefold())
         if name is not None:
             body = body.strip()
             if body:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semgrad.backends.fake import HashLLM
-from semgrad.core import GraphBuilder, GraphError
+from semgrad.backends.fake import HashLLM, RecordingLLM
+from semgrad.core import GraphBuilder, GraphError, backward, forward, parse_backward, rules
+from semgrad.core._parse import format_backward
+from semgrad.effects import run_sync
 from semgrad.testing import graphs
 
 
@@ -109,6 +113,99 @@ def test_bad_nodes_are_rejected_when_added(build, message):
     """Duplicate names, empty instructions, self-inputs and repeated inputs fail at once, naming the node."""
     with pytest.raises(GraphError, match=message):
         build(GraphBuilder())
+
+
+# Names from a broad alphabet (any code point but surrogates), and the characters a reply's label trips on.
+any_names = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=8) | st.sampled_from(
+    ["user's hint", 'the "hint"', "hint", "a>b", " hint", "hint ", "a\tb", "HINT", "\u00df", "ss", "[1]", "[Hint] B"]
+)
+
+
+def _add(b: GraphBuilder, kind: int, name: str) -> str:
+    """Add `name` to `b` as an input, a parameter, an LLM node or a function node reading 'question'."""
+    if kind == 0:
+        return b.input(name)
+    if kind == 1:
+        return b.param(name, "a value")
+    if kind == 2:
+        return b.llm(name, inputs=["question"], instruction="Work it out.")
+    return b.function(name, str, inputs=["question"])
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), any_names), min_size=1, max_size=6))
+def test_every_name_the_builder_accepts_labels_backward_feedback(kinds_and_names):
+    """Names the builder accepts round-trip through format_backward/parse_backward; refused ones raise GraphError."""
+    b = GraphBuilder()
+    accepted = [b.input("question")]
+    for kind, name in kinds_and_names:
+        try:
+            accepted.append(_add(b, kind, name))
+        except GraphError as error:
+            assert repr(name) in str(error)
+    numbering = dict(enumerate(accepted, 1))  # as the prompts number a reader's inputs
+    feedback = {name: f"Feedback {i} for this input." for i, name in enumerate(accepted)}
+    assert parse_backward(format_backward(feedback), accepted, numbering).unwrap() == feedback
+    for name in accepted:  # one target per reply, as per_edge asks
+        assert parse_backward(format_backward({name: feedback[name]}), [name], numbering).unwrap() == {
+            name: feedback[name]
+        }
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (["user's hint"], 'node name "user\'s hint" contains "\'": names may not contain quotes'),
+        (['the "hint"'], "contains '\"'"),
+        (["a<b>"], "contains '<' '>'"),
+        (["line\nbreak"], "contains '\\n'"),
+        (["hint "], "node name 'hint ' starts or ends with whitespace"),
+        (["\thint"], "contains '\\t'"),
+        (["hint", "Hint"], "node name 'Hint' collides with 'hint' ignoring case"),
+        (["\u00df", "SS"], "node name 'SS' collides with '\u00df' ignoring case"),
+    ],
+)
+@pytest.mark.parametrize("kind", [0, 1, 2, 3])
+def test_names_a_reply_cannot_label_are_refused_for_every_kind_of_node(names, message, kind):
+    """Quotes, '<', '>', control characters, outer whitespace and case-only differences are refused for every kind."""
+    b = GraphBuilder()
+    b.input("question")
+    for name in names[:-1]:
+        _add(b, kind, name)
+    with pytest.raises(GraphError, match=re.escape(message)):
+        _add(b, kind, names[-1])
+
+
+def test_an_instruction_name_may_not_collide_ignoring_case():
+    """An LLM node's instruction and another name that are equal ignoring case are refused, whichever comes first."""
+    b = GraphBuilder()
+    b.llm("a", inputs=[], instruction="x")
+    with pytest.raises(GraphError, match="node name 'A.Instruction' collides with 'a.instruction' ignoring case"):
+        b.param("A.Instruction", "v")
+    b = GraphBuilder()
+    b.param("A.Instruction", "v")
+    with pytest.raises(GraphError, match="node 'a': its instruction 'a.instruction' collides with 'A.Instruction'"):
+        b.llm("a", inputs=[], instruction="x")
+    assert list(b._nodes) == ["A.Instruction"]  # the refused node left the builder as it was
+
+
+@pytest.mark.parametrize("rule", [rules.neighbor_aware, rules.per_edge])
+def test_unusual_names_the_builder_accepts_get_their_feedback_at_the_first_reply(rule):
+    """Names with spaces, unicode letters, digits and brackets get their feedback from the first reply (no repair)."""
+    names = ["user hint", "\u00e9tape 1", "\u6b65\u9aa4", "2", "[1]", "[Hint] B", "x.y", "a=b", "Caf\u00e9"]
+    b = GraphBuilder()
+    q = b.input("question")
+    for name in names:
+        b.llm(name, inputs=[q], instruction="Work it out.")
+    b.llm("answer", inputs=[q, *names], instruction="Solve.")
+    graph, params = b.build(output="answer")
+    llm = RecordingLLM(HashLLM())
+    trace = run_sync(forward(graph, params, {"question": "3+4?"}), llm)
+    llm.clear()
+    grads = run_sync(backward(graph, params, trace, "The expected output is 7.", rule()), llm)
+    assert grads.ok, grads.failures
+    assert all(len(grads.for_node(n)) == 1 for n in names)
+    assert all(r.purpose == "backward" and r.node == "answer" for r in llm.requests)  # the hints read no trainable node
+    assert len(llm.requests) == (1 if rule is rules.neighbor_aware else len(names))  # no repair call
 
 
 def test_unknown_or_unreachable_output_is_rejected():
