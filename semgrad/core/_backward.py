@@ -30,6 +30,7 @@ receive nothing and cost nothing. The machine ends with `Gradients`.
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import Any, NamedTuple
 
 import attrs
@@ -41,7 +42,7 @@ from ._graph import Graph, Params
 from ._persistent import Chain, PVec
 from ._program import Done, Emitted, Program, Token, bind, map_
 from ._requests import Reply
-from ._rules import NeighborAware, NodeResult, Rule, _Base, _context
+from ._rules import NeighborAware, NodeResult, Numeric, Rule, _Base, _context
 from ._trace import Trace
 
 __all__ = ["BackwardMachine", "BackwardPlan", "backward", "plan_backward"]
@@ -136,8 +137,11 @@ def backward(
     rule = rule if rule is not None else NeighborAware()
     if not all(hasattr(rule, name) for name in ("include_instructions", "resolve", "backward", "aggregate")):
         raise TypeError(f"rule must be a backward rule (rules.neighbor_aware(), ...), got {type(rule).__name__}")
-    if isinstance(rule, _Base) and not isinstance(feedback, str):  # the LLM rules show it in their prompts
-        raise TypeError(f"feedback must be text for {type(rule).__name__}, got {type(feedback).__name__}")
+    if isinstance(rule, _Base):
+        if not isinstance(feedback, str):  # the LLM rules show it in their prompts
+            raise TypeError(f"feedback must be text for {type(rule).__name__}, got {type(feedback).__name__}")
+    elif isinstance(rule, Numeric) and not isinstance(feedback, Number):  # the vjps multiply by it
+        raise TypeError(f"feedback must be a number for {type(rule).__name__}, got {type(feedback).__name__}")
     statics = params._memo.get("backward")
     if statics is None:
         statics = params._memo["backward"] = {}

@@ -450,6 +450,14 @@ class Numeric:
             return pure(NodeResult((), (BackwardFailure(context.node, context.targets, reason, context.sample),)))
         values = tuple(context.trace.value(name) for name in spec.inputs)
         cotangents = spec.vjp(values, context.output, context.gradient)
+        count = len(cotangents) if hasattr(cotangents, "__len__") else None
+        if count != len(values):  # zip would drop extra cotangents, and a missing one is a bare KeyError
+            got = f"{count} cotangent(s)" if count is not None else f"a {type(cotangents).__name__}"
+            reason = (
+                f"the vjp of node {context.node!r} returned {got} for its {len(values)} input(s);"
+                " it must return a tuple of one cotangent per input, in input order"
+            )
+            return pure(NodeResult((), (BackwardFailure(context.node, context.targets, reason, context.sample),)))
         by_input = dict(zip(spec.inputs, cotangents))
         return pure(
             NodeResult(tuple(Partial(t, context.node, by_input[t], (), context.sample) for t in context.targets))

@@ -327,6 +327,50 @@ def test_numeric_rule_is_reverse_mode_autodiff(data):
         assert len(grads.for_node(name)) == len([s for s in graph.successors(name) if graph.reaches_output(s)])
 
 
+@given(st.integers(1, 3), st.integers(-3, 2).filter(bool), st.floats(-2, 2))
+def test_a_vjp_returning_the_wrong_number_of_cotangents_is_a_failure_naming_the_node(arity, extra, seed):
+    """A vjp returning more or fewer cotangents than inputs is its node's BackwardFailure, with both counts."""
+    from semgrad.core.numeric import ADD, MUL
+
+    count = max(0, arity + extra)
+    b = GraphBuilder()
+    xs = [b.param(f"x{i}", float(i + 1)) for i in range(arity)]
+    b.function("f", MUL.fn, inputs=xs, vjp=lambda xs, out, g: tuple(g for _ in range(count)))
+    b.function("out", ADD.fn, inputs=["f"], vjp=ADD.vjp)
+    graph, params = b.build(output="out")
+    nothing = lambda request: pytest.fail("numeric graphs make no LLM call")  # noqa: E731
+    trace = run_sync(forward(graph, params, {}), nothing)
+    grads = run_sync(backward(graph, params, trace, seed, rules.numeric()), nothing)
+    assert [(f.source, f.targets) for f in grads.failures] == [("f", tuple(xs))]
+    assert f"the vjp of node 'f' returned {count} cotangent(s) for its {arity} input(s)" in grads.failures[0].reason
+    assert all(grads.for_node(x) == () for x in xs)
+
+
+def test_a_vjp_returning_no_sequence_is_a_failure_naming_the_node():
+    """A vjp returning a bare number instead of a tuple gives its node a BackwardFailure saying what it returned."""
+    b = GraphBuilder()
+    x = b.param("x", 2.0)
+    b.function("f", lambda a: a * a, inputs=[x], vjp=lambda xs, out, g: 2 * g * xs[0])
+    graph, params = b.build(output="f")
+    trace = run_sync(forward(graph, params, {}), lambda request: "")
+    grads = run_sync(backward(graph, params, trace, 1.0, rules.numeric()), lambda request: "")
+    assert "the vjp of node 'f' returned a float for its 1 input(s)" in grads.failures[0].reason
+
+
+@given(st.text() | st.none() | st.lists(st.floats(), max_size=2))
+def test_numeric_refuses_a_seed_that_is_not_a_number(seed):
+    """rules.numeric() refuses a seed that is no number up front, as the LLM rules refuse one that is no text."""
+    from semgrad.core.numeric import SQUARE
+
+    b = GraphBuilder()
+    x = b.param("x", 2.0)
+    b.function("f", SQUARE.fn, inputs=[x], vjp=SQUARE.vjp)
+    graph, params = b.build(output="f")
+    trace = run_sync(forward(graph, params, {}), lambda request: "")
+    with pytest.raises(TypeError, match=f"feedback must be a number for Numeric, got {type(seed).__name__}"):
+        backward(graph, params, trace, seed, rules.numeric())
+
+
 def test_a_trace_from_another_graph_is_refused():
     """backward refuses a trace produced by a different graph."""
     from semgrad.core import ProtocolError
