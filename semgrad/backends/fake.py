@@ -12,6 +12,7 @@ import hashlib
 import inspect
 import math
 import random
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -37,49 +38,95 @@ __all__ = [
 ]
 
 
+def _carried(helper: str, tag: str, text: str, what: str = "the text") -> str:
+    """`text`, once checked that a ``<tag>`` block carries it back through the parsers: not empty
+    (nor whitespace alone, which they strip) and without the tag itself, which would end the block early."""
+    if not text.strip():
+        raise ValueError(f"{helper}: {what} is empty (or whitespace alone), which the parser reads as no answer")
+    if "<" in text and re.search(rf"<\s*/?\s*{tag}\s*>", text, re.IGNORECASE):
+        raise ValueError(
+            f"{helper}: {what} contains the tag <{tag}> or </{tag}>, which the parser reads as a tag, not text"
+        )
+    return text
+
+
 def reply_forward(request: LLMRequest, value: Any, *, reasoning: str = "") -> str:
     """A forward reply whose parsed value is `value`: `reasoning` (if any), then `value` between
     ``<result>`` tags, as the forward prompt asks.
+
+    The parser reads back ``str(value)`` without its surrounding whitespace.
+
+    Raises:
+        ValueError: When ``str(value)`` is empty or whitespace, or holds ``<result>`` or
+            ``</result>`` (in any case): the parser would not read it back.
 
     Examples:
         >>> from semgrad.core import Message
         >>> reply_forward(LLMRequest((Message("user", "2+2?"),)), 4, reasoning="Two and two.")
         'Two and two.\\n<result>\\n4\\n</result>'
     """
-    return format_result(value, reasoning)
+    return format_result(_carried("reply_forward", "result", str(value), "the value"), reasoning)
 
 
 def reply_backward(request: LLMRequest, feedback: Mapping[str, str]) -> str:
     """A backward reply giving `feedback[target]` for each of the request's targets.
 
+    The parser reads back each text without its surrounding whitespace.
+
     Raises:
-        ValueError: When `feedback` misses one of ``request.targets``.
+        ValueError: When `feedback` misses one of ``request.targets``, or a target's text
+            is empty or whitespace, or holds ``</feedback>`` (in any case).
     """
     missing = [t for t in request.targets if t not in feedback]
     if missing:
         raise ValueError(f"reply_backward: no feedback for target(s) {', '.join(map(repr, missing))}")
-    return format_backward({t: feedback[t] for t in request.targets})
+    return format_backward(
+        {t: _carried("reply_backward", "feedback", feedback[t], f"the feedback for {t!r}") for t in request.targets}
+    )
 
 
 def reply_rewrite(request: LLMRequest, new_value: str) -> str:
-    """A rewrite reply proposing `new_value` for the parameter."""
-    return format_tagged("improved", new_value)
+    """A rewrite reply proposing `new_value` for the parameter (read back without surrounding whitespace).
+
+    Raises:
+        ValueError: When `new_value` is empty or whitespace, or holds ``<improved>`` or ``</improved>``.
+    """
+    return format_tagged("improved", _carried("reply_rewrite", "improved", new_value, "the new value"))
 
 
 def reply_rewrites(request: LLMRequest, values: Mapping[str, str]) -> str:
     """A rewrite reply with one value per target of the request (OptoPrime's variables,
-    COPRO's candidates); targets missing from `values` are left out of the reply."""
-    return format_named("improved", {t: values[t] for t in request.targets if t in values})
+    COPRO's candidates); targets missing from `values` are left out of the reply.
+
+    Raises:
+        ValueError: When a value is empty or whitespace, or holds ``<improved>`` or ``</improved>``.
+    """
+    return format_named(
+        "improved",
+        {
+            t: _carried("reply_rewrites", "improved", values[t], f"the value for {t!r}")
+            for t in request.targets
+            if t in values
+        },
+    )
 
 
 def reply_critique(request: LLMRequest, text: str) -> str:
-    """A critique reply whose parsed critique is `text`."""
-    return format_tagged("critique", text)
+    """A critique reply whose parsed critique is `text` (without its surrounding whitespace).
+
+    Raises:
+        ValueError: When `text` is empty or whitespace, or holds ``<critique>`` or ``</critique>``.
+    """
+    return format_tagged("critique", _carried("reply_critique", "critique", text))
 
 
 def reply_summary(request: LLMRequest, text: str) -> str:
-    """A summarize reply whose parsed summary is `text`."""
-    return format_tagged("summary", text)
+    """A summarize reply whose parsed summary is `text` (without its surrounding whitespace).
+
+    Raises:
+        ValueError: When `text` is empty or whitespace, or holds ``<summary>`` or ``</summary>``.
+    """
+    return format_tagged("summary", _carried("reply_summary", "summary", text))
 
 
 class _WrappedIdentity:
@@ -145,7 +192,7 @@ class FunctionLLM:
 def _as_forward(request: LLMRequest, value: Any) -> Any:
     """A text answer to a forward request with no ``<result>`` tag, sent as `reply_forward` writes it."""
     if type(value) is str and request.purpose == "forward" and ("<" not in value or "<result" not in value.casefold()):
-        return reply_forward(request, value)
+        return format_result(value)  # unchecked: an empty answer stays a reply with an empty <result> block
     return value
 
 
@@ -173,19 +220,21 @@ class HashLLM:
         self.salt = salt
 
     def __call__(self, request: LLMRequest) -> str:
+        # The formatters, not the checking reply_* helpers: the texts are never blank, and a node
+        # name the builder accepts holds no tag (a hand-made request's may; its reply is written as is).
         text = f"{request.node or request.purpose}#{_digest(request, self.salt)[:10]}"
         if request.purpose == "backward":
-            return reply_backward(request, {t: f"{text} says improve {t}" for t in request.targets})
+            return format_backward({t: f"{text} says improve {t}" for t in request.targets})
         if request.purpose == "rewrite" and request.targets:
-            return reply_rewrites(request, {t: f"Improved instruction {text} ({t})." for t in request.targets})
+            return format_named("improved", {t: f"Improved instruction {text} ({t})." for t in request.targets})
         if request.purpose == "rewrite":
-            return reply_rewrite(request, f"Improved instruction {text}.")
+            return format_tagged("improved", f"Improved instruction {text}.")
         if request.purpose == "critique":
-            return reply_critique(request, f"Critique {text}.")
+            return format_tagged("critique", f"Critique {text}.")
         if request.purpose == "summarize":
-            return reply_summary(request, f"Summary {text}.")
+            return format_tagged("summary", f"Summary {text}.")
         if request.purpose == "forward":
-            return reply_forward(request, text)
+            return format_result(text)
         return text
 
 

@@ -65,6 +65,8 @@ def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
         <Success: Be brief.>
         >>> parse_tagged("Be brief.", ["improved"])
         <Failure: ParseError(reason='the reply has no <improved> block', missing=(), found=FrozenMap({}))>
+        >>> parse_tagged("<improved> </improved>", ["improved"]).failure().reason
+        'the <improved> block is empty'
     """
     names = "|".join(re.escape(t) for t in tags)
     closed = re.findall(rf"<\s*(?:{names})\s*>(.*?)<\s*/\s*(?:{names})\s*>", text, re.IGNORECASE | re.DOTALL)
@@ -73,11 +75,11 @@ def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
         opened = re.search(rf"<\s*(?:{names})\s*>(.*)\Z", text, re.IGNORECASE | re.DOTALL)
         if opened:
             candidates = [opened.group(1).strip()]
-    candidates = [c for c in candidates if c]
-    if not candidates:
+    filled = [c for c in candidates if c]
+    if not filled:
         shown = " or ".join(f"<{t}>" for t in tags)
-        return Failure(ParseError(f"the reply has no {shown} block"))
-    return Success(candidates[-1])
+        return Failure(ParseError(f"the {shown} block is empty" if candidates else f"the reply has no {shown} block"))
+    return Success(filled[-1])
 
 
 RESULT_TAG = "result"
@@ -107,6 +109,8 @@ def parse_result(text: str) -> Result[str, ParseError]:
         <Success: 4>
         >>> parse_result("4").failure().reason
         'the reply has no <result> block'
+        >>> parse_result("<result> </result>").failure().reason
+        'the <result> block is empty'
     """
     end = text.rfind("</result>")
     if end > 0 and "<" not in text[end + 9 :]:  # the canonical form, without a regular expression

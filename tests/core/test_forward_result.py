@@ -92,3 +92,14 @@ def test_parse_result_is_tolerant_and_reads_the_last_block(value, noise):
     assert parse_result(reply_forward(None, value, reasoning="why")) == Success(value.strip())
     assert not isinstance(parse_result(value), Success)
     assert LLMResponse(reply_forward(None, value)).text.endswith("</result>")
+
+
+@given(st.sampled_from(["result", "improved", "summary"]), st.text(" \n\t", max_size=3), st.booleans())
+def test_an_empty_block_is_reported_as_empty_and_no_block_as_missing(tag, blank, closed):
+    """A block holding only whitespace (closed or not) fails as empty; a reply without one, as having none."""
+    from semgrad.core import parse_tagged
+
+    read = parse_result if tag == "result" else lambda text: parse_tagged(text, [tag])
+    reply = f"Prose.\n<{tag}>{blank}" + (f"</{tag}>" if closed else "")
+    assert read(reply).failure().reason == f"the <{tag}> block is empty"
+    assert read("Prose only.").failure().reason == f"the reply has no <{tag}> block"
