@@ -94,9 +94,13 @@ def pure_llms() -> st.SearchStrategy[HashLLM]:
 class FlakyLLM:
     """Wraps an LLM and fails a seeded share of calls with retryable errors.
 
-    Whether a call fails depends on the request's key, the seed and the attempt
-    number (the n-th call with the same key), so retries can succeed and a run
-    is reproducible.
+    Whether a call fails is a pure function of the seed, the request's key and
+    the call's attempt number for that request: how many calls with the same key
+    failed in a row before it. A success ends the request, and the next call with
+    its key is attempt 0 again. So retries can succeed, and a run is reproducible
+    -- on a fresh instance, and on one already used, as long as each of the earlier
+    runs' requests ended in a success (a request given up on after failures goes on
+    counting its attempts).
     """
 
     is_async = False
@@ -104,16 +108,17 @@ class FlakyLLM:
 
     def __init__(self, inner: Any, rate: float, *, seed: int = 0) -> None:
         self.inner, self.rate, self.seed = inner, rate, seed
-        self._attempts: dict[str, int] = {}
+        self._attempts: dict[str, int] = {}  # per request key: the failures in a row since its last success
 
     def __call__(self, request: LLMRequest) -> Any:
         key = request_key(request)
         attempt = self._attempts.get(key, 0)
-        self._attempts[key] = attempt + 1
         roll = int(hashlib.sha256(f"{self.seed}:{key}:{attempt}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
         if roll < self.rate:
+            self._attempts[key] = attempt + 1
             kind = self.KINDS[attempt % len(self.KINDS)]
             raise LLMFailure(LLMError(kind, f"injected {kind} failure", retryable=True))
+        self._attempts.pop(key, None)
         return self.inner(request)
 
 

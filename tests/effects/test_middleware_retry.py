@@ -173,3 +173,33 @@ def test_backward_under_flaky_llm_with_retries_equals_a_clean_run(gp, data, flak
     recovered = run_sync(program(), retrying(flaky, NO_WAIT))
     assert recovered == clean
     assert all(g.ok for g in recovered)
+
+
+@settings(max_examples=30)
+@given(graphs(), st.data(), flaky_llms(0.3))
+def test_a_flaky_llm_fails_the_same_calls_in_a_second_run_on_the_same_instance(gp, data, flaky):
+    """Reused for a second run retried to success, a FlakyLLM fails the same calls, with the same kinds, as before."""
+    from semgrad.core import request_key
+
+    graph, params = gp
+    samples = [data.draw(inputs_for(graph)) for _ in range(2)]
+    log = []
+
+    def observed(request):
+        try:
+            reply = flaky(request)
+        except LLMFailure as failure:
+            log.append((request_key(request), failure.error.kind))
+            raise
+        log.append((request_key(request), None))
+        return reply
+
+    def one_run():
+        log.clear()
+        run_sync(
+            gather(*(forward(graph, params, x, sample=i) for i, x in enumerate(samples))), retrying(observed, NO_WAIT)
+        )
+        return list(log)
+
+    first = one_run()
+    assert one_run() == first
