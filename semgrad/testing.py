@@ -1,7 +1,8 @@
 """Hypothesis strategies for semgrad users and its own tests (needs ``semgrad[testing]``).
 
 * `graphs()`: random valid DAGs, valid by construction (inputs, free parameters,
-  LLM nodes, function nodes, dead branches that do not reach the output);
+  LLM nodes, function nodes, dead branches that do not reach the output, frozen
+  instructions, names with spaces, capitals or letters beyond ASCII);
 * `inputs_for(graph)`: random values for a graph's input fields;
 * `pure_llms()`: deterministic fake LLMs whose replies always parse;
 * `flaky_llms(rate)`: pure fake LLMs that fail a seeded share of calls.
@@ -34,6 +35,19 @@ def join_text(*values: Any) -> str:
     return " | ".join(str(v) for v in values)
 
 
+#: Name forms beside the plain ``n_3``: what users write (spaces, letters beyond ASCII, capitals,
+#: brackets) within what the builder accepts. Each keeps the node's own prefix and index, so names
+#: stay distinct, ignoring case too.
+_NAME_FORMS = (
+    "{p}_{i}",
+    "{p} {i}",
+    "{p}_{i} \u00e9tape",
+    "\u6b65\u9aa4 {p}{i}",
+    "{P}-{i}",
+    "[{P}] {i}",
+)
+
+
 @st.composite
 def graphs(
     draw: st.DrawFn,
@@ -43,38 +57,48 @@ def graphs(
     max_computed: int = 8,
     functions: bool = True,
     shuffle: bool = True,
+    frozen: bool = True,
+    unusual_names: bool = True,
 ) -> tuple[Graph, Params]:
     """Random valid graphs ``(graph, params)``; the output is the last computed node.
 
     Every computed node reads a non-empty set of earlier nodes, so the graph is
     acyclic and every node is reachable from a source. Nodes are added to the
     builder in a shuffled order (when `shuffle`) to exercise topological sorting.
+    With `frozen`, some LLM nodes' instructions are not trainable (``trainable=False``),
+    as some free parameters are; with `unusual_names`, some names hold spaces, letters
+    beyond ASCII, capitals or brackets (``"n 3"``, ``"[N] 3"``) beside the plain ``"n_3"``.
     """
     n_inputs = draw(st.integers(1, max_inputs))
     n_params = draw(st.integers(0, max_params))
     n_computed = draw(st.integers(1, max_computed))
-    names = [f"in_{i}" for i in range(n_inputs)] + [f"p_{i}" for i in range(n_params)]
-    specs: list[tuple[str, str, tuple[str, ...]]] = []
+    forms = st.sampled_from(_NAME_FORMS) if unusual_names else st.just(_NAME_FORMS[0])
+
+    def name_of(prefix: str, i: int) -> str:
+        return draw(forms).format(p=prefix, P=prefix.upper(), i=i)
+
+    names = [name_of("in", i) for i in range(n_inputs)] + [name_of("p", i) for i in range(n_params)]
+    specs: list[tuple[str, str, tuple[str, ...], bool]] = []
     for i in range(n_computed):
         kind = "function" if functions and draw(st.integers(0, 4)) == 0 else "llm"
         inputs = draw(st.lists(st.sampled_from(names), min_size=1, max_size=min(4, len(names)), unique=True))
-        name = f"{'f' if kind == 'function' else 'n'}_{i}"
-        specs.append((name, kind, tuple(inputs)))
-        names.append(name)
+        trainable = kind == "function" or not frozen or draw(st.integers(0, 3)) > 0
+        specs.append((name_of("f" if kind == "function" else "n", i), kind, tuple(inputs), trainable))
+        names.append(specs[-1][0])
     b = GraphBuilder()
     order = list(range(n_inputs + n_params + n_computed))
     if shuffle:
         order = draw(st.permutations(order))
     for index in order:
         if index < n_inputs:
-            b.input(f"in_{index}")
+            b.input(names[index])
         elif index < n_inputs + n_params:
             j = index - n_inputs
-            b.param(f"p_{j}", f"initial value of p_{j}", trainable=draw(st.booleans()) or j == 0)
+            b.param(names[index], f"initial value of p_{j}", trainable=draw(st.booleans()) or j == 0)
         else:
-            name, kind, inputs = specs[index - n_inputs - n_params]
+            name, kind, inputs, trainable = specs[index - n_inputs - n_params]
             if kind == "llm":
-                b.llm(name, inputs=inputs, instruction=f"Instruction of {name}.")
+                b.llm(name, inputs=inputs, instruction=f"Instruction of {name}.", trainable=trainable)
             else:
                 b.function(name, join_text, inputs=inputs)
     return b.build(output=specs[-1][0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
@@ -13,6 +13,22 @@ from semgrad.core import GraphBuilder, GraphError, backward, forward, parse_back
 from semgrad.core._parse import format_backward
 from semgrad.effects import run_sync
 from semgrad.testing import graphs
+
+
+def test_generated_graphs_have_frozen_instructions_and_unusual_names_sometimes():
+    """graphs() draws, among others, a frozen instruction and names with spaces, non-ASCII letters, capitals, "["."""
+    found = settings(phases=[Phase.generate], database=None)  # an example is enough: no shrinking
+    find(graphs(), lambda gp: any(p.is_instruction and not p.trainable for p in gp[1].values()), settings=found)
+    for unusual in (lambda n: " " in n, lambda n: not n.isascii(), lambda n: n != n.lower(), lambda n: "[" in n):
+        find(graphs(), lambda gp, unusual=unusual: any(unusual(n) for n in gp[0].nodes), settings=found)
+
+
+@given(graphs(frozen=False, unusual_names=False))
+def test_generated_graphs_can_keep_to_trainable_instructions_and_plain_names(gp):
+    """graphs(frozen=False, unusual_names=False) draws only trainable instructions and names such as 'n_3'."""
+    graph, params = gp
+    assert all(p.trainable for p in params.values() if p.is_instruction)
+    assert all(re.fullmatch(r"(in|p|n|f)_\d+", name) for name in graph.nodes)
 
 
 @given(graphs())
