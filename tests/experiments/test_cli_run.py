@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -206,24 +207,35 @@ class _KeepAlive(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@needs_data
-def test_a_run_on_its_own_http_backend_reuses_connections(tmp_path):
-    """The backend a run builds shares one connection pool over all its calls: at most a connection per call in
-    flight (--concurrency 2), not one (with its TLS handshake) per call."""
+@contextlib.contextmanager
+def _keep_alive_server():
+    """A `_KeepAlive` server on 127.0.0.1 for the block, its counts zeroed; yields its API root."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     _KeepAlive.connections = _KeepAlive.requests = 0
     try:
-        config = RunConfig(
-            "bbh:navigate", data_dir=str(DATA), backend="openai-compatible", model="m", train=3, test=4, iterations=1,
-            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", concurrency=2,
-        )  # fmt: skip
-        run_experiment(config, tmp_path / "run")
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def _http_config(base_url: str) -> RunConfig:
+    """A small bbh:navigate run on an OpenAI-compatible server, two calls in flight."""
+    return RunConfig(
+        "bbh:navigate", data_dir=str(DATA), backend="openai-compatible", model="m", train=3, test=4, iterations=1,
+        base_url=base_url, concurrency=2,
+    )  # fmt: skip
+
+
+@needs_data
+def test_a_run_on_its_own_http_backend_reuses_connections(tmp_path):
+    """The backend a run builds shares one connection pool over all its calls: at most a connection per call in
+    flight (--concurrency 2), not one (with its TLS handshake) per call."""
+    with _keep_alive_server() as base_url:
+        run_experiment(_http_config(base_url), tmp_path / "run")
     assert _KeepAlive.requests > 10 and _KeepAlive.connections <= 3  # the preflight's, then two in flight
 
 
@@ -402,18 +414,6 @@ def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
     optimizer, not one (with its TLS handshake) per call."""
     from semgrad.experiments import compare
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _KeepAlive.connections = _KeepAlive.requests = 0
-    try:
-        config = RunConfig(
-            "bbh:navigate", data_dir=str(DATA), backend="openai-compatible", model="m", train=3, test=4, iterations=1,
-            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", concurrency=2,
-        )  # fmt: skip
-        compare(config, ["neighbor-sgd", "tgd"], tmp_path / "cmp")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with _keep_alive_server() as base_url:
+        compare(_http_config(base_url), ["neighbor-sgd", "tgd"], tmp_path / "cmp")
     assert _KeepAlive.requests > 20 and _KeepAlive.connections <= 2 * 3  # per run: the preflight's, two in flight
