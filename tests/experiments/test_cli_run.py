@@ -134,17 +134,26 @@ class _Counting(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def _loopback(handler: type[http.server.BaseHTTPRequestHandler]):
+    """An HTTP server on 127.0.0.1 that answers with `handler` for the block; yields its API root."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 @pytest.fixture
 def counting_server():
     """A loopback HTTP server that counts requests."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     _Counting.hits = 0
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with _loopback(_Counting) as url:
+        yield url
 
 
 def _complete(handler: http.server.BaseHTTPRequestHandler, text: str) -> None:
@@ -173,17 +182,9 @@ class _Unformatted(http.server.BaseHTTPRequestHandler):
 def test_a_run_whose_replies_are_all_unreadable_says_no_sample_was_answered(tmp_path):
     """A run whose model never answers in the readable form ends by saying how many test samples have no answer,
     instead of a bare score of 0 and no errors."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unformatted)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        args = ("--yes", "--iterations", "1", "--train", "2", "--test", "3", "--out", str(tmp_path / "o"))
+    args = ("--yes", "--iterations", "1", "--train", "2", "--test", "3", "--out", str(tmp_path / "o"))
+    with _loopback(_Unformatted) as url:
         result = openai_run(url, *args)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
     assert result.returncode == 0, result.stderr
     assert "test 0.000" in result.stdout and "3 of 3 test samples have no answer" in result.stdout, result.stdout
 
@@ -207,21 +208,6 @@ class _KeepAlive(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@contextlib.contextmanager
-def _keep_alive_server():
-    """A `_KeepAlive` server on 127.0.0.1 for the block, its counts zeroed; yields its API root."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _KeepAlive.connections = _KeepAlive.requests = 0
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 def _http_config(base_url: str) -> RunConfig:
     """A small bbh:navigate run on an OpenAI-compatible server, two calls in flight."""
     return RunConfig(
@@ -234,7 +220,8 @@ def _http_config(base_url: str) -> RunConfig:
 def test_a_run_on_its_own_http_backend_reuses_connections(tmp_path):
     """The backend a run builds shares one connection pool over all its calls: at most a connection per call in
     flight (--concurrency 2), not one (with its TLS handshake) per call."""
-    with _keep_alive_server() as base_url:
+    _KeepAlive.connections = _KeepAlive.requests = 0
+    with _loopback(_KeepAlive) as base_url:
         run_experiment(_http_config(base_url), tmp_path / "run")
     assert _KeepAlive.requests > 10 and _KeepAlive.connections <= 3  # the preflight's, then two in flight
 
@@ -414,6 +401,7 @@ def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
     optimizer, not one (with its TLS handshake) per call."""
     from semgrad.experiments import compare
 
-    with _keep_alive_server() as base_url:
+    _KeepAlive.connections = _KeepAlive.requests = 0
+    with _loopback(_KeepAlive) as base_url:
         compare(_http_config(base_url), ["neighbor-sgd", "tgd"], tmp_path / "cmp")
     assert _KeepAlive.requests > 20 and _KeepAlive.connections <= 2 * 3  # per run: the preflight's, two in flight
