@@ -131,6 +131,7 @@ def anthropic(
     api_key: str | None = None,
     base_url: str | None = None,
     timeout: float = 60.0,
+    deadline: float | None = None,
     max_tokens: int = 1024,
     models: Mapping[str, str] | None = None,
 ) -> AnthropicMessages:
@@ -144,8 +145,11 @@ def anthropic(
         base_url: The API root; default ``$ANTHROPIC_BASE_URL``, else
             ``https://api.anthropic.com``.
         timeout: Seconds for connecting, and between bytes of the reply (not for the
-            whole call: a server that sends a byte now and then holds it longer; bound
-            the whole call with ``Runner(..., timeout=...)`` or ``fit(..., timeout=...)``).
+            whole call: a server that sends a byte now and then holds it longer).
+        deadline: Seconds for the whole call, sending and reading included (None: no
+            bound but `timeout`'s); past it the call fails with a retryable ``timeout``
+            error. ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call
+            from outside too, retries included.
         max_tokens: The reply length cap when a request's options set none
             (the API requires one).
         models: A model per engine ("forward", "backward", "optimizer");
@@ -168,6 +172,7 @@ def anthropic(
         model=model,
         api_key=setting(api_key, "ANTHROPIC_API_KEY"),
         timeout=timeout,
+        deadline=deadline,
         models=models,
         max_tokens=max_tokens,
     )

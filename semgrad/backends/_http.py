@@ -46,12 +46,14 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import math
 import os
 import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import attrs
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse
@@ -350,12 +352,22 @@ class HTTPBackend:
     key_env = "API_KEY"
 
     def __init__(
-        self, *, base_url: str, model: str, api_key: str | None, timeout: float, models: Mapping[str, str] | None
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        models: Mapping[str, str] | None,
+        deadline: float | None = None,
     ) -> None:
         if not model:
             raise ValueError(f"{type(self).__name__} needs a model name (model=...)")
-        if timeout <= 0:
+        if not timeout > 0:  # NaN too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
+        if deadline is not None and not (isinstance(deadline, (int, float)) and 0 < deadline < math.inf):
+            raise ValueError(f"deadline must be positive seconds (or None), got {deadline!r}")
+        self.deadline = None if deadline is None else float(deadline)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.models = FrozenMap(models or {})
@@ -402,9 +414,14 @@ class HTTPBackend:
         error: LLMError
         try:
             model = self.model_for(request)
-            return await self._post(self.body(request, model), model)
+            if self.deadline is None:
+                return await self._post(self.body(request, model), model)
+            with anyio.fail_after(self.deadline):
+                return await self._post(self.body(request, model), model)
         except LLMFailure as failure:
             error = failure.error
+        except TimeoutError:  # only `fail_after`'s: httpx's own timeouts are LLMFailures already
+            error = LLMError("timeout", f"no whole reply within the deadline of {self.deadline:g} s", retryable=True)
         raise LLMFailure(attrs.evolve(error, message=self._key.scrub(error.message)))
 
     async def _post(self, body: dict[str, Any], model: str) -> LLMResponse:

@@ -151,6 +151,7 @@ def openai_compatible(
     model: str,
     api_key: str | None = None,
     timeout: float = 60.0,
+    deadline: float | None = None,
     models: Mapping[str, str] | None = None,
 ) -> OpenAICompatible:
     """An async LLM over any OpenAI-compatible chat completions server.
@@ -165,8 +166,11 @@ def openai_compatible(
         api_key: The key; default ``$OPENAI_API_KEY``. Without one, no
             ``Authorization`` header is sent (fine for local servers).
         timeout: Seconds for connecting, and between bytes of the reply (not for the
-            whole call: a server that sends a byte now and then holds it longer; bound
-            the whole call with ``Runner(..., timeout=...)`` or ``fit(..., timeout=...)``).
+            whole call: a server that sends a byte now and then holds it longer).
+        deadline: Seconds for the whole call, sending and reading included (None: no
+            bound but `timeout`'s); past it the call fails with a retryable ``timeout``
+            error. ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call
+            from outside too, retries included.
         models: A model per engine, e.g. ``{"forward": "gpt-4o-mini",
             "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}`` (the
             paper's small forward model and strong optimizer); engines not
@@ -192,5 +196,6 @@ def openai_compatible(
         model=model,
         api_key=setting(api_key, "OPENAI_API_KEY"),
         timeout=timeout,
+        deadline=deadline,
         models=models,
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-Fault = Any  # "hang" | "truncated" | "drop" | (status, headers, json_body or raw bytes)
+Fault = Any  # "hang" | "truncated" | "drop" | "drip" | (status, headers, json_body or raw bytes)
 
 #: A body of JSON nested too deeply for any decoder (200,000 arrays): json.loads raises RecursionError.
 DEEP_JSON = b"[" * 200_000 + b"]" * 200_000
@@ -197,17 +197,23 @@ class _Handler(BaseHTTPRequestHandler):
         text = self.provider.responder(body)
         reply = _openai_reply(body, text) if self.path.endswith("completions") else _anthropic_reply(body, text)
         data = json.dumps(reply).encode()
+        if fault == "drip":  # the whole reply, in 20 pieces 0.1 s apart: each read is quick, the call takes 2 s
+            return self._send(200, {}, data, pieces=20)
         return self._send(200, {}, data[: len(data) // 2] if fault == "truncated" else data)
 
-    def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
+    def _send(self, status: int, headers: dict[str, str], data: bytes, pieces: int = 1) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+        size = -(-len(data) // pieces)
+        for start in range(0, len(data), size):
+            if start and self.provider._release.wait(0.1):
+                return
+            self.wfile.write(data[start : start + size])
+            self.wfile.flush()
 
 
 @pytest.fixture

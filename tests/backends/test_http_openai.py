@@ -395,3 +395,34 @@ async def test_an_entered_backend_shares_one_connection_pool(provider):
         texts = [(await llm(QUESTION)).text for _ in range(3)]
     assert len(set(texts)) == 1 and provider.count == 3
     assert llm._client is None
+
+
+@pytest.mark.parametrize("factory", ["openai", "anthropic"])
+async def test_a_deadline_bounds_the_whole_call_where_the_timeout_bounds_each_read(provider, factory):
+    """A reply dripped over 2 s, each piece well within the timeout, arrives without a deadline; with deadline=0.5
+    the call fails, retryable, as a 'timeout' saying so, well before the reply would have ended."""
+    import time
+
+    from semgrad.backends import anthropic
+
+    def build(**config):
+        if factory == "openai":
+            return backend(provider, timeout=1.0, **config)
+        return anthropic("m", base_url=provider.base_url, api_key="k", timeout=1.0, **config)
+
+    provider.script("drip")
+    assert (await build()(QUESTION)).text
+    provider.script("drip")
+    started = time.monotonic()
+    with pytest.raises(LLMFailure) as caught:
+        await build(deadline=0.5)(QUESTION)
+    assert time.monotonic() - started < 1.5
+    error = caught.value.error
+    assert (error.kind, error.retryable) == ("timeout", True) and "deadline of 0.5 s" in error.message
+
+
+@pytest.mark.parametrize("deadline", [0, -1, float("nan"), float("inf"), "5"])
+def test_a_deadline_must_be_positive_seconds(deadline):
+    """deadline= refuses what is not a positive, finite number of seconds."""
+    with pytest.raises(ValueError, match="deadline must be positive seconds"):
+        openai_compatible("http://127.0.0.1:9/v1", model="m", deadline=deadline)
