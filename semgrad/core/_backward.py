@@ -108,7 +108,12 @@ def backward(
     """Backpropagate `feedback` on the output through one sample's trace.
 
     Args:
-        graph, params: The system, as in `forward`.
+        graph, params: The system, as in `forward`: the very params the trace was made
+            with. The prompts show each node's instruction from `params` beside the output
+            the trace recorded, so other params (``fit``'s ``result.params`` against an
+            older trace, say) give gradients about outputs those params did not produce;
+            this is not checked. A trace of another graph is refused (by the graph's
+            fingerprint, which leaves a function node's ``fn`` out).
         trace: The sample's forward trace.
         feedback: The seed gradient of the output node (text, or a number for
             `rules.numeric()`).
