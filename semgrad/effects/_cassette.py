@@ -192,6 +192,17 @@ def replayed(path: str | Path) -> Any:
     than once, the last reply wins. The LLM is sync, so `run_sync` replays with
     no event loop.
 
+    A failed call is data, not an exception: a run on a stale cassette finishes,
+    with those failures in its traces and in ``FitResult.errors_by_kind``. A test
+    that must stop at the first one passes an ``on_reply`` hook that raises
+    (`Runner`, `run`, `fit`: an exception from the hook ends the run as itself)::
+
+        def strict(request, reply):
+            if not is_successful(reply):  # returns.pipeline.is_successful
+                raise AssertionError(reply.failure().message)
+
+        await fit(..., llm=replayed(path), on_reply=strict)
+
     Raises:
         FileNotFoundError: When `path` does not exist.
         ValueError: When `path` is not a regular file or cannot be read, or a
