@@ -110,10 +110,10 @@ def backward(
     Args:
         graph, params: The system, as in `forward`: the very params the trace was made
             with. The prompts show each node's instruction from `params` beside the output
-            the trace recorded, so other params (``fit``'s ``result.params`` against an
-            older trace, say) give gradients about outputs those params did not produce;
-            this is not checked. A trace of another graph is refused (by the graph's
-            fingerprint, which leaves a function node's ``fn`` out).
+            the trace recorded, so a trace made with other params (``fit``'s
+            ``result.params`` against an older trace, say) is refused, as is a trace of
+            another graph (by the graph's fingerprint, which leaves a function node's
+            ``fn`` out). A trace built by hand carries no params digest and is not checked.
         trace: The sample's forward trace.
         feedback: The seed gradient of the output node (text, or a number for
             `rules.numeric()`).
@@ -139,6 +139,11 @@ def backward(
     """
     if trace.graph != graph.fingerprint:
         raise ProtocolError("the trace was produced by a different graph")
+    if trace.params is not None and trace.params != params.digest:
+        raise ProtocolError(
+            "the trace was produced with other params: backward needs the params its forward pass used "
+            "(their prompts show each instruction beside the output it produced)"
+        )
     rule = rule if rule is not None else NeighborAware()
     if not all(hasattr(rule, name) for name in ("include_instructions", "resolve", "backward", "aggregate")):
         raise TypeError(f"rule must be a backward rule (rules.neighbor_aware(), ...), got {type(rule).__name__}")

@@ -372,7 +372,8 @@ class ForwardMachine(Program[Trace]):
         if changes:
             cells = cells.set_many(changes)
         if unfinished == 0:
-            return Done(Trace(self.sample, graph.fingerprint, graph.output, FrozenMap(zip(names, cells.tolist()))))
+            runs = FrozenMap(zip(names, cells.tolist()))
+            return Done(Trace(self.sample, graph.fingerprint, graph.output, runs, params=self.params.digest))
         if len(emitted) == 1:
             ready_requests: Emitted = ((emitted[0][1], emitted[0][2]),)
         else:

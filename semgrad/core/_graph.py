@@ -180,6 +180,23 @@ class Params(Mapping[str, Parameter]):
         """Names of the trainable parameters, in order."""
         return tuple(name for name, p in self.items_.items() if p.trainable)
 
+    @property
+    def digest(self) -> str:
+        """A short digest of the values, by name (computed once per params): a `Trace` keeps
+        the digest of the params that made it, and `backward` checks it.
+
+        Examples:
+            >>> b = GraphBuilder(); q = b.input("q"); _ = b.llm("a", inputs=[q], instruction="Solve.")
+            >>> _, params = b.build(output="a")
+            >>> params.digest == params.with_values({}).digest != params.with_values({"a.instruction": "X"}).digest
+            True
+        """
+        found = self._memo.get("digest")
+        if found is None:
+            blob = repr(tuple((name, type(p.value).__name__, p.value) for name, p in self.items_.items()))
+            found = self._memo["digest"] = hashlib.sha256(blob.encode("utf-8", "replace")).hexdigest()[:16]
+        return found
+
     def with_values(self, values: Mapping[str, Any]) -> Params:
         """A copy with some values replaced; unknown names raise `KeyError`."""
         items = self.items_

@@ -81,12 +81,15 @@ class Trace:
         graph: The fingerprint of the graph that produced it.
         output: The name of the output node.
         runs: `NodeRun` per node name, in topological order.
+        params: The digest of the params that produced it (`Params.digest`; None for a
+            trace built by hand), which `backward` checks. Not compared, hashed or shown.
     """
 
     sample: SampleId
     graph: str
     output: str
     runs: FrozenMap[str, NodeRun] = attrs.field(converter=to_frozen_map)
+    params: str | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
     def __getitem__(self, node: str) -> NodeRun:
         return self.runs[node]

@@ -6,7 +6,7 @@ import math
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
@@ -380,6 +380,25 @@ def test_a_trace_from_another_graph_is_refused():
     trace = run_sync(forward(other, other_params, {"q": "?"}), HashLLM())
     with pytest.raises(ProtocolError, match="different graph"):
         backward(graph, params, trace, FEEDBACK)
+
+
+@given(graphs(), st.data())
+def test_a_trace_made_with_other_params_is_refused_and_its_own_accepted(gp, data):
+    """backward accepts the params a trace was made with (or equal ones) and refuses a trace made with other values:
+    its prompts would show an instruction beside an output another instruction produced."""
+    from semgrad.core import ProtocolError
+
+    graph, params = gp
+    trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), HashLLM())
+    backward(graph, params, trace, FEEDBACK)
+    backward(graph, params.with_values({}), trace, FEEDBACK)  # equal values: the same digest
+    assume(len(params) > 0)
+    name = data.draw(st.sampled_from(list(params)))
+    changed = params.with_values({name: f"{params.value(name)} (rewritten)"})
+    with pytest.raises(ProtocolError, match="other params"):
+        backward(graph, changed, trace, FEEDBACK)
+    by_hand = attrs.evolve(trace, params=None)  # a trace built by hand says nothing of its params: not checked
+    backward(graph, changed, by_hand, FEEDBACK)
 
 
 def test_backward_failure_reply_from_runner_is_data():
