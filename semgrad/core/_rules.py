@@ -449,7 +449,11 @@ class Numeric:
             reason = f"node {context.node!r} has no vjp; numeric() needs function nodes with vjp=..."
             return pure(NodeResult((), (BackwardFailure(context.node, context.targets, reason, context.sample),)))
         values = tuple(context.trace.value(name) for name in spec.inputs)
-        cotangents = spec.vjp(values, context.output, context.gradient)
+        try:
+            cotangents = spec.vjp(values, context.output, context.gradient)
+        except Exception as exc:  # a user vjp's failure is data, as a user function's is in forward
+            reason = f"the vjp of node {context.node!r} raised {type(exc).__name__}: {exc}"
+            return pure(NodeResult((), (BackwardFailure(context.node, context.targets, reason, context.sample),)))
         count = len(cotangents) if hasattr(cotangents, "__len__") else None
         if count != len(values):  # zip would drop extra cotangents, and a missing one is a bare KeyError
             got = f"{count} cotangent(s)" if count is not None else f"a {type(cotangents).__name__}"

@@ -357,6 +357,26 @@ def test_a_vjp_returning_no_sequence_is_a_failure_naming_the_node():
     assert "the vjp of node 'f' returned a float for its 1 input(s)" in grads.failures[0].reason
 
 
+def test_a_vjp_that_raises_is_a_failure_of_its_node_and_the_other_branches_go_on():
+    """A vjp that raises gives its node a BackwardFailure naming the exception (as a function that raises in forward
+    is its node's error), and the other inputs of the output still get their gradients."""
+    from semgrad.core.numeric import ADD
+
+    def broken(xs, out, g):
+        raise ZeroDivisionError("no slope here")
+
+    b = GraphBuilder()
+    x, y = b.param("x", 2.0), b.param("y", 3.0)
+    b.function("f", lambda a: a * a, inputs=[x], vjp=broken)
+    b.function("out", ADD.fn, inputs=["f", y], vjp=ADD.vjp)
+    graph, params = b.build(output="out")
+    trace = run_sync(forward(graph, params, {}), lambda request: "")
+    grads = run_sync(backward(graph, params, trace, 1.0, rules.numeric()), lambda request: "")
+    assert [(f.source, f.targets) for f in grads.failures] == [("f", ("x",))]
+    assert "the vjp of node 'f' raised ZeroDivisionError: no slope here" in grads.failures[0].reason
+    assert [float(p.text) for p in grads.for_node("y")] == [1.0] and grads.for_node("x") == ()
+
+
 @given(st.text() | st.none() | st.lists(st.floats(), max_size=2))
 def test_numeric_refuses_a_seed_that_is_not_a_number(seed):
     """rules.numeric() refuses a seed that is no number up front, as the LLM rules refuse one that is no text."""
