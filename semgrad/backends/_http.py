@@ -365,7 +365,7 @@ class HTTPBackend:
             raise ValueError(f"{type(self).__name__} needs a model name (model=...)")
         if not timeout > 0:  # NaN too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
-        if deadline is not None and not (isinstance(deadline, (int, float)) and 0 < deadline < math.inf):
+        if deadline is not None and not (type(deadline) in (int, float) and 0 < deadline < math.inf):
             raise ValueError(f"deadline must be positive seconds (or None), got {deadline!r}")
         self.deadline = None if deadline is None else float(deadline)
         self.base_url = base_url.rstrip("/")

@@ -421,7 +421,7 @@ async def test_a_deadline_bounds_the_whole_call_where_the_timeout_bounds_each_re
     assert (error.kind, error.retryable) == ("timeout", True) and "deadline of 0.5 s" in error.message
 
 
-@pytest.mark.parametrize("deadline", [0, -1, float("nan"), float("inf"), "5"])
+@pytest.mark.parametrize("deadline", [0, -1, float("nan"), float("inf"), "5", True])
 def test_a_deadline_must_be_positive_seconds(deadline):
     """deadline= refuses what is not a positive, finite number of seconds."""
     with pytest.raises(ValueError, match="deadline must be positive seconds"):
