@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import anyio
 
@@ -45,6 +45,9 @@ from semgrad.effects import run_loop
 from ._critical import Call, request_calls
 
 __all__ = ["anyio_floor", "measure_floor", "measure_parked_floor"]
+
+#: how a call waits out its latency: ``anyio.sleep`` unless one is given (`benchmarks._wake`).
+Sleep = Callable[[float], Awaitable[None]]
 
 
 def _dependencies(calls: Sequence[Call]) -> tuple[list[list[int]], list[int], list[int]]:
@@ -57,7 +60,9 @@ def _dependencies(calls: Sequence[Call]) -> tuple[list[list[int]], list[int], li
     return dependents, waiting, [i for i, n in enumerate(waiting) if n == 0]
 
 
-def measure_floor(calls: Sequence[Call], delays: Sequence[float], *, uvloop: bool = False) -> tuple[float, float]:
+def measure_floor(
+    calls: Sequence[Call], delays: Sequence[float], *, uvloop: bool = False, sleep: Sleep | None = None
+) -> tuple[float, float]:
     """One run of `calls` (from `request_calls`) under `anyio.run`, call i sleeping ``delays[i]``
     (on uvloop's event loop with `uvloop`, else asyncio's own).
 
@@ -67,7 +72,7 @@ def measure_floor(calls: Sequence[Call], delays: Sequence[float], *, uvloop: boo
     """
     dependents, waiting, roots = _dependencies(calls)
     delays = list(delays)
-    sleep = anyio.sleep
+    sleep = sleep or anyio.sleep
 
     async def body() -> tuple[float, float]:
         gc.collect()
@@ -90,7 +95,7 @@ def measure_floor(calls: Sequence[Call], delays: Sequence[float], *, uvloop: boo
 
 
 def measure_parked_floor(
-    calls: Sequence[Call], delays: Sequence[float], *, uvloop: bool = False
+    calls: Sequence[Call], delays: Sequence[float], *, uvloop: bool = False, sleep: Sleep | None = None
 ) -> tuple[float, float]:
     """Like `measure_floor`, with every call's task started and parked before the clock starts.
 
@@ -99,7 +104,7 @@ def measure_parked_floor(
     """
     dependents, waiting, roots = _dependencies(calls)
     delays = list(delays)
-    sleep = anyio.sleep
+    sleep = sleep or anyio.sleep
 
     async def body() -> tuple[float, float]:
         events = [anyio.Event() for _ in calls]

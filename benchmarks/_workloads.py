@@ -49,7 +49,8 @@ from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather,
 from semgrad.effects import Runner, run_loop, uvloop_available
 
 from ._critical import critical_path, index_requests, request_calls
-from ._floor import measure_floor, measure_parked_floor
+from ._floor import Sleep, measure_floor, measure_parked_floor
+from ._wake import precise_sleep
 
 __all__ = [
     "Settings",
@@ -87,6 +88,24 @@ def default_loops() -> tuple[str, ...]:
     return ("asyncio", "uvloop") if uvloop_available() else ("asyncio",)
 
 
+def default_wakes() -> tuple[str, ...]:
+    """How the fakes wait out their latency: a timerfd where Linux has one, then the event loop's timers."""
+    return ("fd", "timer") if precise_sleep() is not None else ("timer",)
+
+
+def sleep_for(wake: str) -> Sleep | None:
+    """The sleep `LatencyLLM` and the floors use for `wake`: "fd" (`benchmarks._wake.FdSleep`)
+    or "timer" (None: ``anyio.sleep``, on the event loop's timers)."""
+    if wake == "timer":
+        return None
+    if wake == "fd":
+        sleep = precise_sleep()
+        if sleep is None:
+            raise ValueError("wake 'fd' needs Linux's timerfd_create; use 'timer'")
+        return sleep
+    raise ValueError(f"wake is 'fd' or 'timer', not {wake!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """How big and how often; `default`, `quick` and `tiny` are the presets."""
@@ -94,6 +113,12 @@ class Settings:
     latencies: tuple[float, ...] = (0.02, 1.0)
     #: W1, W4 and W5 run semgrad and both floors on each of these event loops ("asyncio", "uvloop").
     loops: tuple[str, ...] = field(default_factory=default_loops)
+    #: how every fake call waits out its latency (`benchmarks._wake`): "fd", a Linux timerfd
+    #: watched as a socket is (a real reply wakes the loop the moment it arrives), or "timer",
+    #: ``anyio.sleep`` on the event loop's timers, which asyncio and libuv round up to the
+    #: millisecond. The first gives every latency row; W1, W4 and W5 at latencies below
+    #: `long_latency` also run with each other one, under keys such as ``W1@0.02 timer``.
+    wakes: tuple[str, ...] = field(default_factory=default_wakes)
     repeats: int = 5
     #: repeats at latencies >= `long_latency` (each run takes seconds).
     long_repeats: int = 1
@@ -338,16 +363,18 @@ def _latency_workload(
     seed: int = 0,
     samples: int,
     loops: tuple[str, ...] = ("asyncio",),
+    wake: str = "timer",
 ) -> dict[str, Any]:
     rec = record(build)
-    llm = LatencyLLM(ScaleLLM(), latency)
+    sleep = sleep_for(wake)
+    llm = LatencyLLM(ScaleLLM(), latency, sleep=sleep)
     if jitter:
         # Each request's seeded log-normal delay, worked out before the clock starts:
         # `LatencyLLM.latency_for` hashes the whole request to draw it (about as much CPU
         # as the library's own work per call), and that would land on the critical path.
         drawn = LatencyLLM(ScaleLLM(), latency, jitter=jitter, seed=seed).latency_for
         table = {key: drawn(request) for key, request in index_requests(rec.requests).items()}
-        llm = LatencyLLM(ScaleLLM(), lambda request: table[request.purpose, request.node, request.sample])
+        llm = LatencyLLM(ScaleLLM(), lambda request: table[request.purpose, request.node, request.sample], sleep=sleep)
     path = critical_path(graph, params, rec.requests, llm.latency_for, with_backward=with_backward)
     calls = request_calls(graph, params, rec.requests, with_backward=with_backward)
     delays = [llm.latency_for(call.request) for call in calls]
@@ -358,13 +385,13 @@ def _latency_workload(
         for loop in loops:
             uvloop = loop == "uvloop"
             runs[loop].append(run_timed(build, llm, loop=loop))
-            floors[loop].append(measure_floor(calls, delays, uvloop=uvloop))
-            parked[loop].append(measure_parked_floor(calls, delays, uvloop=uvloop))
+            floors[loop].append(measure_floor(calls, delays, uvloop=uvloop, sleep=sleep))
+            parked[loop].append(measure_parked_floor(calls, delays, uvloop=uvloop, sleep=sleep))
     expected = dict(rec.counts())
     for run in (run for timed in runs.values() for run in timed):
         if run.calls != expected:
             raise AssertionError(f"the timed run made {run.calls} calls; the recorded run made {expected}")
-    extra: dict[str, Any] = {"latency_s": latency, "samples": samples, "chain_calls": path.chain_calls}
+    extra: dict[str, Any] = {"latency_s": latency, "samples": samples, "chain_calls": path.chain_calls, "wake": wake}
     if jitter:
         extra.update(jitter=jitter, seed=seed, slowest_sample=path.sample)
     row: dict[str, Any] = {}
@@ -375,13 +402,18 @@ def _latency_workload(
             row[f"semgrad{suffix}"] = mine
         else:
             row.update(mine)
-        row[f"anyio_floor{suffix}"] = summarize_floor(floors[loop], path.seconds, expected, loop=loop)
-        row[f"anyio_floor_parked{suffix}"] = summarize_floor(parked[loop], path.seconds, expected, loop=loop)
+        row[f"anyio_floor{suffix}"] = summarize_floor(floors[loop], path.seconds, expected, loop=loop, wake=wake)
+        row[f"anyio_floor_parked{suffix}"] = summarize_floor(parked[loop], path.seconds, expected, loop=loop, wake=wake)
     return row
 
 
 def summarize_floor(
-    floors: list[tuple[float, float]], limit_s: float, calls: dict[str, int], *, loop: str = "asyncio"
+    floors: list[tuple[float, float]],
+    limit_s: float,
+    calls: dict[str, int],
+    *,
+    loop: str = "asyncio",
+    wake: str = "timer",
 ) -> dict[str, Any]:
     """The ``anyio_floor`` row from ``(wall, cpu)`` runs of `benchmarks._floor.measure_floor`."""
     walls = [wall for wall, _ in floors]
@@ -397,6 +429,7 @@ def summarize_floor(
         "walls_s": [round(w, 6) for w in walls],
         "repeats": len(floors),
         "loop": loop,
+        "wake": wake,
     }
 
 
@@ -416,7 +449,7 @@ def _base(settings: Settings, base: str) -> tuple[Any, Any, Callable[[], Program
     raise ValueError(f"W5 runs on W1 or W4, not {base!r}")
 
 
-def _fixed(settings: Settings, latency: float, base: str) -> dict[str, Any]:
+def _fixed(settings: Settings, latency: float, base: str, wake: str | None = None) -> dict[str, Any]:
     graph, params, build, with_backward, batch = _base(settings, base)
     return _latency_workload(
         graph,
@@ -427,20 +460,21 @@ def _fixed(settings: Settings, latency: float, base: str) -> dict[str, Any]:
         with_backward=with_backward,
         samples=batch,
         loops=settings.loops,
+        wake=wake or settings.wakes[0],
     )
 
 
-def w1_forward(settings: Settings, latency: float) -> dict[str, Any]:
-    """W1: forward over B questions on the paper's graph at a fixed latency."""
-    return _fixed(settings, latency, "W1")
+def w1_forward(settings: Settings, latency: float, wake: str | None = None) -> dict[str, Any]:
+    """W1: forward over B questions on the paper's graph at a fixed latency (`wake`: see `Settings.wakes`)."""
+    return _fixed(settings, latency, "W1", wake)
 
 
-def w4_deep(settings: Settings, latency: float) -> dict[str, Any]:
+def w4_deep(settings: Settings, latency: float, wake: str | None = None) -> dict[str, Any]:
     """W4: forward + backward over B questions on the layered graph at a fixed latency."""
-    return _fixed(settings, latency, "W4")
+    return _fixed(settings, latency, "W4", wake)
 
 
-def w5_jitter(settings: Settings, latency: float, base: str) -> dict[str, Any]:
+def w5_jitter(settings: Settings, latency: float, base: str, wake: str | None = None) -> dict[str, Any]:
     """W5: W1 or W4 with seeded log-normal per-request latencies around `latency`."""
     graph, params, build, with_backward, batch = _base(settings, base)
     return _latency_workload(
@@ -454,6 +488,7 @@ def w5_jitter(settings: Settings, latency: float, base: str) -> dict[str, Any]:
         seed=settings.w5_seed,
         samples=batch,
         loops=settings.loops,
+        wake=wake or settings.wakes[0],
     )
 
 
@@ -750,12 +785,13 @@ def w7_throughput(settings: Settings) -> dict[str, Any]:
     """W7: `w7_calls` independent single-node forwards under ``max_concurrency = C``."""
     graph, params = single_node_graph()
     n, c, latency = settings.w7_calls, settings.w7_concurrency, settings.w7_latency
-    llm = LatencyLLM(ScaleLLM(), latency)
+    wake = settings.wakes[0]
+    llm = LatencyLLM(ScaleLLM(), latency, sleep=sleep_for(wake))
     runs = [
         run_timed(lambda: forward_program(graph, params, n), llm, max_concurrency=c) for _ in range(settings.w7_repeats)
     ]
     limit = math.ceil(n / c) * latency
-    row = summarize(runs, limit, latency_s=latency, samples=n, concurrency=c)
+    row = summarize(runs, limit, latency_s=latency, samples=n, concurrency=c, wake=wake)
     bound = c / latency
     throughput = n / row["wall_s"]
     row.update(
@@ -845,10 +881,12 @@ def w2_iteration(settings: Settings, latency: float) -> dict[str, Any]:
         for i in range(settings.w2_validation)
     )
     repeats = settings.repeats_at(latency)
+    wake = settings.wakes[0]
+    sleep = sleep_for(wake)
     runs: list[Measured] = []
     fit_walls: list[float] = []
     for _ in range(repeats):
-        llm = _Counting(LatencyLLM(HashLLM(), latency))
+        llm = _Counting(LatencyLLM(HashLLM(), latency, sleep=sleep))
         marks: dict[str, float] = {}
 
         def on_progress(event: Any, marks: dict[str, float] = marks) -> None:
@@ -879,7 +917,7 @@ def w2_iteration(settings: Settings, latency: float) -> dict[str, Any]:
         calls = dict(history[0].calls) if history else dict(llm.calls)
         runs.append(Measured(end - begin, cpu, calls, llm.peak))
         fit_walls.append(end - t0)
-    row = summarize(runs, 6 * latency, latency_s=latency, samples=settings.w2_train, chain_calls=6)
+    row = summarize(runs, 6 * latency, latency_s=latency, samples=settings.w2_train, chain_calls=6, wake=wake)
     fit_wall = statistics.median(fit_walls)
     fit_calls = sum(llm.calls.values())
     row.update(

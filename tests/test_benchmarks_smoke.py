@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks import Settings, format_table, run_suite
 from benchmarks._suite import DEFAULT_OUTPUT, main
+from benchmarks._wake import precise_sleep
 from semgrad.effects import uvloop_available
 
 LATENCY_KEYS = {"wall_s", "limit_s", "wall_over_limit", "calls", "peak_in_flight", "us_per_call"}
@@ -34,6 +35,7 @@ def latest_untouched():
 
 
 def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched: None) -> None:
+    """A tiny run of every workload writes the documented report, every row naming its loop and wake."""
     out = tmp_path / "report.json"
     report = run_suite(Settings.tiny(), output=out, textgrad=False, echo=lambda line: None)
     saved = json.loads(out.read_text())
@@ -42,7 +44,14 @@ def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched:
     assert {"platform", "cpu_count", "python"} <= saved["machine"].keys()
 
     rows = {key: systems["semgrad"] for key, systems in saved["workloads"].items()}
-    assert {"W1@0.001", "W2@0.001", "W3", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001", "W6", "W7"} == rows.keys()
+    wakes = Settings.tiny().wakes
+    assert wakes == (("fd", "timer") if precise_sleep() is not None else ("timer",))
+    other = {f"{key} {wake}" for key in ("W1@0.001", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001") for wake in wakes[1:]}
+    assert {"W1@0.001", "W2@0.001", "W3", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001", "W6", "W7"} | other == rows.keys()
+    for key in ("W1@0.001", "W2@0.001", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001", "W7"):
+        assert "skipped" in rows[key] or rows[key]["wake"] == wakes[0], key
+    for key in other:
+        assert rows[key]["wake"] == key.split()[1] and rows[key]["calls"] == rows[key.split()[0]]["calls"], key
     for key in ("W1@0.001", "W4@0.001", "W5-W1@0.001", "W5-W4@0.001", "W7"):
         assert LATENCY_KEYS <= rows[key].keys(), key
         assert rows[key]["wall_s"] > 0 and rows[key]["limit_s"] > 0
@@ -72,6 +81,7 @@ def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched:
             for name in ("semgrad", "anyio_floor", "anyio_floor_parked"):
                 row = saved["workloads"][key][name + suffix]
                 assert row["loop"] == loop and row["wall_over_limit"] > 0, (key, name, loop)
+                assert row["wake"] == wakes[0], (key, name, loop)
     if "uvloop" in loops:
         assert "semgrad uvloop" in table and "anyio parked uvloop" in table
 
@@ -79,14 +89,22 @@ def test_tiny_run_writes_the_documented_report(tmp_path: Path, latest_untouched:
 def test_cli_selects_workloads_and_writes_where_told(
     tmp_path: Path, latest_untouched: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The CLI runs only the workloads and wakes asked for, writes where told, and refuses unknown ones."""
     out = tmp_path / "cli.json"
     tiny = Settings.tiny()
     monkeypatch.setattr(Settings, "quick", classmethod(lambda cls: tiny))
     assert main(["--quick", "--only", "W1,W7", "--no-textgrad", "--output", str(out)]) == 0
-    assert set(json.loads(out.read_text())["workloads"]) == {"W1@0.001", "W7"}
+    assert set(json.loads(out.read_text())["workloads"]) == {"W1@0.001", "W7"} | {
+        f"W1@0.001 {wake}" for wake in tiny.wakes[1:]
+    }
     assert "W7" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--only", "W9", "--output", "-"])
+    assert main(["--quick", "--only", "W1", "--wakes", "timer", "--no-textgrad", "--output", str(out)]) == 0
+    saved = json.loads(out.read_text())["workloads"]
+    assert set(saved) == {"W1@0.001"} and saved["W1@0.001"]["semgrad"]["wake"] == "timer"
+    with pytest.raises(SystemExit):
+        main(["--wakes", "spin", "--output", "-"])
 
 
 def test_the_textgrad_comparison_lists_textgrads_figures_over_semgrads() -> None:

@@ -348,6 +348,11 @@ class LatencyLLM:
     delay whatever order calls happen in; `latency_for` tells it in advance,
     which lets benchmarks compute the critical-path limit.
 
+    The delay is waited out with ``anyio.sleep`` unless `sleep` gives another
+    awaitable function of seconds (the benchmarks pass one woken by a Linux
+    timerfd, as precise as a socket's reply; the event loop's timers round up
+    to the millisecond).
+
     Examples:
         >>> from semgrad.core import Message
         >>> slow = LatencyLLM(lambda request: "ok", latency=0.01, jitter=0.5, seed=1)
@@ -365,13 +370,17 @@ class LatencyLLM:
         *,
         jitter: float = 0.0,
         seed: int = 0,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
     ) -> None:
         if not callable(latency) and latency < 0:
             raise ValueError(f"latency must be >= 0, got {latency}")
+        if sleep is not None and not callable(sleep):
+            raise TypeError(f"sleep must be an async function of seconds, got {sleep!r}")
         self.inner = inner
         self.latency = latency
         self.jitter = jitter
         self.seed = seed
+        self.sleep = anyio.sleep if sleep is None else sleep
 
     #: The wrapped LLM's identity unless one is set: a delay changes no reply.
     identity = _WrappedIdentity("inner")
@@ -385,7 +394,7 @@ class LatencyLLM:
         return float(base * math.exp(rng.gauss(-(self.jitter**2) / 2, self.jitter)))
 
     async def __call__(self, request: LLMRequest) -> Any:
-        await anyio.sleep(self.latency_for(request))
+        await self.sleep(self.latency_for(request))
         result = self.inner(request)
         if type(result) is not str and isinstance(result, Awaitable):  # text: skip the ABC check
             result = await result
