@@ -58,6 +58,25 @@ def run_loop(fn: Callable[..., Awaitable[T]], *args: Any, use_uvloop: bool | Non
         >>> run_loop(answer), run_loop(answer, use_uvloop=False)
         (42, 42)
     """
+    # The value comes back in a box: asyncio's runner, when it ends, looks up SIGINT's handler,
+    # and the look-up formats that handler, which holds the main task, whose repr shows its
+    # result -- a batch of traces, say: milliseconds for a large one, for nothing.
     if uvloop_enabled(use_uvloop):
-        return anyio.run(fn, *args, backend="asyncio", backend_options={"use_uvloop": True})
-    return anyio.run(fn, *args)
+        box = anyio.run(_boxed, fn, args, backend="asyncio", backend_options={"use_uvloop": True})
+    else:
+        box = anyio.run(_boxed, fn, args)
+    return box.value
+
+
+class _Box:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<run_loop's value>"
+
+
+async def _boxed(fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> _Box:
+    return _Box(await fn(*args))

@@ -150,3 +150,25 @@ def test_cli_flag_turns_uvloop_off_for_the_command_only(no_env, monkeypatch, fla
     assert cli.main([*(["--no-uvloop"] if flag else []), "demo"]) == 0
     assert seen == ([(False, "asyncio")] if flag else [(True, "uvloop")])
     assert uvloop_enabled()
+
+
+class _Counted:
+    """A value that counts how often it is formatted."""
+
+    formatted = 0
+
+    def __repr__(self) -> str:
+        type(self).formatted += 1
+        return "_Counted()"
+
+
+@pytest.mark.parametrize("use_uvloop", [False, True])
+def test_run_loop_never_formats_the_value_it_returns(use_uvloop):
+    """run_loop hands back its value unformatted (asyncio's runner, ending, formats its main task and its result)."""
+
+    async def value() -> _Counted:
+        return _Counted()
+
+    _Counted.formatted = 0
+    assert type(run_loop(value, use_uvloop=use_uvloop)) is _Counted
+    assert _Counted.formatted == 0
