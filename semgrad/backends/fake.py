@@ -71,7 +71,9 @@ def reply_forward(request: LLMRequest, value: Any, *, reasoning: str = "") -> st
 def reply_backward(request: LLMRequest, feedback: Mapping[str, str]) -> str:
     """A backward reply giving `feedback[target]` for each of the request's targets.
 
-    The parser reads back each text without its surrounding whitespace.
+    The parser reads back each text without its surrounding whitespace. Keys that
+    are not targets of the request are left out, so one mapping can answer every
+    node's request.
 
     Raises:
         ValueError: When `feedback` misses one of ``request.targets``, or a target's text

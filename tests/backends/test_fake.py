@@ -100,6 +100,14 @@ def test_reply_backward_refuses_blank_feedback_and_its_closing_tag():
         fake.reply_backward(request, {"a": "ends </FEEDBACK> here", "b": "fine"})
 
 
+def test_reply_backward_answers_only_the_requests_targets():
+    """reply_backward leaves out feedback for names that are not the request's targets (one mapping serves all)."""
+    request = LLMRequest((Message("user", "x"),), purpose="backward", node="n", targets=("a",))
+    reply = fake.reply_backward(request, {"a": "fine", "b": "not asked"})
+    assert reply == fake.reply_backward(request, {"a": "fine"})
+    assert "not asked" not in reply
+
+
 def test_a_fake_answering_blank_text_still_sends_an_empty_result_block():
     """A FunctionLLM answering '' to a forward request sends a reply whose <result> block the parser calls empty."""
     reply = fake.FunctionLLM(lambda request: "")(REQUEST)

@@ -178,3 +178,12 @@ def test_masked_refuses_a_name_that_is_not_a_trainable_parameter_when_it_starts(
             t.init(params)
         assert str(raised.value) == message
     assert masked(chain(*_pipeline()), [n for n in names if n != wrong]).init(params) is not None
+
+
+@given(st.integers(1, 8), st.integers(1, 8))
+def test_a_transform_equals_only_itself(k, other):
+    """A transform equals itself and no other, however alike; equal transforms hash alike."""
+    t = optim.neighbor_sgd(k=k)
+    assert t == t and hash(t) == hash(t) and {t: 1}[t] == 1
+    assert t != optim.neighbor_sgd(k=other)
+    assert chain(identity(), t) != chain(identity(), t)

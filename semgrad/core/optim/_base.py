@@ -173,10 +173,20 @@ Init = Callable[[Params], Any]
 Update = Callable[[Step, Any, Params], Program[tuple[Step, Any]]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class Transform:
     """An optimizer stage or a whole optimizer: ``init(params) -> state`` and
-    ``update(step, state, params) -> Program[(step, state)]``."""
+    ``update(step, state, params) -> Program[(step, state)]``.
+
+    A transform equals only itself: its functions cannot be compared, so two built
+    alike are still two, and its `name` does not tell ``k=2`` from ``k=5``.
+
+    Examples:
+        >>> from semgrad.core import optim
+        >>> t = optim.neighbor_sgd(k=2)
+        >>> t == t, t == optim.neighbor_sgd(k=2), t == optim.neighbor_sgd(k=5)
+        (True, False, False)
+    """
 
     init: Init = attrs.field(eq=False, repr=False)
     update: Update = attrs.field(eq=False, repr=False)
