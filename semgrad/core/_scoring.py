@@ -165,6 +165,33 @@ def numeric_match(*, tolerance: float = 1e-6) -> Loss:
     return _score_by(same)
 
 
+#: A judge's score written over its scale: "0.8/1", "8 out of 10", or "80%".
+_JUDGE_FRACTION = re.compile(
+    r"(?P<value>-?\d+(?:\.\d+)?|-?\.\d+)\s*(?:(?:/|out\s+of)\s*(?P<scale>\d+(?:\.\d+)?|\.\d+)|(?P<percent>%))",
+    re.IGNORECASE,
+)
+
+
+def _judge_score(text: str) -> float | None:
+    """The score in the text of a judge's ``<score>`` block, or None: the first number written over a
+    scale (``/``, ``out of``, ``%``) divided by it, else the last number; `llm_judge` clamps it to [0, 1].
+
+    Examples:
+        >>> _judge_score("0.8"), _judge_score("0.3/1"), _judge_score("8 out of 10"), _judge_score("75%")
+        (0.8, 0.3, 0.8, 0.75)
+        >>> _judge_score("0.0 to 1.0: 0.6"), _judge_score("none")
+        (0.6, None)
+    """
+    found = _JUDGE_FRACTION.search(text)
+    if found is None:
+        return parse_number(text)
+    value = float(found.group("value"))
+    if found.group("percent"):
+        return value / 100.0
+    scale = float(found.group("scale"))
+    return value / scale if scale > 0 else value
+
+
 JUDGE_SYSTEM = "You are a strict evaluator. You judge an output against the criteria and explain what is wrong."
 JUDGE_USER = """Criteria:
 {criteria}
@@ -186,7 +213,9 @@ concretely what to change. Reply exactly in this form:
 def llm_judge(criteria: str, *, engine: str = "backward", show_target: bool = True) -> Loss:
     """An LLM-judge loss (``purpose="evaluate"``): its critique becomes the seed feedback.
 
-    An unreadable or failed judgement scores 0 with feedback that says so.
+    The score is read from the reply's ``<score>`` block: a number written over its scale
+    (``0.8/1``, ``8 out of 10``, ``80%``) as that fraction, else its last number; clamped to
+    [0, 1]. An unreadable or failed judgement scores 0 with feedback that says so.
     """
 
     def loss(example: Example, trace: Trace) -> Program[Score]:
@@ -211,7 +240,7 @@ def llm_judge(criteria: str, *, engine: str = "backward", show_target: bool = Tr
                 return Score(0.0, f"The judge could not be asked ({reply.failure().kind}).", trace.output_value)
             text = reply.unwrap().text
             critique = parse_tagged(text, ["critique"])
-            number = parse_number(parse_tagged(text, ["score"]).value_or(""))
+            number = _judge_score(parse_tagged(text, ["score"]).value_or(""))
             if not isinstance(critique, Success) or number is None:
                 return Score(0.0, "The judge's reply could not be read.", trace.output_value)
             return Score(max(0.0, min(1.0, number)), critique.unwrap(), trace.output_value)

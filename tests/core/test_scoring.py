@@ -1,0 +1,36 @@
+"""Losses: what an LLM judge's reply scores."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semgrad.core import Example, NodeRun, Trace, llm_judge
+from semgrad.effects import run_sync
+
+
+def _judged(score_text: str) -> float:
+    trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value="x = 1")})
+    reply = f"<score>{score_text}</score>\n<critique>Handle the empty input.</critique>"
+    return run_sync(llm_judge("Correct code.")(Example({}, None), trace), lambda request: reply).value
+
+
+@given(
+    st.integers(0, 100),
+    st.sampled_from([1, 5, 10, 100]),
+    st.sampled_from(["{x}/{s}", "{x} / {s}", "{x} out of {s}", "{x}/{s} (1 is perfect)"]),
+)
+def test_a_judge_score_written_over_a_scale_is_read_as_that_fraction(percent, scale, form):
+    """A judge's score written over its scale ("0.3/1", "3 out of 10") is read as that fraction, not as the scale."""
+    x = f"{percent * scale / 100:g}"
+    assert _judged(form.format(x=x, s=scale)) == pytest.approx(percent / 100)
+
+
+@given(st.integers(0, 100))
+def test_a_judge_score_in_percent_or_alone_is_read_as_a_fraction(percent):
+    """A judge's score of "30%" is 0.3, a bare "0.3" or "0 to 1: 0.3" is 0.3, and one above 1 is clamped to 1."""
+    assert _judged(f"{percent}%") == pytest.approx(percent / 100)
+    assert _judged(f"{percent / 100:g}") == pytest.approx(percent / 100)
+    assert _judged(f"0.0 to 1.0: {percent / 100:g}") == pytest.approx(percent / 100)
+    assert _judged(f"{percent + 1}") == 1.0
