@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import Example, ProtocolError, exact_match, optim
+from semgrad.core import Example, LLMError, LLMFailure, ProtocolError, exact_match, optim, request_key
 from semgrad.core.optim import Step, apply_updates, chain, identity, masked
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
@@ -187,3 +189,44 @@ def test_a_transform_equals_only_itself(k, other):
     assert t == t and hash(t) == hash(t) and {t: 1}[t] == 1
     assert t != optim.neighbor_sgd(k=other)
     assert chain(identity(), t) != chain(identity(), t)
+
+
+def _failing_backward(llm, salt):
+    """`llm`, with a seeded share of its backward calls failed (and their repairs unreadable)."""
+
+    def answer(request):
+        if request.purpose == "backward":
+            roll = hashlib.sha256(f"{salt}:{request_key(request)}".encode()).digest()[0]
+            if roll < 64:
+                raise LLMFailure(LLMError("server", "injected failure"))
+            if roll < 128:
+                return "I would rather not say."
+        return llm(request)
+
+    return answer
+
+
+@given(steps(), st.text(max_size=4))
+def test_an_instruction_is_rewritten_only_from_samples_whose_feedback_reached_its_node(data, salt):
+    """aggregate() gives an instruction an example, with feedback, for exactly the samples its node was told of."""
+    step, params, llm = data
+    llm = _failing_backward(llm, salt)
+    before = chain(optim.select_error_samples(2, seed=1), optim.backward())
+    new, _ = run_sync(before.update(step, before.init(params), params), llm)
+    grads = new.gradients
+    gathered, _ = run_sync(optim.aggregate().update(new, optim.aggregate().init(params), params), llm)
+    for name in new.trainable(params):
+        node = params[name].node
+        if node is None:
+            continue
+        found = gathered.param_gradients.get(name)
+        examples = found.examples if found is not None else ()
+        assert all(e.feedback is not None for e in examples), (name, examples)
+        told = {
+            new.traces[i].sample
+            for i in new.selected
+            if node == new.graph.output
+            or any(f.value is not None for f in grads.feedback_for(node) if f.sample == new.traces[i].sample)
+            or any(p.sample == new.traces[i].sample for p in grads.for_node(node))
+        }
+        assert {e.sample for e in examples} == told, (name, examples, grads)

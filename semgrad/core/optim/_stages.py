@@ -132,7 +132,9 @@ def _examples(step: Step, node: str, grads: Gradients | None) -> tuple[Instructi
         elif grads is None:
             feedback = ""
         else:
-            told = [f.value for f in grads.feedback_for(node) if f.sample == trace.sample]
+            # A node whose step found no feedback to start from (every partial for it failed) has a
+            # feedback row of None: it was told nothing, and the sample is no example of it.
+            told = [f.value for f in grads.feedback_for(node) if f.sample == trace.sample and f.value is not None]
             texts = [p.text for p in grads.for_node(node) if p.sample == trace.sample]
             if not told and not texts:
                 continue
@@ -154,7 +156,8 @@ def aggregate(
     """Gather, per trainable parameter, what it will be rewritten from.
 
     An instruction gets its node's examples (inputs, output and feedback per
-    selected sample -- the paper's gradient); any parameter that received
+    selected sample -- the paper's gradient; a sample on which the node was told
+    nothing, its backward calls having failed, is left out); any parameter that received
     partials (a free parameter, or an instruction under per-edge with
     instructions) gets, per sample, its gradient as the backward rule's
     aggregator made it, joined in sample order; a free parameter that is
