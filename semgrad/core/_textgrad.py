@@ -177,7 +177,10 @@ class TextGrad(_Base):
     def _one(self, context: BackwardContext, target: str) -> Program[NodeResult]:
         request = render_textgrad(context, target, engine=self.engine, options=self.options)
         one = attrs.evolve(context, targets=(target,))
-        return bind(ask(request), lambda reply: self._read(one, request, reply, lambda t: (), FrozenMap(), False))
+        # The request shows the node's whole input: the partial's siblings are its inputs other than
+        # the target (all of them for the instruction), as for the neighbour-aware rule.
+        shown = context.siblings
+        return bind(ask(request), lambda reply: self._read(one, request, reply, shown, FrozenMap(), False))
 
     def _through_loss(self, context: BackwardContext) -> Program[NodeResult]:
         request = render_textgrad_loss(context, loss=self.loss, engine=self.engine, options=self.options)

@@ -197,3 +197,19 @@ def test_copro_state_survives_a_checkpoint():
         FrozenMap({"a.instruction": "y"}),
     )
     assert decode(json.loads(json.dumps(encode(state)))) == state
+
+
+@given(graphs(), pure_llms(), st.data())
+def test_textgrad_partials_name_as_siblings_the_other_inputs_their_request_showed(pair, llm, data):
+    """A `rules.textgrad()` partial from an LLM node lists as siblings every other input its request showed."""
+    graph, params = pair
+    trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), llm)
+    rec = RecordingLLM(llm)
+    grads = run_sync(backward(graph, params, trace, "The output is wrong.", rules.textgrad()), rec)
+    for partial in grads.partials:
+        source = graph[partial.source]
+        if source.kind != "llm":
+            continue
+        (request,) = [r for r in rec.requests if r.node == partial.source and r.targets == (partial.target,)]
+        shown = tuple(name for name in source.inputs if f"] {name} (" in request.prompt)
+        assert partial.siblings == tuple(name for name in shown if name != partial.target)
