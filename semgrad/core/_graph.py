@@ -53,6 +53,29 @@ def _name_problem(name: str) -> str:
     return ""
 
 
+#: The characters a role escapes in a fingerprint's text (see `_escaped`).
+_ROLE_SPECIAL = "\\\n"
+
+
+def _escaped(field: str, special: str = "\\,|\n") -> str:
+    r"""`field` as a part of a graph's fingerprint text, which writes a line ``name|kind|inputs|role`` per
+    node (inputs joined by ``,``) under the output's name. When the field holds a `special` character (a
+    separator, or the backslash), each is escaped with a backslash, so two graphs never write the same
+    text; a role, the last field of its line, escapes only the backslash and the line's end
+    (`_ROLE_SPECIAL`). A field without any is written as it is, so the fingerprints of graphs whose
+    fields hold none are unchanged.
+
+    Examples:
+        >>> print(_escaped("hint_1"), _escaped("a,b"), _escaped("a|b\\"), _escaped("Yes, or no", _ROLE_SPECIAL))
+        hint_1 a\,b a\|b\\ Yes, or no
+    """
+    if not any(c in field for c in special):
+        return field
+    for c in special:  # the backslash first
+        field = field.replace(c, "\\" + ("n" if c == "\n" else c))
+    return field
+
+
 def instruction_name(node: str) -> str:
     """The name of an LLM node's instruction parameter.
 
@@ -238,7 +261,10 @@ class Graph:
         object.__setattr__(self, "_order", tuple(self.nodes))
         object.__setattr__(self, "_tokens", tuple((name,) for name in self.nodes))
         object.__setattr__(self, "_inputs", tuple(n for n, node in self.nodes.items() if node.kind == "input"))
-        parts = [self.output] + [f"{n.name}|{n.kind}|{','.join(n.inputs)}|{n.role}" for n in self.nodes.values()]
+        parts = [_escaped(self.output)] + [
+            f"{_escaped(n.name)}|{n.kind}|{','.join(map(_escaped, n.inputs))}|{_escaped(n.role, _ROLE_SPECIAL)}"
+            for n in self.nodes.values()
+        ]
         object.__setattr__(self, "_fingerprint", hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])
         object.__setattr__(self, "_successors", FrozenMap((k, tuple(v)) for k, v in succ.items()))
         reach = {self.output}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import Phase, find, given, settings
+from hypothesis import Phase, assume, find, given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
@@ -291,3 +291,31 @@ def test_a_params_repr_is_the_constructor_call_that_rebuilds_it(gp):
     shown = repr(params)
     assert shown.startswith("Params(items=FrozenMap(")
     assert eval(shown, {"Params": Params, "FrozenMap": FrozenMap, "Parameter": Parameter}) == params
+
+
+_plain = st.from_regex(r"[a-z][a-z ]{0,4}[a-z]", fullmatch=True)
+
+
+@given(_plain, _plain, st.sampled_from([",", "|"]), _plain)
+def test_graphs_that_differ_have_different_fingerprints_whatever_their_names_hold(a, b, separator, role):
+    """Two graphs that differ only in how a ',' or '|' inside names splits them get different fingerprints, so a
+    params value serving both shows each graph's own inputs."""
+    assume(a != b)
+
+    def make(split):
+        g = GraphBuilder()
+        for name in (a, b, f"{a}{separator}{b}"):
+            g.input(name)
+        if separator == ",":
+            inputs, shown_role = ([a, b] if split else [f"{a},{b}"]), role
+        else:
+            inputs, shown_role = ([a] if split else [f"{a}|{b}"]), (f"{b}|{role}" if split else role)
+        g.llm("x", inputs=inputs, instruction="Do.", role=shown_role)
+        return g.build(output="x")
+
+    (split, params), (joined, _) = make(True), make(False)
+    assert split != joined and split.fingerprint != joined.fingerprint
+    values = {a: "A", b: "B", f"{a}{separator}{b}": "JOINED"}
+    for graph in (split, joined, split):  # one params value, its memo filled by the other graph first
+        trace = run_sync(forward(graph, params, values), HashLLM())
+        assert [name for name, _ in trace["x"].inputs] == list(graph["x"].inputs)
