@@ -63,7 +63,8 @@ class Score:
 
 Loss = Callable[[Example, Trace], Program[Score]]
 
-_ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*(?:is)?\s*[:\-]\s*(.+?)\s*$")
+#: An ``Answer: ...`` line. A dash separates only when no number follows it at once: in "Answer is -5" it is the sign.
+_ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*(?:is)?\s*(?::|-(?![\d.]))\s*(.+?)\s*$")
 
 
 def extract_answer(output: Any) -> str:
@@ -74,6 +75,8 @@ def extract_answer(output: Any) -> str:
         '(B)'
         >>> extract_answer("  42 ")
         '42'
+        >>> extract_answer("Answer - (C)"), extract_answer("Answer: -5"), extract_answer("Answer is -5")
+        ('(C)', '-5', 'Answer is -5')
     """
     text = "" if output is None else str(output)
     found = _ANSWER_LINE.findall(text)

@@ -6,8 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.core import Example, NodeRun, Trace, llm_judge
+from semgrad.core import Example, NodeRun, Trace, llm_judge, normalized_match, numeric_match
 from semgrad.effects import run_sync
+
+
+def _scored(loss, output: str, target: str) -> float:
+    trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value=output)})
+    return run_sync(loss(Example({}, target), trace), lambda request: "").value
 
 
 def _judged(score_text: str) -> float:
@@ -34,3 +39,12 @@ def test_a_judge_score_in_percent_or_alone_is_read_as_a_fraction(percent):
     assert _judged(f"{percent / 100:g}") == pytest.approx(percent / 100)
     assert _judged(f"0.0 to 1.0: {percent / 100:g}") == pytest.approx(percent / 100)
     assert _judged(f"{percent + 1}") == 1.0
+
+
+@given(st.integers(-10_000, 10_000), st.sampled_from(["Answer: {n}", "Answer - {n}", "Answer is {n}", "answer {n}"]))
+def test_an_answer_lines_number_keeps_its_sign(n, form):
+    """A number on an 'Answer' line, negative ones included, scores right against that number as target."""
+    output = f"Let me work it out.\n{form.format(n=n)}"
+    assert _scored(numeric_match(), output, str(n)) == 1.0
+    if ":" in form or " - " in form:
+        assert _scored(normalized_match(), output, str(n)) == 1.0
