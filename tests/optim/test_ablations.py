@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semgrad.backends.fake import FunctionLLM, HashLLM, RecordingLLM, reply_forward, reply_rewrite
-from semgrad.core import Example, optim
+from semgrad.core import Example, GraphBuilder, optim
 from semgrad.effects import fit_sync
 from semgrad.topologies import liar_graph, paper_graph
 
@@ -34,6 +34,21 @@ def test_no_gradients_shows_no_feedback_to_any_rewrite_not_even_the_output():
         assert EXPECTED not in r.prompt and "Feedback" not in r.prompt and "feedback>" not in r.prompt
         assert any(f"question {i}" in r.prompt for i in range(4))
         assert "Output:" in r.prompt
+
+
+@pytest.mark.parametrize("gradients", [True, False])
+def test_an_instruction_whose_node_does_not_reach_the_output_is_never_rewritten(gradients):
+    """With or without gradients, only instructions of nodes that reach the output are rewritten (no blind call)."""
+    b = GraphBuilder()
+    q = b.input("question")
+    b.llm("dead", inputs=[q], instruction="Note something.")
+    b.llm("out", inputs=[q], instruction="Solve the problem.")
+    graph, params = b.build(output="out")
+    rec = RecordingLLM(HashLLM())
+    optimizer = optim.neighbor_sgd(k=1, gradients=gradients, gate=False)
+    result = fit_sync(graph, params, optimizer, train=_train(), llm=rec, iterations=1)
+    assert [r.node for r in rec.requests if r.purpose == "rewrite"] == ["out.instruction"]
+    assert result.params.value("dead.instruction") == "Note something."
 
 
 def test_the_full_method_shows_the_expected_answer_to_the_output_rewrite():

@@ -157,7 +157,8 @@ def aggregate(
 
     An instruction gets its node's examples (inputs, output and feedback per
     selected sample -- the paper's gradient; a sample on which the node was told
-    nothing, its backward calls having failed, is left out); any parameter that received
+    nothing, its backward calls having failed, is left out; a node that does not
+    reach the output gets none, with or without gradients); any parameter that received
     partials (a free parameter, or an instruction under per-edge with
     instructions) gets, per sample, its gradient as the backward rule's
     aggregator made it, joined in sample order; a free parameter that is
@@ -178,7 +179,13 @@ def aggregate(
         result = {}
         for name in step.trainable(params):
             param = params[name]
-            found = _examples(step, param.node, grads) if examples and param.node else ()
+            # A node that does not reach the output gets no examples: nothing it does changes the
+            # score (with gradients it is told nothing; without them it would be rewritten blind).
+            found = (
+                _examples(step, param.node, grads)
+                if examples and param.node and step.graph.reaches_output(param.node)
+                else ()
+            )
             if not feedback:
                 found, texts = tuple(attrs.evolve(e, feedback=None) for e in found), []
             elif name == step.graph.output:
