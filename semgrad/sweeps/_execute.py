@@ -5,7 +5,9 @@ from the run directory alone what to do, so a retry after a dead worker, a
 re-run of the whole sweep and a first run all take the same path:
 
 * no ``config.json``: start the run;
-* ``results.json`` complete for the config: skip it (no call is made);
+* ``results.json`` complete for the config: skip it (no call is made); a run that
+  stopped for its budget is complete unless the spec now gives it another
+  ``max_calls`` / ``max_tokens`` (then it is resumed, as the sweep's stop message says);
 * otherwise: resume it from its checkpoint (``run_experiment(resume=True)``),
   which repeats none of the calls of the iterations it had finished.
 
@@ -154,7 +156,19 @@ def run_status(run: PlannedRun, run_dir: Path) -> Literal["new", "finished", "re
             f"{run_dir} holds a run whose config differs in {', '.join(changed)}; "
             "choose another --out or remove that directory"
         )
-    return "finished" if _complete(run.config, read_results(run_dir)) else "resume"
+    results = read_results(run_dir)
+    if _budget_changed(run.config, before, results):  # the spec's new budget lets it go on
+        return "resume"
+    return "finished" if _complete(run.config, results) else "resume"
+
+
+def _budget_changed(config: RunConfig, before: RunConfig, results: Mapping[str, Any] | None) -> bool:
+    """Whether the run stopped for its budget and the spec now gives it another one (max_calls or max_tokens)."""
+    stopped = results is not None and (
+        results.get("stopped") == "budget"
+        or any(isinstance(t, dict) and t.get("stopped") == "budget" for t in results.get("tasks") or ())
+    )
+    return stopped and (config.max_calls, config.max_tokens) != (before.max_calls, before.max_tokens)
 
 
 def _category(task: str) -> str | None:

@@ -166,3 +166,19 @@ def test_a_sweep_says_which_runs_stopped_for_their_budget(tmp_path, capsys):
     spec = grid_spec(tmp_path / "s.toml", grid, max_calls=10)
     assert main(["sweep", str(spec), "--local", "--out", str(tmp_path / "out")]) == 3
     assert "stopped: budget" in capsys.readouterr().err
+
+
+def test_a_sweep_run_again_with_a_larger_max_calls_goes_on_from_where_its_budget_stopped(tmp_path):
+    """A sweep run again with a larger max_calls resumes the runs that spent their budget, never skips them."""
+    from semgrad.sweeps import run_sweep
+    from tests.sweeps._helpers import grid_spec, sweep_json
+
+    grid = {"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd"]}
+    first = run_sweep(grid_spec(tmp_path / "s.toml", grid, max_calls=40), tmp_path / "out", local=True)
+    assert [o.stopped for o in first.outcomes] == ["budget"]
+    again = run_sweep(grid_spec(tmp_path / "s.toml", grid, max_calls=40), tmp_path / "out", local=True)
+    assert [(o.status, o.stopped) for o in again.outcomes] == [("skipped", "budget")]  # the same budget: nothing new
+    raised = run_sweep(grid_spec(tmp_path / "s.toml", grid, max_calls=100_000), tmp_path / "out", local=True)
+    assert [(o.status, o.stopped) for o in raised.outcomes] == [("resumed", None)]
+    (row,) = sweep_json(tmp_path / "out")["runs"]
+    assert row["stopped"] is None and row["accuracy"]["test"] is not None and row["iterations"] == 2
