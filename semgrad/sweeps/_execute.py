@@ -37,6 +37,7 @@ from typing import Any, Literal
 from .._files import read_regular_text
 from .._loaded import systems_loaded_once
 from ..experiments import RunConfig, build_llm, load_run_tasks, run_experiment
+from ..experiments._resume import CONFIG_BYTES
 from ..tasks import bbh_category
 from ._results import check_run_results
 from ._slots import SlotsClient, slotted
@@ -146,10 +147,10 @@ def run_status(run: PlannedRun, run_dir: Path) -> Literal["new", "finished", "re
     saved = run_dir / "config.json"
     if not saved.exists():
         return "new"
-    try:
-        before = RunConfig.from_json(json.loads(saved.read_text("utf-8")))
-    except (OSError, ValueError, TypeError) as exc:
-        raise SweepError(f"cannot read {saved}: {exc}; remove {run_dir} to start that run again") from None
+    try:  # a FIFO or a device is refused, not read (it would hang the sweep before it starts)
+        before = RunConfig.from_json(json.loads(read_regular_text(saved, limit=CONFIG_BYTES)))
+    except (OSError, ValueError, TypeError, RecursionError) as exc:
+        raise SweepError(f"cannot read {saved}: {_unreadable(exc)}; remove {run_dir} to start that run again") from None
     changed = run.config.differs_from(before)
     if changed:
         raise SweepError(

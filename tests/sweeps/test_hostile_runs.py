@@ -153,3 +153,22 @@ def test_a_fifo_in_place_of_a_run_s_results_fails_that_run_without_hanging(finis
     result = run_sweep(finished / "s.toml", sweep, local=True)
     assert [o.status for o in result.outcomes] == ["skipped", "failed"]
     assert "results.json" in result.outcomes[1].error and "not a regular file" in result.outcomes[1].error
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("make", ["fifo", "dev-zero", "nested"])
+def test_a_run_s_config_json_that_is_no_file_or_nests_too_deeply_stops_the_sweep_with_one_line_naming_it(
+    finished, sweep, make
+):
+    """A FIFO, /dev/zero or deeply nested JSON as a run's config.json stops the sweep with one line naming it."""
+    path = sweep / TAMPERED / "config.json"
+    path.unlink()
+    if make == "fifo":
+        os.mkfifo(path)
+    elif make == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000, "utf-8")
+    with pytest.raises(SweepError) as caught:
+        run_sweep(finished / "s.toml", sweep, local=True)
+    assert str(caught.value).startswith(f"cannot read {path}: ") and "\n" not in str(caught.value)
