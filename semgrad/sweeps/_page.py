@@ -177,7 +177,8 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
             f"<p>Settings: <code>{esc(settings)}</code></p>",
             "<h2>Averages of test accuracy</h2>",
             "<p>Each task's mean over seeds, averaged over tasks: weighted by each task's test items, as the paper "
-            "reports BBH, and unweighted; beside the paper's published figures.</p>",
+            "reports BBH, and unweighted; beside the paper's published figures. A variant with no test score "
+            "for one of a group's tasks (its runs failed or stopped) has a dash there.</p>",
             _averages(summary),
             "<h2>Optimizers across tasks</h2>",
             optimizer_chart(summary.get("by_task") or {}),

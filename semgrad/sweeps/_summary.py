@@ -60,8 +60,11 @@ def averages(rows: Sequence[Mapping[str, Any]], *, weighted: bool = True) -> dic
 
     Kept for BBH NLP, BBH algorithmic, GSM8K and all tasks. `weighted` (the default) weighs each
     task by its number of test items, as the paper reports BBH and as `semgrad run bbh:all` does
-    (a group with a task whose size is unknown then has no weighted average); else every task
-    counts once.
+    (a task's size is the one its runs report; a failed run reports none, and a group with a task
+    whose size is unknown, or reported differently, has no weighted average); else every task
+    counts once. A variant with no test score for some task of a group (its runs of that task
+    failed or stopped) has no average for that group: an average over the other tasks would sit
+    beside the complete ones as if it were one.
 
     Examples:
         >>> row = {"category": "nlp", "optimizer": "tgd"}
@@ -74,18 +77,18 @@ def averages(rows: Sequence[Mapping[str, Any]], *, weighted: bool = True) -> dic
     """
     per_task = by_task(rows)
     groups = {row["task"]: _group(row) for row in rows}
-    sizes: dict[str, int | None] = {}
+    known: dict[str, set[int]] = {row["task"]: set() for row in rows}
     for row in rows:
         size = row.get("test_items")
-        sizes[row["task"]] = size if type(size) is int and size > 0 and sizes.get(row["task"], size) == size else None
+        if type(size) is int and size > 0:
+            known[row["task"]].add(size)
+    sizes = {task: next(iter(found)) if len(found) == 1 else None for task, found in known.items()}
     variants = list(dict.fromkeys(_label(row) for row in rows))
     result = {}
     for variant in variants:
-        found: dict[str, list[tuple[float, int | None]]] = {key: [] for key in AVERAGES}
+        found: dict[str, list[tuple[float | None, int | None]]] = {key: [] for key in AVERAGES}
         for task, scores in per_task.items():
             score = scores.get(variant)
-            if score is None:
-                continue
             weight = sizes.get(task) if weighted else 1
             found["overall"].append((score, weight))
             group = groups[task]
@@ -95,11 +98,11 @@ def averages(rows: Sequence[Mapping[str, Any]], *, weighted: bool = True) -> dic
     return result
 
 
-def _weighted_mean(values: Sequence[tuple[float, int | None]]) -> float | None:
-    if not values or any(weight is None for _, weight in values):
+def _weighted_mean(values: Sequence[tuple[float | None, int | None]]) -> float | None:
+    if not values or any(score is None or weight is None for score, weight in values):
         return None
     total = sum(weight for _, weight in values if weight is not None)
-    return sum(score * weight for score, weight in values if weight is not None) / total
+    return sum(score * weight for score, weight in values if score is not None and weight is not None) / total
 
 
 def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:

@@ -273,3 +273,29 @@ def test_sweep_averages_weigh_tasks_by_their_test_items_and_the_unweighted_ones_
     for group, key in (("nlp", "bbh_nlp"), ("algorithmic", "bbh_algorithmic"), ("overall", "overall")):
         for mine, theirs in ((ours[key], weighted[group]), (ours_plain[key], plain[group])):
             assert (mine is None and theirs is None) or abs(mine - theirs) < 1e-9
+
+
+def test_a_failed_run_takes_only_its_own_variant_s_group_average_away():
+    """A variant whose run of one task failed has no average over that task's groups; the other variants keep
+    theirs, item-weighted by the task's size that its other runs report."""
+    from semgrad.sweeps._summary import averages
+
+    def row(task, optimizer, test, size):
+        return {"task": task, "category": "nlp", "optimizer": optimizer, "accuracy": {"test": test}, "test_items": size}
+
+    rows = [
+        row("bbh:snarks", "neighbor-sgd", 1.0, 30),
+        row("bbh:hyperbaton", "neighbor-sgd", 0.0, 10),
+        row("bbh:snarks", "tgd", 0.5, 30),
+        row("bbh:hyperbaton", "tgd", None, None),  # failed: no score, no size
+    ]
+    for weighted, full in ((True, 0.75), (False, 0.5)):
+        found = averages(rows, weighted=weighted)
+        assert found["neighbor-sgd"]["bbh_nlp"] == found["neighbor-sgd"]["overall"] == full
+        assert found["tgd"]["bbh_nlp"] is None and found["tgd"]["overall"] is None  # not snarks' 0.5 alone
+    seeds = [
+        row("bbh:snarks", "tgd", None, None),
+        row("bbh:snarks", "tgd", 1.0, 30),
+        row("bbh:hyperbaton", "tgd", 0.0, 10),
+    ]
+    assert averages(seeds)["tgd"]["bbh_nlp"] == 0.75  # a failed seed leaves the task's size known
