@@ -103,7 +103,8 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
         head.append("wall time")
     rows = []
     for m in methods:
-        row = [str(m.get("optimizer"))]
+        stopped = m.get("stopped")  # its scores and counts are those of a partial run: the row says so
+        row = [str(m.get("optimizer")) + (f" (stopped early: {stopped}; partial)" if stopped else "")]
         if not dry:
             scores = " \u2192 ".join(percent(s) for s in (m.get("scores") or ()))
             row += [scores or "\u2014", percent(m.get("test")), percent(m.get("initial_test"))]

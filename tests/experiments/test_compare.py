@@ -193,3 +193,14 @@ def test_a_comparison_runs_the_papers_iterations_unless_told(capsys):
     assert "8 iterations" in capsys.readouterr().out
     assert main([*args, "--iterations", "2"]) == 0
     assert "2 iterations" in capsys.readouterr().out
+
+
+def test_a_stopped_method_s_row_says_it_is_partial_in_compare_md_and_html():
+    """compare.md and compare.html name a method that stopped early on its own row, which is partial."""
+    from semgrad.report._compare import compare_table, render_compare
+
+    methods = [{"optimizer": "tgd", "scores": [0.5], "stopped": "budget"}, {"optimizer": "textgrad", "scores": [0.5]}]
+    summary = {"task": "gsm8k", "methods": methods}
+    rows = [line for line in compare_table(summary).splitlines() if line.startswith("| ")][1:]
+    assert rows[0].startswith("| tgd (stopped early: budget; partial) |") and rows[1].startswith("| textgrad |")
+    assert "<td>tgd (stopped early: budget; partial)</td>" in render_compare(summary)
