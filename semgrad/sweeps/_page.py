@@ -116,6 +116,12 @@ def _run_name(name: Any, reports: Mapping[str, str]) -> str:
     return f'<a href="{esc(href)}">{esc(name)}</a>' if href else esc(name)
 
 
+def _stopped(run: Mapping[str, Any]) -> str:
+    """What a run that stopped early has: partial figures (a budget-stopped run is no failure, nor finished)."""
+    stopped = run.get("stopped")
+    return f"stopped early ({stopped}): partial" if stopped else ""
+
+
 def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
     columns = ("Run", "Task", "Seed", "Optimizer", "Train", "Validation", "Test", "Calls", "Tokens", "Cost", "Error")
     rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"]
@@ -137,7 +143,7 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f"<td>{esc(_number(run.get('calls')))}</td>",
             f"<td>{esc(_number(total))}</td>",
             f"<td>{esc(_money(run.get('cost_usd')))}</td>",
-            f'<td class="error">{esc(run.get("error") or "")}</td>',
+            f'<td class="error">{esc(run.get("error") or _stopped(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return "<table>\n" + "\n".join(rows) + "\n</table>"

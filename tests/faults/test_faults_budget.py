@@ -182,3 +182,14 @@ def test_a_sweep_run_again_with_a_larger_max_calls_goes_on_from_where_its_budget
     assert [(o.status, o.stopped) for o in raised.outcomes] == [("resumed", None)]
     (row,) = sweep_json(tmp_path / "out")["runs"]
     assert row["stopped"] is None and row["accuracy"]["test"] is not None and row["iterations"] == 2
+
+
+def test_sweep_html_says_which_runs_stopped_for_their_budget(tmp_path):
+    """sweep.html marks the row of a run that spent its budget as stopped early, its figures partial."""
+    from semgrad.sweeps import run_sweep
+    from tests.sweeps._helpers import grid_spec
+
+    grid = {"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd"]}
+    result = run_sweep(grid_spec(tmp_path / "s.toml", grid, max_calls=10), tmp_path / "out", local=True)
+    assert [o.stopped for o in result.outcomes] == ["budget"]
+    assert '<td class="error">stopped early (budget): partial</td>' in (tmp_path / "out" / "sweep.html").read_text()
