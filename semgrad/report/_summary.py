@@ -34,6 +34,9 @@ _AVERAGES = (
     ("overall", "Overall average (test, item-weighted)", None),
 )
 
+#: Error kinds of calls the run's own budget or stop refused: never sent, and never in a score.
+_REFUSED = ("budget", "halted")
+
 Row = tuple[str, str, str]  # label, this run, published -- all already HTML
 
 
@@ -136,11 +139,20 @@ def header(results: Mapping[str, Any]) -> str:
     errors = number(results.get("errors"))
     if errors:
         kinds = as_mapping(results.get("errors_by_kind"))
-        listed = ", ".join(f"{esc(kind)} {esc(n)}" for kind, n in kinds.items())
-        notices.append(
-            f'<p id="errors-notice" class="notice warn"><strong>{esc(int(errors))} calls without a reply</strong>'
-            f"{f' ({listed})' if listed else ''}: the scores count them as wrong answers.</p>"
-        )
+        refused = sum(number(kinds.get(kind)) or 0 for kind in _REFUSED)
+        failed = {kind: n for kind, n in kinds.items() if kind not in _REFUSED}
+        listed = ", ".join(f"{esc(kind)} {esc(n)}" for kind, n in failed.items())
+        if errors > refused:
+            notices.append(
+                f'<p id="errors-notice" class="notice warn"><strong>{esc(int(errors - refused))} calls without '
+                f"a reply</strong>{f' ({listed})' if listed else ''}: the scores count them as wrong answers.</p>"
+            )
+        if refused:
+            notices.append(
+                f'<p id="refused-notice" class="notice"><strong>{esc(int(refused))} calls refused by the run\'s '
+                "budget or stop</strong>, never sent: no score includes them (an iteration or a split they "
+                "belonged to was left unfinished, and is done again when the run is resumed).</p>"
+            )
     return (
         f'<header><h1>semgrad run report: <span class="task-name">{esc(results.get("task"))}</span></h1>'
         f'<dl class="facts">{facts}</dl>{"".join(notices)}</header>'
@@ -207,7 +219,7 @@ def _counts(value: Any) -> str:
 def _unsent(results: Mapping[str, Any]) -> str:
     """The calls the run's own budget or stop refused, which the counts include but no provider received."""
     kinds = as_mapping(results.get("errors_by_kind"))
-    refused = sum(number(kinds.get(kind)) or 0 for kind in ("budget", "halted"))
+    refused = sum(number(kinds.get(kind)) or 0 for kind in _REFUSED)
     return f"; {count(refused)} of them refused by the run's budget or stop, never sent" if refused else ""
 
 

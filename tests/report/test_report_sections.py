@@ -98,6 +98,18 @@ def test_run_level_error_counts_win_over_the_tasks_sum():
     assert "Failed calls: 5 (timeout 5)" in parse(render_report(results)).all_text()
 
 
+def test_calls_the_budget_refused_are_not_said_to_count_as_wrong_answers():
+    """The header says only the calls that failed at the backend count as wrong answers; refused ones are never sent."""
+    results = make_results([make_task("gsm8k", None, 0.9)], task="gsm8k")
+    results["errors"], results["errors_by_kind"] = 6, {"budget": 4, "server": 2}
+    text = parse(render_report(results)).all_text()
+    assert "2 calls without a reply (server 2): the scores count them as wrong answers" in text
+    assert "4 calls refused by the run's budget or stop, never sent: no score includes them" in text
+    results["errors"], results["errors_by_kind"] = 4, {"budget": 4}  # a run resumed to its end after a budget stop
+    page = render_report(results)
+    assert "wrong answers" not in page and 'id="refused-notice"' in page
+
+
 def test_no_error_counts_no_error_line():
     """Results that record no error counts show no failed-calls line; zero recorded errors show 0."""
     task = make_task("gsm8k", None, 0.9)
