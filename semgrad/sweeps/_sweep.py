@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from ..experiments import SetupError, build_llm, load_run_tasks
+from ..experiments import SetupError, build_llm, load_run_tasks, make_optimizer
 from ..tasks import DataError
 from ._execute import Instrument, Outcome, check_run_dir, run_status
 from ._page import write_sweep_report
@@ -96,6 +96,14 @@ def _check_data(runs: Sequence[PlannedRun]) -> None:
             checked[key] = load_run_tasks(run.config)
         except (DataError, SetupError, OSError, ValueError) as exc:
             raise SweepError(f"{run.config.task} (seed {run.config.seed}): {' '.join(str(exc).split())}") from None
+    for run in runs:  # a parameter one-parameter trains must be one of its task's (else it fails after its preflight)
+        if run.config.param is not None:
+            try:
+                optimizer = make_optimizer(run.config)
+                for task in checked[(run.config.task, run.config.seed)]:
+                    optimizer.init(task.build()[1])
+            except ValueError as exc:
+                raise SweepError(f"{run.name}: {' '.join(str(exc).split())}") from None
     first = runs[0]
     if first.config.backend != "simulated":
         try:
@@ -121,7 +129,8 @@ def _check_sweep_dir(out: Path, runs: Sequence[PlannedRun]) -> None:
 def check_sweep(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> tuple[PlannedRun, ...]:
     """Everything that can be checked before a sweep starts; return its runs.
 
-    Checks that every task's data loads with the spec's sizes, that the
+    Checks that every task's data loads with the spec's sizes, that each
+    parameter a one-parameter run trains is one of its task's, that the
     backend can be built (an API key, when it needs one), and that no run
     directory under `out_dir` holds a run of another config. A run directory
     that is a symbolic link (or not a folder of `out_dir`) is not read here:

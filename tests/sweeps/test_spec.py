@@ -186,6 +186,16 @@ def test_too_large_splits_are_caught_before_anything_starts(tmp_path):
         check_sweep(spec, tmp_path / "out")
 
 
+@needs_data
+def test_a_parameter_no_task_has_is_caught_before_anything_starts(tmp_path):
+    """A one-parameter run naming a parameter its task lacks fails the sweep up front, before any run folder."""
+    grid = {"tasks": ["bbh:navigate"], "seeds": [0], "optimizers": ["tgd", "one-parameter:answer.instructions"]}
+    spec = load_spec(grid_spec(tmp_path / "s.toml", grid))
+    with pytest.raises(SweepError, match=r"^bbh-navigate__seed0__one-parameter-answer\.instructions: no trainable "):
+        run_sweep(spec, tmp_path / "out", local=True)
+    assert not (tmp_path / "out").exists()
+
+
 def test_local_and_address_exclude_each_other(tmp_path):
     """--local with --address is refused before anything starts."""
     spec = parse_spec({"tasks": ["gsm8k"], "seeds": [0], "optimizers": ["tgd"]})
