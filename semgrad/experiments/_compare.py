@@ -25,6 +25,7 @@ from ..report._compare import compare_table, render_compare
 from ._config import OPTIMIZERS, RunConfig
 from ._dry_run import dry_run, estimate_tokens
 from ._run import SetupError, build_llm, estimate_cost, load_run_tasks, run_experiment
+from ._stack import _NOT_FAILURES
 
 __all__ = ["PurposeMeter", "compare", "parse_optimizers"]
 
@@ -216,6 +217,8 @@ def compare(
                 "run_dir": name,
                 "stopped": summary.get("stopped"),
                 "stopped_detail": summary.get("stopped_detail"),
+                # counted in "calls", but never sent: the run's own budget or stop refused them
+                "refused": sum(int(summary["errors_by_kind"].get(kind, 0)) for kind in _NOT_FAILURES),
             }
         )
     result = {

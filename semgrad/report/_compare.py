@@ -104,7 +104,9 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for m in methods:
         stopped = m.get("stopped")  # its scores and counts are those of a partial run: the row says so
-        row = [str(m.get("optimizer")) + (f" (stopped early: {stopped}; partial)" if stopped else "")]
+        refused = m.get("refused") if isinstance(m.get("refused"), int) else 0
+        unsent = f"; {refused:,} of its calls refused, never sent" if refused else ""
+        row = [str(m.get("optimizer")) + (f" (stopped early: {stopped}; partial{unsent})" if stopped else "")]
         if not dry:
             scores = " \u2192 ".join(percent(s) for s in (m.get("scores") or ()))
             row += [scores or "\u2014", percent(m.get("test")), percent(m.get("initial_test"))]

@@ -204,3 +204,18 @@ def test_a_stopped_method_s_row_says_it_is_partial_in_compare_md_and_html():
     rows = [line for line in compare_table(summary).splitlines() if line.startswith("| ")][1:]
     assert rows[0].startswith("| tgd (stopped early: budget; partial) |") and rows[1].startswith("| textgrad |")
     assert "<td>tgd (stopped early: budget; partial)</td>" in render_compare(summary)
+
+
+@needs_data
+def test_a_stopped_method_s_row_says_how_many_of_its_counted_calls_were_never_sent(tmp_path, capsys):
+    """A budget-stopped method's row says how many of the calls it counts its budget refused (never sent)."""
+    out = tmp_path / "cmp"
+    flags = ["--optimizers", "tgd", "--max-calls", "20", "--concurrency", "16", "--out", str(out), "-q"]
+    assert main(["compare", "bbh:navigate", "--data-dir", str(DATA), *flags, *SMALL]) == 3
+    refused = json.loads((out / "tgd" / "results.json").read_text())["errors_by_kind"]["budget"]
+    (method,) = json.loads((out / "compare.json").read_text())["methods"]
+    assert refused > 0 and method["refused"] == refused and method["calls"] - refused <= 20
+    assert (
+        f"| tgd (stopped early: budget; partial; {refused} of its calls refused, never sent) |"
+        in (out / "compare.md").read_text()
+    )
