@@ -25,7 +25,7 @@ from ..report._compare import compare_table, render_compare
 from ._config import OPTIMIZERS, RunConfig
 from ._dry_run import dry_run, estimate_tokens
 from ._run import SetupError, build_llm, estimate_cost, load_run_tasks, run_experiment
-from ._stack import _NOT_FAILURES
+from ._stack import _NOT_FAILURES, failures
 
 __all__ = ["PurposeMeter", "compare", "parse_optimizers"]
 
@@ -219,6 +219,8 @@ def compare(
                 "stopped_detail": summary.get("stopped_detail"),
                 # counted in "calls", but never sent: the run's own budget or stop refused them
                 "refused": sum(int(summary["errors_by_kind"].get(kind, 0)) for kind in _NOT_FAILURES),
+                # calls that failed at the backend after retries (the scores count them as wrong answers)
+                "failed_calls": failures(summary["counters"]),
             }
         )
     result = {

@@ -89,6 +89,31 @@ def _purposes(methods: Sequence[Mapping[str, Any]], field: str) -> list[str]:
     return [p for p in order if p in seen] + sorted(seen - set(order))
 
 
+def _count(method: Mapping[str, Any], key: str) -> int:
+    value = method.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _notes(method: Mapping[str, Any]) -> str:
+    """What the method's row must say beside its name: a stop (its figures are partial), and calls without a reply.
+
+    Examples:
+        >>> _notes({"stopped": "budget", "refused": 3, "failed_calls": 2})
+        ' (stopped early: budget; partial; 3 of its calls refused, never sent; 2 calls without a reply)'
+        >>> _notes({})
+        ''
+    """
+    notes = []
+    if method.get("stopped"):  # its scores and counts are those of a partial run: the row says so
+        refused = _count(method, "refused")
+        unsent = f"; {refused:,} of its calls refused, never sent" if refused else ""
+        notes.append(f"stopped early: {method['stopped']}; partial{unsent}")
+    failed = _count(method, "failed_calls")
+    if failed:  # the scores count them as wrong answers
+        notes.append(f"{failed:,} calls without a reply")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     methods = list(summary.get("methods") or ())
     calls = _purposes(methods, "calls_by_purpose")
@@ -103,10 +128,7 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
         head.append("wall time")
     rows = []
     for m in methods:
-        stopped = m.get("stopped")  # its scores and counts are those of a partial run: the row says so
-        refused = m.get("refused") if isinstance(m.get("refused"), int) else 0
-        unsent = f"; {refused:,} of its calls refused, never sent" if refused else ""
-        row = [str(m.get("optimizer")) + (f" (stopped early: {stopped}; partial{unsent})" if stopped else "")]
+        row = [str(m.get("optimizer")) + _notes(m)]
         if not dry:
             scores = " \u2192 ".join(percent(s) for s in (m.get("scores") or ()))
             row += [scores or "\u2014", percent(m.get("test")), percent(m.get("initial_test"))]

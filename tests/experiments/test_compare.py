@@ -219,3 +219,34 @@ def test_a_stopped_method_s_row_says_how_many_of_its_counted_calls_were_never_se
         f"| tgd (stopped early: budget; partial; {refused} of its calls refused, never sent) |"
         in (out / "compare.md").read_text()
     )
+
+
+@needs_data
+def test_a_method_whose_calls_failed_says_so_on_its_row(tmp_path):
+    """A method that lost calls (after retries) says how many on its row of compare.md; a clean one says nothing."""
+    from semgrad.backends.fake import FunctionLLM
+    from semgrad.core import LLMError, LLMFailure
+    from semgrad.experiments import build_llm, load_run_tasks
+
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, test=3, iterations=1)
+    tasks = load_run_tasks(config)
+
+    def factory(cfg):
+        inner = build_llm(cfg, tasks)
+        if cfg.optimizer == "neighbor-sgd":
+            return inner
+
+        def fail_one(request):  # one test item's calls fail for good: a few out of many
+            if request.purpose == "forward" and request.sample == tasks[0].split.test[0].id:
+                raise LLMFailure(LLMError("bad_request", "refused by the server"))
+            return inner(request)
+
+        return FunctionLLM(fail_one)
+
+    summary = compare(config, ["neighbor-sgd", "tgd"], tmp_path / "cmp", llm_factory=factory)
+    lost = {m["optimizer"]: m["failed_calls"] for m in summary["methods"]}
+    assert lost["neighbor-sgd"] == 0 and lost["tgd"] > 0
+    rows = [line for line in (tmp_path / "cmp" / "compare.md").read_text().splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| neighbor-sgd |") and rows[2].startswith(
+        f"| tgd ({lost['tgd']} calls without a reply) |"
+    )
