@@ -116,10 +116,31 @@ def _run_name(name: Any, reports: Mapping[str, str]) -> str:
     return f'<a href="{esc(href)}">{esc(name)}</a>' if href else esc(name)
 
 
-def _stopped(run: Mapping[str, Any]) -> str:
-    """What a run that stopped early has: partial figures (a budget-stopped run is no failure, nor finished)."""
-    stopped = run.get("stopped")
-    return f"stopped early ({stopped}): partial" if stopped else ""
+#: Error kinds of calls a run's own budget or stop refused: never sent, and in no score.
+_REFUSED = ("budget", "halted")
+
+
+def _notes(run: Mapping[str, Any]) -> str:
+    """What a run's row must say when it has no error: a stop (its figures are partial; a budget-stopped run
+    is no failure, nor finished), and the calls that got no reply (its scores count them as wrong answers).
+
+    Examples:
+        >>> _notes({"stopped": "budget", "errors_by_kind": {"budget": 4, "timeout": 2}})
+        'stopped early (budget): partial; 2 calls without a reply (timeout 2)'
+        >>> _notes({"errors_by_kind": {"budget": 4}}), _notes({})
+        ('', '')
+    """
+    notes = [f"stopped early ({run['stopped']}): partial"] if run.get("stopped") else []
+    kinds = run.get("errors_by_kind")
+    failed = {
+        kind: n
+        for kind, n in (kinds.items() if isinstance(kinds, Mapping) else ())
+        if kind not in _REFUSED and isinstance(n, int) and not isinstance(n, bool) and n > 0
+    }
+    if failed:
+        listed = ", ".join(f"{kind} {n:,}" for kind, n in failed.items())
+        notes.append(f"{sum(failed.values()):,} calls without a reply ({listed})")
+    return "; ".join(notes)
 
 
 def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
@@ -143,7 +164,7 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f"<td>{esc(_number(run.get('calls')))}</td>",
             f"<td>{esc(_number(total))}</td>",
             f"<td>{esc(_money(run.get('cost_usd')))}</td>",
-            f'<td class="error">{esc(run.get("error") or _stopped(run))}</td>',
+            f'<td class="error">{esc(run.get("error") or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return "<table>\n" + "\n".join(rows) + "\n</table>"

@@ -172,3 +172,35 @@ def test_a_run_s_config_json_that_is_no_file_or_nests_too_deeply_stops_the_sweep
     with pytest.raises(SweepError) as caught:
         run_sweep(finished / "s.toml", sweep, local=True)
     assert str(caught.value).startswith(f"cannot read {path}: ") and "\n" not in str(caught.value)
+
+
+class _LoseOneItem:
+    """Fails (for good) the forward calls of one test item of the tgd run: a few calls out of many."""
+
+    def __call__(self, llm, name, run_dir):
+        from semgrad.backends.fake import FunctionLLM
+        from semgrad.core import LLMError, LLMFailure
+        from semgrad.effects._routing import call
+
+        async def maybe_fail(request):
+            if name == TAMPERED and request.purpose == "forward" and request.sample == self.item:
+                raise LLMFailure(LLMError("bad_request", "refused by the server"))
+            return await call(llm, request)
+
+        return FunctionLLM(maybe_fail)
+
+
+def test_sweep_html_says_how_many_calls_of_a_run_got_no_reply(tmp_path):
+    """A run that lost calls (under the share that fails it) says how many, by kind, on its row of sweep.html."""
+    from semgrad.experiments import load_run_tasks
+    from semgrad.sweeps import load_spec
+
+    spec = load_spec(grid_spec(tmp_path / "s.toml", GRID, iterations=1, train=4, test=3))
+    instrument = _LoseOneItem()
+    instrument.item = load_run_tasks(spec.runs()[1].config)[0].split.test[0].id
+    result = run_sweep(spec, tmp_path / "out", local=True, instrument=instrument)
+    assert not result.failed and [o.errors for o in result.outcomes][0] == 0
+    lost = result.outcomes[1].errors
+    page = (tmp_path / "out" / "sweep.html").read_text("utf-8")
+    assert lost and f'<td class="error">{lost} calls without a reply (bad_request {lost})</td>' in page
+    assert page.count("calls without a reply") == 1
