@@ -31,7 +31,9 @@ def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dic
         "best_score": fit_result.best_score,
         "stopped": fit_result.stopped,
         "iterations": [_record(r) for r in fit_result.history],
-        "accuracy": {"train": None, "validation": fit_result.best_score, "test": None, "initial_test": None},
+        # best_score is the gate's, on the validation set or (without one) on the training items: a FitResult
+        # does not say which, so it is shown as the gate score (below), never as a validation accuracy
+        "accuracy": {"train": None, "validation": None, "test": None, "initial_test": None},
         "params": {"initial": dict(fit_result.initial_params.texts()), "final": dict(fit_result.params.texts())},
         "graph": _graph_json(graph) if graph is not None else None,
         "published": None,

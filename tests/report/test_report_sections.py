@@ -126,6 +126,24 @@ def test_a_fit_results_statistics_give_the_error_fields():
     assert "Failed calls: 2 (timeout 1, parse 1)" in parse(render_report({"tasks": [task]})).all_text()
 
 
+def test_write_html_never_passes_a_fit_s_gate_score_off_as_a_validation_accuracy(tmp_path):
+    """A fit without a validation set shows its best gate score (on the training items) as the gate score only."""
+    from semgrad.backends.fake import FunctionLLM
+    from semgrad.core import GraphBuilder, optim
+    from semgrad.effects import fit_sync
+    from semgrad.report import write_html
+
+    b = GraphBuilder()
+    _ = b.llm("answer", inputs=[b.input("question")], instruction="Answer.")
+    graph, params = b.build(output="answer")
+    items = [{"inputs": {"question": "2+2?"}, "target": "4"}]
+    result = fit_sync(graph, params, optim.neighbor_sgd(k=1), train=items, llm=FunctionLLM(lambda r: "4"), iterations=1)
+    page = write_html(result, tmp_path / "r.html", graph=graph).read_text("utf-8")
+    assert result.best_score == 1.0
+    assert '<th scope="row">Validation accuracy</th><td>\u2014</td>' in page
+    assert '<th scope="row">Gate score (initial \u2192 best)</th><td>100.0 % \u2192 100.0 %</td>' in page
+
+
 def test_write_html_of_a_fit_shows_its_failed_calls(tmp_path):
     """write_html of a fit whose LLM failed calls shows the failed calls by kind from the FitResult's statistics."""
     from semgrad.backends import fake
