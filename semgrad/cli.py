@@ -342,6 +342,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.max_parallel is not None and args.max_parallel < 1:
         raise SweepError(f"--max-parallel must be at least 1, got {args.max_parallel}")
+    if args.num_cpus is not None and args.num_cpus < 1:  # 0 would be taken as no value: all the CPUs
+        raise SweepError(f"--num-cpus must be at least 1, got {args.num_cpus}")
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("sweeps") / spec.name
     total, done = len(spec.runs()), [0]

@@ -218,6 +218,15 @@ def test_the_cli_prints_one_line_and_creates_nothing(tmp_path, spec, fragment):
     assert not (tmp_path / "out").exists()
 
 
+@needs_data
+def test_the_cli_refuses_a_number_of_cpus_below_one(tmp_path, capsys):
+    """`semgrad sweep --num-cpus 0` is one error line, exit 1, before anything starts (as --max-parallel 0 is)."""
+    spec = grid_spec(tmp_path / "s.toml", {**GRID, "tasks": ["gsm8k"], "seeds": [0]})
+    assert main(["sweep", str(spec), "--local", "--num-cpus", "0", "--out", str(tmp_path / "out")]) == 1
+    assert "semgrad: error: --num-cpus must be at least 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_cli_reports_an_unreadable_spec_in_one_line(tmp_path, capsys):
     """An unreadable spec file is one error line from main(), exit status 1."""
     assert main(["sweep", str(tmp_path / "none.toml"), "--local"]) == 1
