@@ -15,6 +15,7 @@ names, run order and the combined report are the same on every machine.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -412,7 +413,13 @@ def _resources(table: Mapping[str, Any]) -> Resources:
     for key, value in table.items():
         real = key in _RESOURCE_NUMBERS
         number = isinstance(value, (int, float)) if real else isinstance(value, int)
-        if not number or isinstance(value, bool) or value < (0 if key == "max_retries" else 1e-9):
+        # TOML reads `inf` and `nan` as floats: neither is a number of CPUs or seconds (nan passed `< 1e-9`)
+        if (
+            not number
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < (0 if key == "max_retries" else 1e-9)
+        ):
             raise SweepError(f"resources.{key} must be a positive {'number' if real else 'integer'}, got {value!r}")
     values: dict[str, Any] = {k: float(v) if k in _RESOURCE_NUMBERS else v for k, v in table.items()}
     return Resources(**values)

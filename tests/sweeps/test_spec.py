@@ -122,6 +122,16 @@ def test_a_bad_spec_is_one_sweep_error_naming_the_problem(data, fragment):
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize("key", ["lease_seconds", "cpus_per_run"])
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_resources_refuse_an_infinite_or_nan_number(tmp_path, key, value):
+    """`lease_seconds = inf` or `cpus_per_run = nan` (TOML's own floats) is a SweepError, as 0 is."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'tasks = ["gsm8k"]\nseeds = [0]\noptimizers = ["tgd"]\n[resources]\n{key} = {value}\n', "utf-8")
+    with pytest.raises(SweepError, match=f"^resources.{key} must be a positive number, got {value}$"):
+        load_spec(path)
+
+
 def test_unreadable_and_malformed_files_are_sweep_errors(tmp_path):
     """A missing file, a folder, non-UTF-8 bytes and invalid TOML each give one line naming the file."""
     (tmp_path / "bad.toml").write_text("tasks = [\n", "utf-8")
