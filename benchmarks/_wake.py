@@ -151,11 +151,14 @@ class FdSleep:
         return "FdSleep()"
 
     async def __call__(self, seconds: float) -> None:
+        await self.until(time.monotonic() + max(seconds, 0.0))
+
+    async def until(self, deadline: float) -> None:
+        """Sleep until `time.monotonic()` reaches `deadline`."""
         loop = asyncio.get_running_loop()
         timer = self._timers.get(loop)
         if timer is None:
             timer = self._timers[loop] = _LoopTimer(self._libc, loop)
-        deadline = time.monotonic() + max(seconds, 0.0)
         future: asyncio.Future[None] = loop.create_future()
         heapq.heappush(timer.heap, (deadline, next(self._order), future))
         if deadline < timer.armed and not timer.deferred:

@@ -25,13 +25,13 @@ needs_fd = pytest.mark.skipif(precise_sleep() is None, reason="no Linux timerfd 
 
 
 async def _sleep_all(sleep, delays: list[float]) -> list[tuple[float, float, int]]:
-    """Start one sleep per delay at once; each task's (deadline, woke, index), in the order they woke."""
+    """Start one sleep per delay at once (``sleep.until`` a deadline the task reads from the clock);
+    each task's (deadline, woke, index), in the order they woke."""
     woke: list[tuple[float, float, int]] = []
-    await sleep(0)  # makes the loop's timer first: the deadlines below are then taken as the sleep takes them
 
     async def one(i: int, delay: float) -> None:
         deadline = time.monotonic() + delay
-        await sleep(delay)
+        await sleep.until(deadline)
         woke.append((deadline, time.monotonic(), i))
 
     async with anyio.create_task_group() as tg:
@@ -50,10 +50,8 @@ def test_fd_sleeps_end_after_their_deadlines_in_deadline_order(loop: str, delays
     woke = run_loop(lambda: _sleep_all(sleep, delays), use_uvloop=loop == "uvloop")
     assert sorted(i for *_, i in woke) == list(range(len(delays)))
     assert all(at >= deadline for deadline, at, _ in woke)
-    # The test reads the clock a moment before the sleep does: deadlines a few microseconds
-    # apart may be ordered the other way in the sleep's heap, and are not compared.
     deadlines = [deadline for deadline, _, _ in woke]
-    assert all(earlier <= later + 50e-6 for k, earlier in enumerate(deadlines) for later in deadlines[k + 1 :])
+    assert deadlines == sorted(deadlines)
 
 
 @needs_fd
@@ -70,7 +68,7 @@ def test_a_cancelled_fd_sleep_leaves_the_others_on_time(loop: str) -> None:
         with anyio.CancelScope() as scope:
             scope.cancel()
             await sleep(0.001)  # cancelled before it waits: its entry stays behind in the heap
-        return cut, await _sleep_all(sleep, [0.004, 0.002])
+        return cut, await _sleep_all(sleep, [0.05, 0.002])
 
     cut, woke = run_loop(main, use_uvloop=loop == "uvloop")
     assert cut < 1.0
@@ -82,8 +80,8 @@ def test_each_event_loop_gets_a_timer_of_its_own() -> None:
     """One FdSleep serves loop after loop: each run's sleeps end, on asyncio's loop and on uvloop's."""
     sleep = precise_sleep()
     for loop in LOOPS * 2:
-        woke = run_loop(lambda: _sleep_all(sleep, [0.002, 0.001]), use_uvloop=loop == "uvloop")
-        assert [i for *_, i in woke] == [1, 0]
+        woke = run_loop(lambda: _sleep_all(sleep, [0.02, 0.001]), use_uvloop=loop == "uvloop")
+        assert [i for *_, i in woke] == [1, 0] and all(at >= deadline for deadline, at, _ in woke)
 
 
 def test_latency_llm_waits_with_the_sleep_it_is_given() -> None:
