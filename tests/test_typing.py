@@ -69,3 +69,24 @@ def test_fit_sync_takes_fits_parameters_and_use_uvloop():
     ours = list(inspect.signature(fit_sync).parameters.values())
     assert ours[:-1] == list(inspect.signature(fit).parameters.values())
     assert (ours[-1].name, ours[-1].kind, ours[-1].default) == ("use_uvloop", inspect.Parameter.KEYWORD_ONLY, None)
+
+
+#: docs/optimizers.md's scoring line: `evaluate` gives a program of a tuple, `mean_score` takes a sequence.
+COVARIANT = """
+from semgrad.backends import fake
+from semgrad.core import Program, as_examples, normalized_match, optim, pure
+from semgrad.effects import run_sync
+from semgrad.topologies import paper_graph
+
+graph, params = paper_graph()
+train = as_examples([{"inputs": {"question": "q"}, "target": "7"}])
+final: float = optim.mean_score(run_sync(optim.evaluate(graph, params, train, normalized_match()), fake.HashLLM()))
+flag: Program[int] = pure(True)
+"""
+
+
+@pytest.mark.slow
+def test_a_program_of_a_subtype_passes_where_a_program_of_its_supertype_is_expected(tmp_path, monkeypatch):
+    """mypy --strict accepts a Program[tuple[X, ...]] where a Program[Sequence[X]] is expected: Program is covariant."""
+    output, status = _mypy(tmp_path, monkeypatch, COVARIANT)
+    assert status == 0, output

@@ -58,11 +58,14 @@ __all__ = [
 
 T = TypeVar("T")
 U = TypeVar("U")
+#: A program only ever yields its value, so a ``Program[bool]`` is a ``Program[int]``, and a program of a
+#: tuple is one of a sequence (``run_sync(evaluate(...))`` passes to a function of a ``Sequence``).
+T_co = TypeVar("T_co", covariant=True)
 Token = tuple[Hashable, ...]
 Emitted = tuple[tuple[Token, LLMRequest], ...]
 
 
-class Program(Generic[T]):
+class Program(Generic[T_co]):
     """A computation that may need LLM replies; see the module's theory of operation."""
 
     __slots__ = ()
@@ -74,34 +77,34 @@ class Program(Generic[T]):
         """Requests that became ready in the transition that produced this state."""
         raise NotImplementedError
 
-    def feed(self, token: Token, reply: Reply) -> Program[T]:
+    def feed(self, token: Token, reply: Reply) -> Program[T_co]:
         """Deliver the reply for the request emitted under `token`; return the next state."""
         raise NotImplementedError
 
     @property
-    def value(self) -> T:
+    def value(self) -> T_co:
         """The result; only a `Done` program has one."""
         raise ProtocolError("this program is not finished; feed it replies first")
 
 
-class Done(Program[T]):
+class Done(Program[T_co]):
     """A finished program holding `value`."""
 
     __slots__ = ("_value",)
     done = True
 
-    def __init__(self, value: T) -> None:
+    def __init__(self, value: T_co) -> None:
         self._value = value
 
     @property
-    def value(self) -> T:
+    def value(self) -> T_co:
         return self._value
 
     @property
     def emitted(self) -> Emitted:
         return ()
 
-    def feed(self, token: Token, reply: Reply) -> Program[T]:
+    def feed(self, token: Token, reply: Reply) -> Program[T_co]:
         raise ProtocolError(f"a finished program was fed a reply for token {token!r}")
 
     def __repr__(self) -> str:
