@@ -34,7 +34,7 @@ from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ._accounting import charged_tokens
 from ._belongs import differing_parts, run_fingerprint
-from ._checkpoint import CheckpointError, encode, read_checkpoint, write_checkpoint
+from ._checkpoint import CheckpointError, _field_types, encode, read_checkpoint, write_checkpoint
 from ._checkpoint import state_types as checkpoint_state_types
 from ._limit import estimate_tokens
 from ._loop import run_loop
@@ -598,10 +598,15 @@ def _inconsistency(state: _RunState, fresh_opt_state: Any) -> str | None:
 
 
 def _same_shape(saved: Any, fresh: Any) -> bool:
-    """Whether `saved` has the structure of `fresh`: the same state classes, tuples of the same lengths."""
+    """Whether `saved` has the structure of `fresh`: the same state classes, tuples of the same lengths.
+
+    Within a state class, only the fields typed `Any` (an inner state, as `every_k`'s) are compared so:
+    a field with a type was checked against it when the file was decoded, and may hold what its type
+    allows -- a ``tuple[str, ...]`` of any length (a stage's growing history), None or a value.
+    """
     if attrs.has(type(fresh)):
         return type(saved) is type(fresh) and all(
-            _same_shape(getattr(saved, f.name), getattr(fresh, f.name)) for f in attrs.fields(type(fresh))
+            _same_shape(getattr(saved, name), getattr(fresh, name)) for name in _untyped_fields(type(fresh))
         )
     if isinstance(fresh, tuple):
         return (
@@ -610,6 +615,11 @@ def _same_shape(saved: Any, fresh: Any) -> bool:
             and all(_same_shape(a, b) for a, b in zip(saved, fresh, strict=True))
         )
     return True
+
+
+def _untyped_fields(cls: type) -> list[str]:
+    """The names of the init fields of the attrs class `cls` typed `Any` (or `object`)."""
+    return [name for name, hint, _ in _field_types(cls).values() if hint is Any or hint is object]
 
 
 #: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).

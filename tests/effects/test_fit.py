@@ -192,6 +192,33 @@ def test_a_stage_of_your_own_checkpoints_its_state_when_fit_is_told_its_type(tmp
         _demo_fit(optimizer=_with_own_stage(), iterations=3, resume=path)
 
 
+@attrs.frozen
+class _Seen:
+    """A stage's own state that grows: the updated parameters' names, one entry per iteration that updated."""
+
+    names: tuple[str, ...] = ()
+
+
+def _remembering_stage():
+    def update(step, state, params):
+        return pure((step, _Seen(state.names + tuple(step.updates or ()))))
+
+    return optim.Transform(lambda params: _Seen(), update, "remember_updates")
+
+
+def test_a_stage_state_whose_tuple_grew_resumes(tmp_path):
+    """A checkpointed state with a typed tuple field longer than its initial one resumes to an uninterrupted run's
+    result (it was refused as 'inconsistent', its tuple's length compared with the fresh state's)."""
+    graph, params = paper_graph()
+    opt = optim.chain(optim.neighbor_sgd(k=1, gate=False), _remembering_stage())
+    train = [{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}]
+    run = dict(train=train, llm=HashLLM(), state_types=[_Seen])
+    full = fit_sync(graph, params, opt, iterations=2, **run)
+    fit_sync(graph, params, opt, iterations=1, checkpoint=tmp_path / "ckpt.json", **run)
+    resumed = fit_sync(graph, params, opt, iterations=2, resume=tmp_path / "ckpt.json", **run)
+    assert (resumed.params, resumed.history) == (full.params, full.history)
+
+
 def test_state_types_must_be_attrs_classes():
     """state_types lists attrs classes: a bare class, a string or a plain class is a TypeError before any call."""
     for wrong in (_Used, "_Used", [dict]):
