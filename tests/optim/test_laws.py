@@ -230,3 +230,10 @@ def test_an_instruction_is_rewritten_only_from_samples_whose_feedback_reached_it
             or any(p.sample == new.traces[i].sample for p in grads.for_node(node))
         }
         assert {e.sample for e in examples} == told, (name, examples, grads)
+
+
+def test_constraints_given_as_one_string_are_refused():
+    """propose_rewrite, and each optimizer that hands it constraints, refuses one string (each character was a rule)."""
+    for make in (optim.propose_rewrite, optim.neighbor_sgd, optim.tgd, optim.textgrad):
+        with pytest.raises(TypeError, match=r"constraints: pass a sequence of strings, such as \['Keep it short.'\]"):
+            make(constraints="Keep it short.")

@@ -64,7 +64,7 @@ def neighbor_sgd(
             gate stage (each iteration then forwards the training set itself).
         min_gain: How much the candidate must beat the best score by.
         history: With n > 0, show the last n gradients and rejected attempts (momentum).
-        constraints: Stated in every rewrite prompt (e.g. "Keep the output format.").
+        constraints: Stated in every rewrite prompt (e.g. ``["Keep the output format."]``).
         only: Train these parameters only (by name; the others are never rewritten):
             ``only=["answer.instruction"]`` is the "one parameter" ablation, with one
             rewrite per iteration. Backpropagation still runs through the whole graph.

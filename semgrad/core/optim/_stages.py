@@ -255,10 +255,17 @@ def propose_rewrite(
 
     An instruction is rewritten from its examples (or its critique, when a
     `critique()` stage ran); a free parameter from its aggregated partials.
-    `constraints` (e.g. "Keep the output format.") are stated in the prompt; a
-    proposal longer than `max_chars` is unusable. An unusable reply leaves the
-    parameter unchanged, and the report says why.
+    `constraints` (e.g. ``["Keep the output format."]``) are stated in the prompt,
+    one per line; a proposal longer than `max_chars` is unusable. An unusable reply
+    leaves the parameter unchanged, and the report says why.
+
+    Raises:
+        TypeError: When `constraints` is a single string (each of its characters
+            would be stated as a constraint): pass a sequence of strings.
     """
+    if isinstance(constraints, str):
+        raise TypeError(f"constraints: pass a sequence of strings, such as [{constraints!r}], not a single string")
+    constraints = tuple(constraints)
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         grads = require(step, "param_gradients", "propose_rewrite", "aggregate()")
