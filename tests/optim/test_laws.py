@@ -237,3 +237,25 @@ def test_constraints_given_as_one_string_are_refused():
     for make in (optim.propose_rewrite, optim.neighbor_sgd, optim.tgd, optim.textgrad):
         with pytest.raises(TypeError, match=r"constraints: pass a sequence of strings, such as \['Keep it short.'\]"):
             make(constraints="Keep it short.")
+
+
+@pytest.mark.parametrize(
+    ("combinator", "build"),
+    [
+        ("named_chain", lambda t: optim.named_chain(("stage", t))),
+        ("masked", lambda t: optim.masked(t, ["answer.instruction"])),
+        ("apply_if", lambda t: optim.apply_if(lambda step: True, t)),
+        ("every_k", lambda t: optim.every_k(t, 2)),
+        ("chain", lambda t: optim.chain(t)),
+    ],
+)
+def test_a_combinator_refuses_a_factory_left_uncalled_when_built(combinator, build):
+    """Each combinator, as chain does, refuses a factory passed uncalled with a TypeError naming it, not at run time."""
+    with pytest.raises(TypeError, match=rf"^{combinator} takes transforms, got function \(a factory: call it"):
+        build(optim.identity)
+
+
+def test_named_chain_refuses_what_is_not_a_name_and_transform_pair():
+    """named_chain("sel", t) (no pair) is a TypeError saying it takes (name, transform) pairs."""
+    with pytest.raises(TypeError, match=r"named_chain takes \(name, transform\) pairs, got 'sel'"):
+        optim.named_chain("sel", optim.identity())  # type: ignore[arg-type]

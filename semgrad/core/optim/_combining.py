@@ -28,6 +28,14 @@ def _run_all(
     return go(0, step, ())
 
 
+def _transform(t: Any, combinator: str) -> Transform:
+    """`t`, once checked that it is a `Transform` (a factory left uncalled fails here, not in the run)."""
+    if not isinstance(t, Transform):
+        hint = " (a factory: call it to build the transform)" if callable(t) else ""
+        raise TypeError(f"{combinator} takes transforms, got {type(t).__name__}{hint}")
+    return t
+
+
 def chain(*transforms: Transform) -> Transform:
     """Apply transforms in order; the state is the tuple of their states.
 
@@ -37,8 +45,7 @@ def chain(*transforms: Transform) -> Transform:
         'chain(identity, identity)'
     """
     for t in transforms:
-        if not isinstance(t, Transform):
-            raise TypeError(f"chain takes transforms, got {type(t).__name__}")
+        _transform(t, "chain")
     return Transform(
         lambda params: tuple(t.init(params) for t in transforms),
         lambda step, state, params: _run_all(transforms, step, state, params),
@@ -47,7 +54,17 @@ def chain(*transforms: Transform) -> Transform:
 
 
 def named_chain(*pairs: tuple[str, Transform]) -> Transform:
-    """Like `chain`, with named stages; the state is a `FrozenMap` by name."""
+    """Like `chain`, with named stages; the state is a `FrozenMap` by name.
+
+    Examples:
+        >>> from semgrad.core.optim import identity
+        >>> named_chain(("first", identity()), ("second", identity())).name
+        'named_chain(first, second)'
+    """
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise TypeError(f"named_chain takes (name, transform) pairs, got {pair!r}")
+        _transform(pair[1], "named_chain")
     names = [name for name, _ in pairs]
     if len(set(names)) != len(names):
         raise ValueError(f"named_chain: duplicate stage names in {names}")
@@ -74,6 +91,7 @@ def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) 
         ValueError: From ``init(params)``, when a name in `mask` is not a trainable
             parameter of `params` (such as ``"answer"`` for ``"answer.instruction"``).
     """
+    _transform(inner, "masked")
     if isinstance(mask, str):
         raise TypeError("masked: pass a sequence of parameter names, not a single string")
     wanted = None if callable(mask) else tuple(mask)
@@ -105,6 +123,7 @@ def masked(inner: Transform, mask: Callable[[Parameter], bool] | Sequence[str]) 
 
 def apply_if(predicate: Callable[[Step], bool], inner: Transform) -> Transform:
     """Run `inner` only on steps for which `predicate(step)` is true (the others are marked ``skipped``)."""
+    _transform(inner, "apply_if")
 
     def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
         if predicate(step):
@@ -124,6 +143,7 @@ class EveryKState:
 
 def every_k(inner: Transform, k: int) -> Transform:
     """Run `inner` on every k-th step only (the 1st, k+1-th, ... are skipped until the k-th; marked ``skipped``)."""
+    _transform(inner, "every_k")
     if k < 1:
         raise ValueError(f"every_k needs k >= 1, got {k}")
 
