@@ -235,11 +235,14 @@ class Runner:
         """Run `program` to completion and return its value.
 
         Raises:
+            TypeError: When `program` is not a `Program` (``forward`` left uncalled, say).
             ProtocolError: When a call, or a worker task, was cancelled by something other
                 than the run or a cancellation of it (a ``CancelledError`` no cancel scope
                 raised: the LLM awaited a future another task cancelled, say); it names the
                 call. A cancellation of the run from outside propagates as it is.
         """
+        if not isinstance(program, Program):
+            raise _not_a_program(program)
         if program.done:
             return program.value
         # The run holds each program's current state only: this frame lets go of the program
@@ -290,6 +293,8 @@ class Runner:
 
     def _run_sync(self, taken: list[Program[T]], use_uvloop: bool | None) -> T:
         """`run_sync` of the one program in `taken`, which it takes out of the list."""
+        if not isinstance(taken[-1], Program):
+            raise _not_a_program(taken.pop())
         if self._async:
             return run_loop(self._run_taken, taken, use_uvloop=use_uvloop)
         return self._drive_sync(taken)
@@ -835,6 +840,12 @@ def _error_from(exc: Exception) -> LLMError:
     if isinstance(exc, TimeoutError):
         return LLMError("timeout", str(exc) or "the call timed out", retryable=True)
     return LLMError("exception", f"{type(exc).__name__}: {exc}")
+
+
+def _not_a_program(value: Any) -> TypeError:
+    """The error for running what is not a program (a function that builds one, left uncalled, say)."""
+    hint = " (a function that builds one: call it)" if callable(value) else ""
+    return TypeError(f"run needs a Program, such as forward(graph, params, inputs), got {type(value).__name__}{hint}")
 
 
 async def run(

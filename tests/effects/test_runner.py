@@ -277,6 +277,24 @@ def test_a_program_that_waits_without_asking_is_a_protocol_error_on_both_runners
             run_sync(_Stuck(after_first), llm)
 
 
+async def test_running_what_is_not_a_program_is_a_type_error_naming_it():
+    """run, run_sync and a Runner's run refuse forward left uncalled (or any non-program) with a TypeError."""
+
+    async def async_llm(request):
+        return "ok"
+
+    match = r"run needs a Program, such as forward\(graph, params, inputs\), got function \(a function that builds"
+    for llm in (FunctionLLM(lambda request: "ok"), FunctionLLM(async_llm)):
+        with pytest.raises(TypeError, match=match):
+            run_sync(forward, llm)
+        with pytest.raises(TypeError, match=match):
+            Runner(llm).run_sync(forward)
+        with pytest.raises(TypeError, match=match):
+            await run(forward, llm)
+    with pytest.raises(TypeError, match="got tuple$"):
+        await Runner(async_llm).run((1, 2))
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     st.one_of(_programs(), st.lists(_programs(), min_size=2, max_size=4).map(lambda ps: gather(*ps))),
