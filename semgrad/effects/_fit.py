@@ -32,6 +32,7 @@ from ..core import (
 from ..core._sampling import engine_options
 from ..core._scoring import Loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
+from ..core.optim._combining import checked_update
 from ._accounting import charged_tokens
 from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, _field_types, encode, read_checkpoint, write_checkpoint
@@ -399,7 +400,7 @@ async def fit(
             options=per_engine,
         )
         progress(i, "optimize", mean_score(results))
-        step, opt_state = await runner.run(optimizer.update(step, state.opt_state, state.params))
+        step, opt_state = await runner.run(checked_update(optimizer, step, state.opt_state, state.params))
         if guard.exceeded:
             return state.result(runner, guard.stopped)
         if not validation_set:

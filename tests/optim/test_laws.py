@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import Example, LLMError, LLMFailure, ProtocolError, exact_match, optim, request_key
+from semgrad.core import Example, LLMError, LLMFailure, ProtocolError, exact_match, optim, pure, request_key
 from semgrad.core.optim import Step, apply_updates, chain, identity, masked
-from semgrad.effects import run_sync
+from semgrad.effects import fit_sync, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
+from semgrad.topologies import paper_graph
 
 STAGES = [
     lambda: optim.select_error_samples(2, seed=3),
@@ -259,3 +260,24 @@ def test_named_chain_refuses_what_is_not_a_name_and_transform_pair():
     """named_chain("sel", t) (no pair) is a TypeError saying it takes (name, transform) pairs."""
     with pytest.raises(TypeError, match=r"named_chain takes \(name, transform\) pairs, got 'sel'"):
         optim.named_chain("sel", optim.identity())  # type: ignore[arg-type]
+
+
+def _misshapen_stages():
+    """Stages of one's own that break the contract in the usual ways, each with what it returned."""
+    return [
+        (optim.stateless(lambda step, params: step, "bare"), r"stateless stage 'bare' returned a Step"),
+        (optim.stateless(lambda step, params: pure((step, None)), "pair"), r"stateless stage 'pair' yielded a tuple"),
+        (optim.Transform(lambda p: None, lambda s, st, p: pure(s), "one"), r"stage 'one' yielded a Step"),
+        (optim.Transform(lambda p: None, lambda s, st, p: (s, st), "raw"), r"stage 'raw' returned a tuple"),
+    ]
+
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_stage_that_breaks_the_update_contract_is_named_with_what_to_return(alone):
+    """A stage whose update is no program of (step, state), in a chain or alone in fit, is a ProtocolError naming it."""
+    graph, params = paper_graph()
+    train = [{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}]
+    for stage, said in _misshapen_stages():
+        optimizer = stage if alone else optim.chain(optim.select_error_samples(1), stage)
+        with pytest.raises(ProtocolError, match=said + r".*pure\("):
+            fit_sync(graph, params, optimizer, train=train, llm=HashLLM(), iterations=1)

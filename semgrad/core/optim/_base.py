@@ -213,14 +213,40 @@ def identity() -> Transform:
 
 
 def stateless(fn: Callable[[Step, Params], Program[Step]], name: str = "") -> Transform:
-    """A transform from a function of the step and params that keeps no state."""
+    """A transform from a function of the step and params that keeps no state.
+
+    `fn` returns a program of the new step: ``pure(new_step)`` when it needs no LLM call.
+
+    Raises:
+        ProtocolError: From ``update``, when `fn` returns anything but a program of a `Step`.
+
+    Examples:
+        >>> from semgrad.topologies import paper_graph
+        >>> graph, params = paper_graph()
+        >>> t = stateless(lambda step, params: pure(step.noted("look", "nothing to do")), "look")
+        >>> t.update(Step(graph), t.init(params), params).value[0].report
+        (StageReport(stage='look', notes=('nothing to do',)),)
+    """
     from .._program import map_
 
-    return Transform(
-        lambda params: EmptyState(),
-        lambda step, state, params: map_(fn(step, params), lambda new: (new, state)),
-        name or getattr(fn, "__name__", "stage"),
-    )
+    label = name or getattr(fn, "__name__", "stage")
+
+    def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
+        new = fn(step, params)
+        if not isinstance(new, Program):
+            raise ProtocolError(f"stateless stage {label!r} returned a {type(new).__name__}; {_STATELESS}")
+        return map_(new, lambda value: (_new_step(label, value), state))
+
+    return Transform(lambda params: EmptyState(), update, label)
+
+
+_STATELESS = "its function must return a program of the new step, such as pure(new_step)"
+
+
+def _new_step(label: str, value: Any) -> Step:
+    if not isinstance(value, Step):
+        raise ProtocolError(f"stateless stage {label!r} yielded a {type(value).__name__}; {_STATELESS}")
+    return value
 
 
 def apply_updates(params: Params, updates: Mapping[str, Any] | None) -> Params:

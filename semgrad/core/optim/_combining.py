@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from .._errors import ProtocolError
 from .._frozen import FrozenMap
 from .._graph import Parameter, Params
 from .._program import Program, bind, map_, pure
@@ -22,10 +23,33 @@ def _run_all(
         if index == len(transforms):
             return pure((step, done))
         return bind(
-            transforms[index].update(step, states[index], params), lambda r: go(index + 1, r[0], done + (r[1],))
+            checked_update(transforms[index], step, states[index], params),
+            lambda r: go(index + 1, r[0], done + (r[1],)),
         )
 
     return go(0, step, ())
+
+
+def checked_update(t: Transform, step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
+    """``t.update(step, state, params)``, refused with a `ProtocolError` naming `t` when it is not a
+    program of a ``(step, state)`` pair (a stage of one's own that returns the step itself, say)."""
+    updated = t.update(step, state, params)
+    if not isinstance(updated, Program):
+        raise ProtocolError(f"{_stage(t)} returned a {type(updated).__name__}, {_CONTRACT}")
+
+    def pair(result: Any) -> tuple[Step, Any]:
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Step)):
+            raise ProtocolError(f"{_stage(t)} yielded a {type(result).__name__}, {_CONTRACT}")
+        return result
+
+    return map_(updated, pair)
+
+
+_CONTRACT = "not a program of (step, state): end it with pure((new_step, state))"
+
+
+def _stage(t: Transform) -> str:
+    return f"the update of stage {t.name!r}" if t.name else "a stage's update"
 
 
 def _transform(t: Any, combinator: str) -> Transform:
