@@ -26,6 +26,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
 
 from .backends.fake import HashLLM
 from .core import Graph, GraphBuilder, LLMError, LLMFailure, LLMRequest, Params, request_key
+from .effects._protocol import is_async_llm
 
 __all__ = ["FlakyLLM", "flaky_llms", "graphs", "inputs_for", "join_text", "pure_llms"]
 
@@ -125,13 +126,15 @@ class FlakyLLM:
     -- on a fresh instance, and on one already used, as long as each of the earlier
     runs' requests ended in a success (a request given up on after failures goes on
     counting its attempts).
+
+    `inner` may be sync or async: this LLM is async when it is.
     """
 
-    is_async = False
     KINDS = ("timeout", "rate_limit", "server")
 
     def __init__(self, inner: Any, rate: float, *, seed: int = 0) -> None:
         self.inner, self.rate, self.seed = inner, rate, seed
+        self.is_async = is_async_llm(inner)  # the runner awaits what this returns only when it says so
         self._attempts: dict[str, int] = {}  # per request key: the failures in a row since its last success
 
     def __call__(self, request: LLMRequest) -> Any:

@@ -203,3 +203,17 @@ def test_a_flaky_llm_fails_the_same_calls_in_a_second_run_on_the_same_instance(g
 
     first = one_run()
     assert one_run() == first
+
+
+def test_a_flaky_llm_around_an_async_llm_is_async_and_answers_as_it():
+    """FlakyLLM(async inner) is async, so its calls are awaited: at rate 0 a forward is the inner LLM's own."""
+    from semgrad.backends.fake import HashLLM, LatencyLLM
+    from semgrad.testing import FlakyLLM
+    from semgrad.topologies import paper_graph
+
+    graph, params = paper_graph()
+    inner = LatencyLLM(HashLLM(), 0.001)
+    flaky = FlakyLLM(inner, 0.0)
+    assert flaky.is_async and not FlakyLLM(HashLLM(), 0.0).is_async
+    program = lambda: forward(graph, params, {"question": "What is 3 + 4?"})  # noqa: E731
+    assert run_sync(program(), flaky) == run_sync(program(), inner)
