@@ -221,6 +221,17 @@ class HashLLM:
     def __init__(self, salt: str = "") -> None:
         self.salt = salt
 
+    @property
+    def identity(self) -> FrozenMap[str, str]:
+        """What its replies depend on besides the request, the salt included, so a cache never serves
+        one salt's replies for another's.
+
+        Examples:
+            >>> HashLLM("a").identity == HashLLM("a").identity != HashLLM("b").identity
+            True
+        """
+        return FrozenMap({"provider": "hash", "salt": self.salt})
+
     def __call__(self, request: LLMRequest) -> str:
         # The formatters, not the checking reply_* helpers: the texts are never blank, and a node
         # name the builder accepts holds no tag (a hand-made request's may; its reply is written as is).

@@ -281,3 +281,14 @@ async def test_fakes_wrapping_other_functions_never_share_a_cache_entry(tmp_path
     assert await cached(make(_from_gpt), path=path)(request) in ("from gpt", LLMResponse("from gpt"))
     second = await cached(make(_from_claude), path=path)(request)
     assert "claude" in (second if isinstance(second, str) else second.text)
+
+
+async def test_hash_llms_with_other_salts_never_share_a_cache_entry(tmp_path):
+    """A HashLLM's salt is part of its identity: one cache file never serves salt 'a''s reply to salt 'b'."""
+    from semgrad.backends.fake import HashLLM
+
+    request = LLMRequest((Message("user", "hi"),), purpose="rewrite", node="n")
+    path = tmp_path / "cache.sqlite"
+    await cached(HashLLM("a"), path=path)(request)
+    second = await cached(HashLLM("b"), path=path)(request)
+    assert (second if isinstance(second, str) else second.text) == HashLLM("b")(request)
