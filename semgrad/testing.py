@@ -24,7 +24,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
         name=__name__,
     ) from error
 
-from .backends.fake import HashLLM
+from .backends.fake import HashLLM, _WrappedIdentity
 from .core import Graph, GraphBuilder, LLMError, LLMFailure, LLMRequest, Params, request_key
 from .effects._protocol import is_async_llm
 
@@ -136,6 +136,9 @@ class FlakyLLM:
         self.inner, self.rate, self.seed = inner, rate, seed
         self.is_async = is_async_llm(inner)  # the runner awaits what this returns only when it says so
         self._attempts: dict[str, int] = {}  # per request key: the failures in a row since its last success
+
+    #: The wrapped LLM's identity unless one is set: the failures it injects are never cached.
+    identity = _WrappedIdentity("inner")
 
     def __call__(self, request: LLMRequest) -> Any:
         key = request_key(request)

@@ -292,3 +292,16 @@ async def test_hash_llms_with_other_salts_never_share_a_cache_entry(tmp_path):
     await cached(HashLLM("a"), path=path)(request)
     second = await cached(HashLLM("b"), path=path)(request)
     assert (second if isinstance(second, str) else second.text) == HashLLM("b")(request)
+
+
+async def test_a_flaky_llm_answers_to_a_cache_as_the_llm_it_wraps(tmp_path):
+    """FlakyLLM passes its inner LLM's identity through: flaky fakes over two salts never share a cache entry."""
+    from semgrad.backends.fake import HashLLM
+    from semgrad.testing import FlakyLLM
+
+    assert FlakyLLM(HashLLM("a"), 0.0).identity == HashLLM("a").identity
+    request = LLMRequest((Message("user", "hi"),), purpose="rewrite", node="n")
+    path = tmp_path / "cache.sqlite"
+    await cached(FlakyLLM(HashLLM("a"), 0.0), path=path)(request)
+    second = await cached(FlakyLLM(HashLLM("b"), 0.0), path=path)(request)
+    assert (second if isinstance(second, str) else second.text) == HashLLM("b")(request)
