@@ -206,8 +206,9 @@ class HashLLM:
     """A deterministic LLM whose replies derive from `request_key` (and a salt).
 
     Replies always parse: backward requests get one feedback per target,
-    rewrite/critique/summarize requests get their tagged block, anything else a
-    short text. Equal requests give equal replies in every process.
+    rewrite/critique/summarize requests get their tagged block, an LLM judge's
+    (``evaluate``) a score of 0 and a critique, anything else a short text. Equal
+    requests give equal replies in every process.
 
     Examples:
         >>> from semgrad.core import Message
@@ -246,6 +247,8 @@ class HashLLM:
             return format_tagged("critique", f"Critique {text}.")
         if request.purpose == "summarize":
             return format_tagged("summary", f"Summary {text}.")
+        if request.purpose == "evaluate":  # `llm_judge`'s form: a hash never meets the criteria
+            return format_tagged("score", "0") + "\n" + format_tagged("critique", f"Critique {text}.")
         if request.purpose == "forward":
             return format_result(text)
         return text

@@ -112,3 +112,17 @@ def test_a_fake_answering_blank_text_still_sends_an_empty_result_block():
     """A FunctionLLM answering '' to a forward request sends a reply whose <result> block the parser calls empty."""
     reply = fake.FunctionLLM(lambda request: "")(REQUEST)
     assert parse_result(reply).failure().reason == "the <result> block is empty"
+
+
+@given(st.text(max_size=8))
+def test_a_hash_llm_answers_an_llm_judge_in_the_form_it_reads(salt):
+    """HashLLM's reply to llm_judge's request (purpose "evaluate") is read: score 0, its critique as the feedback."""
+    from semgrad.core import Example, forward, llm_judge
+    from semgrad.effects import run_sync
+    from semgrad.topologies import paper_graph
+
+    graph, params = paper_graph()
+    llm = fake.HashLLM(salt)
+    trace = run_sync(forward(graph, params, {"question": "What is 3 + 4?"}), llm)
+    score = run_sync(llm_judge("The sum is right.")(Example({"question": "What is 3 + 4?"}, "7"), trace), llm)
+    assert score.value == 0.0 and score.feedback.startswith("Critique answer#")
