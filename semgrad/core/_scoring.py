@@ -216,9 +216,22 @@ concretely what to change. Reply exactly in this form:
 def llm_judge(criteria: str, *, engine: str = "backward", show_target: bool = True) -> Loss:
     """An LLM-judge loss (``purpose="evaluate"``): its critique becomes the seed feedback.
 
-    The score is read from the reply's ``<score>`` block: a number written over its scale
-    (``0.8/1``, ``8 out of 10``, ``80%``) as that fraction, else its last number; clamped to
-    [0, 1]. An unreadable or failed judgement scores 0 with feedback that says so.
+    The judge's reply holds a ``<score>`` block and a ``<critique>`` block. The score
+    is read from its block: a number written over its scale (``0.8/1``, ``8 out of
+    10``, ``80%``) as that fraction, else its last number; clamped to [0, 1]. An
+    unreadable or failed judgement scores 0 with feedback that says so.
+
+    Examples:
+        >>> from semgrad.core import NodeRun, Trace
+        >>> trace = Trace(0, "g", "answer", {"answer": NodeRun("answer", "llm", value="7")})
+        >>> judged = llm_judge("The sum, alone.")(Example({"question": "3 + 4?"}, "7"), trace)
+        >>> judged.emitted[0][1].purpose
+        'evaluate'
+        >>> from returns.result import Success
+        >>> from semgrad.core import LLMResponse
+        >>> reply = Success(LLMResponse("<score>1</score><critique>Nothing to fix.</critique>"))
+        >>> judged.feed(judged.emitted[0][0], reply).value
+        Score(value=1.0, feedback='Nothing to fix.', answer='7')
     """
 
     def loss(example: Example, trace: Trace) -> Program[Score]:
