@@ -98,6 +98,14 @@ def plan_backward(graph: Graph, params: Params, *, include_instructions: bool = 
     return BackwardPlan(FrozenMap(needs), FrozenMap(targets), tuple(reversed(steps)), FrozenMap(awaits))
 
 
+def checked_rule(rule: Any) -> Rule:
+    """`rule`, once checked that it is a backward rule (a rule's factory left uncalled is refused, saying so)."""
+    if not all(hasattr(rule, name) for name in ("include_instructions", "resolve", "backward", "aggregate")):
+        hint = " (a factory: call it to build the rule)" if callable(rule) else ""
+        raise TypeError(f"rule must be a backward rule (rules.neighbor_aware(), ...), got {type(rule).__name__}{hint}")
+    return rule  # type: ignore[no-any-return]
+
+
 def backward(
     graph: Graph,
     params: Params,
@@ -144,9 +152,7 @@ def backward(
             "the trace was produced with other params: backward needs the params its forward pass used "
             "(their prompts show each instruction beside the output it produced)"
         )
-    rule = rule if rule is not None else NeighborAware()
-    if not all(hasattr(rule, name) for name in ("include_instructions", "resolve", "backward", "aggregate")):
-        raise TypeError(f"rule must be a backward rule (rules.neighbor_aware(), ...), got {type(rule).__name__}")
+    rule = checked_rule(rule if rule is not None else NeighborAware())
     if isinstance(rule, _Base):
         if not isinstance(feedback, str):  # the LLM rules show it in their prompts
             raise TypeError(f"feedback must be text for {type(rule).__name__}, got {type(feedback).__name__}")

@@ -281,3 +281,12 @@ def test_a_stage_that_breaks_the_update_contract_is_named_with_what_to_return(al
         optimizer = stage if alone else optim.chain(optim.select_error_samples(1), stage)
         with pytest.raises(ProtocolError, match=said + r".*pure\("):
             fit_sync(graph, params, optimizer, train=train, llm=HashLLM(), iterations=1)
+
+
+def test_a_backward_stage_refuses_a_rule_left_uncalled_before_any_call():
+    """optim.backward(rules.per_edge), in neighbor_sgd(rule=...) too, is a TypeError when built, before any call."""
+    from semgrad.core import rules
+
+    for build in (lambda: optim.backward(rules.per_edge), lambda: optim.neighbor_sgd(rule=rules.per_edge)):
+        with pytest.raises(TypeError, match=r"rule must be a backward rule .*got function \(a factory: call it"):
+            build()

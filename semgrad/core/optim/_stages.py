@@ -11,6 +11,7 @@ from returns.result import Failure, Success
 
 from .._aggregate import concat_texts
 from .._backward import backward as backward_program
+from .._backward import checked_rule
 from .._errors import ProtocolError
 from .._example import Example
 from .._forward import forward
@@ -90,7 +91,14 @@ def select_error_samples(k: int = 2, *, seed: int = 0, fallback: bool = True) ->
 
 
 def backward(rule: Rule | None = None) -> Transform:
-    """Backpropagate each selected sample's feedback, all samples concurrently."""
+    """Backpropagate each selected sample's feedback, all samples concurrently.
+
+    Raises:
+        TypeError: When `rule` is not a backward rule (``rules.per_edge`` left uncalled, say),
+            here rather than once `fit` has made its first forward calls.
+    """
+    if rule is not None:
+        checked_rule(rule)
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         selected = require(step, "selected", "backward", "select_error_samples()")
