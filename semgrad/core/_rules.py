@@ -174,7 +174,33 @@ def _node_result(partials: tuple[Partial, ...], failures: tuple[BackwardFailure,
 
 
 class Rule(Protocol):
-    """The interface the backward machine uses (read-only attributes: the built-in rules are frozen)."""
+    """The interface the backward machine uses (read-only attributes: the built-in rules are frozen).
+
+    A rule of your own is any value with these four members: pass it as `backward`'s
+    ``rule``, or for some nodes only in a built-in rule's ``overrides`` (by node name or kind).
+
+    Examples:
+        >>> import attrs
+        >>> from semgrad.backends import fake
+        >>> from semgrad.core import backward, forward
+        >>> from semgrad.effects import run_sync
+        >>> from semgrad.topologies import paper_graph
+        >>> @attrs.frozen
+        ... class Terse:
+        ...     aggregate: Aggregator = Concat()
+        ...     include_instructions: bool = False
+        ...     def resolve(self, node):
+        ...         return self
+        ...     def backward(self, context):
+        ...         said = tuple(Partial(t, context.node, "Be terse.", (), context.sample) for t in context.targets)
+        ...         return pure(NodeResult(said))
+        >>> graph, params = paper_graph()
+        >>> trace = run_sync(forward(graph, params, {"question": "What is 3 + 4?"}), fake.HashLLM())
+        >>> rule = neighbor_aware(overrides={"answer": Terse()})
+        >>> grads = run_sync(backward(graph, params, trace, "Wrong.", rule=rule), fake.HashLLM())
+        >>> [(p.target, p.source, p.text) for p in grads.for_node("hint_1")]
+        [('hint_1', 'answer', 'Be terse.')]
+    """
 
     @property
     def aggregate(self) -> Aggregator:
@@ -186,9 +212,17 @@ class Rule(Protocol):
         """Whether instructions receive partials of their own (in the backward plan)."""
         ...
 
-    def resolve(self, node: Node) -> Rule: ...
+    def resolve(self, node: Node) -> Rule:
+        """The rule that makes `node`'s step: this one, or another (the built-in rules look
+        `node` up in their ``overrides``, by name and then by kind)."""
+        ...
 
-    def backward(self, context: BackwardContext) -> Program[NodeResult]: ...
+    def backward(self, context: BackwardContext) -> Program[NodeResult]:
+        """One node's step: a program (``pure(...)`` when no call is needed) of a `NodeResult`
+        with one `Partial` per name in ``context.targets``, in that order, each from
+        ``context.node`` for ``context.sample``; a target it cannot give one goes in the
+        result's `failures` instead (a `BackwardFailure`)."""
+        ...
 
 
 def _default_overrides() -> FrozenMap[str, Any]:
