@@ -7,6 +7,7 @@ and its critique becomes the seed feedback of backpropagation.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import string
@@ -62,6 +63,41 @@ class Score:
 
 
 Loss = Callable[[Example, Trace], Program[Score]]
+
+
+def check_loss(loss: Any) -> None:
+    """Refuse, with a `TypeError`, what cannot be called as ``loss(example, trace)``: not a
+    callable, or a loss's factory left uncalled (``normalized_match`` for ``normalized_match()``).
+
+    Examples:
+        >>> check_loss(normalized_match())
+        >>> check_loss(normalized_match)
+        Traceback (most recent call last):
+        ...
+        TypeError: loss must be a loss(example, trace) -> Program[Score], such as normalized_match(); \
+normalized_match takes () (a factory: call it to build the loss)
+    """
+    if not callable(loss):
+        raise TypeError(f"loss must be a callable loss(example, trace) -> Program[Score], got {type(loss).__name__}")
+    try:
+        signature = inspect.signature(loss)
+    except (TypeError, ValueError):  # a callable without a signature to read: it is called as it is
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        name = getattr(loss, "__name__", type(loss).__name__)
+        shown = signature.replace(return_annotation=inspect.Signature.empty)
+        try:
+            signature.bind()
+            hint = "a factory: call it to build the loss"
+        except TypeError:
+            hint = "a loss takes the example and the trace"
+        raise TypeError(
+            "loss must be a loss(example, trace) -> Program[Score], such as normalized_match(); "
+            f"{name} takes {shown} ({hint})"
+        ) from None
+
 
 #: An ``Answer: ...`` line. A dash separates only when no number follows it at once: in "Answer is -5" it is the sign.
 _ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*(?:is)?\s*(?::|-(?![\d.]))\s*(.+?)\s*$")

@@ -30,7 +30,7 @@ from ..core import (
     normalized_match,
 )
 from ..core._sampling import engine_options
-from ..core._scoring import Loss
+from ..core._scoring import Loss, check_loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ..core.optim._combining import checked_update
 from ._accounting import charged_tokens
@@ -315,8 +315,8 @@ async def fit(
         raise TypeError(
             f"fit needs an optimizer, a Transform such as optim.neighbor_sgd(k=2), got {type(optimizer).__name__}{hint}"
         )
-    if loss is not None and not callable(loss):
-        raise TypeError(f"loss must be a callable loss(example, trace) -> Program[Score], got {type(loss).__name__}")
+    if loss is not None:
+        check_loss(loss)
     train_set, validation_set = as_examples(train), as_examples(validation)
     if not train_set:
         raise ValueError("fit needs at least one training example")

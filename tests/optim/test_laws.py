@@ -290,3 +290,27 @@ def test_a_backward_stage_refuses_a_rule_left_uncalled_before_any_call():
     for build in (lambda: optim.backward(rules.per_edge), lambda: optim.neighbor_sgd(rule=rules.per_edge)):
         with pytest.raises(TypeError, match=r"rule must be a backward rule .*got function \(a factory: call it"):
             build()
+
+
+def test_a_loss_factory_left_uncalled_is_refused_before_any_call():
+    """fit(loss=normalized_match) and evaluate(..., normalized_match) are TypeErrors saying to call it, no call made."""
+    from semgrad.core import as_examples, normalized_match
+
+    graph, params = paper_graph()
+    train = [{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}]
+    llm = RecordingLLM(HashLLM())
+    said = r"loss must be a loss\(example, trace\).*normalized_match takes \(\) \(a factory: call it"
+    with pytest.raises(TypeError, match=said):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=llm, iterations=1, loss=normalized_match)
+    with pytest.raises(TypeError, match=said):
+        optim.evaluate(graph, params, as_examples(train), normalized_match)  # type: ignore[arg-type]
+    assert llm.requests == ()
+
+
+def test_evaluate_refuses_plain_dicts_naming_as_examples():
+    """optim.evaluate on the dicts fit takes is a TypeError pointing at as_examples, not "'dict' has no 'inputs'"."""
+    from semgrad.core import normalized_match
+
+    graph, params = paper_graph()
+    with pytest.raises(TypeError, match=r"evaluate takes Examples, got a dict at 0; as_examples\(items\) makes them"):
+        optim.evaluate(graph, params, [{"inputs": {"question": "q"}, "target": "7"}], normalized_match())

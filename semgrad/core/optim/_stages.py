@@ -23,7 +23,7 @@ from .._program import Program, ask, bind, gather, map_, pure
 from .._prompts import render_critique, render_examples, render_rewrite
 from .._rules import Rule, neighbor_aware
 from .._sampling import merged_options
-from .._scoring import Loss, Score
+from .._scoring import Loss, Score, check_loss
 from .._trace import Trace
 from ._base import EmptyState, InstructionExample, ParamGradient, Proposal, Step, Transform, apply_updates, require
 
@@ -378,7 +378,19 @@ def evaluate(
     """Forward and score each example; each sample is scored the moment its trace exists.
 
     `options` are the forward requests' sampling options.
+
+    Raises:
+        TypeError: When an item of `examples` is not an `Example` (``as_examples(items)``
+            makes them from dicts), or `loss` cannot be called as ``loss(example, trace)``.
     """
+    check_loss(loss)
+    examples = tuple(examples)
+    for position, example in enumerate(examples):
+        if not isinstance(example, Example):
+            raise TypeError(
+                f"evaluate takes Examples, got a {type(example).__name__} at {position}; "
+                "as_examples(items) makes them from dicts"
+            )
 
     def one(example: Example) -> Program[tuple[Trace, Score]]:
         trace = forward(graph, params, example.inputs, sample=example.id, options=options)
