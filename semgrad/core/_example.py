@@ -33,7 +33,15 @@ def as_examples(items: Iterable[Example | Mapping[str, Any]]) -> tuple[Example, 
     """Examples from `Example`s or plain dicts ``{"inputs": {...}, "target": ...}``.
 
     Items without an id get their position as id; ids must be unique.
+
+    Raises:
+        TypeError: When `items` is one item (a dict, an `Example`) or a string rather than
+            a collection of items, or an item is neither an `Example` nor a dict.
+        ValueError: When a dict has no ``"inputs"``, or two items share an id.
     """
+    if isinstance(items, (Mapping, Example, str, bytes)):
+        one = "one item" if isinstance(items, (Mapping, Example)) else f"a {type(items).__name__}"
+        raise TypeError(f"items must be a list of items, got {one}; to pass one item, write [item]")
     result = []
     for position, item in enumerate(items):
         if isinstance(item, Mapping):

@@ -317,7 +317,7 @@ async def fit(
         )
     if loss is not None:
         check_loss(loss)
-    train_set, validation_set = as_examples(train), as_examples(validation)
+    train_set, validation_set = _examples("train", train), _examples("validation", validation)
     if not train_set:
         raise ValueError("fit needs at least one training example")
     if not (type(iterations) is int and iterations >= 0):
@@ -573,6 +573,14 @@ def fit_sync(
         state_types=state_types,
     )
     return run_loop(run, use_uvloop=use_uvloop)
+
+
+def _examples(name: str, items: Any) -> tuple[Example, ...]:
+    """`as_examples(items)`, its errors naming the argument they came in (``train`` or ``validation``)."""
+    try:
+        return as_examples(items)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
 
 
 def _inconsistency(state: _RunState, fresh_opt_state: Any) -> str | None:

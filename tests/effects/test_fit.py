@@ -426,3 +426,14 @@ def test_best_score_is_the_gate_s_score_of_the_returned_params_or_none(tmp_path,
     fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=gate), iterations=1, checkpoint=path, **options)
     resumed = fit_sync(graph, params, optim.neighbor_sgd(k=1, gate=gate), iterations=2, resume=path, **options)
     assert (resumed.params, resumed.best_score) == (result.params, result.best_score)
+
+
+def test_one_item_given_for_a_list_of_items_is_refused_naming_the_argument():
+    """fit(validation={"inputs": ..., "target": ...}) (one dict, not a list) is a TypeError saying to write [item]."""
+    graph, params = paper_graph()
+    item = {"inputs": {"question": "What is 3 + 4?"}, "target": "7"}
+    for where in ("train", "validation"):
+        arguments = {"train": [item], where: item}
+        said = rf"^{where}: items must be a list of items, got one item; .* write \[item\]"
+        with pytest.raises(TypeError, match=said):
+            fit_sync(graph, params, optim.neighbor_sgd(k=1), llm=HashLLM(), iterations=1, **arguments)
