@@ -314,3 +314,11 @@ def test_evaluate_refuses_plain_dicts_naming_as_examples():
     graph, params = paper_graph()
     with pytest.raises(TypeError, match=r"evaluate takes Examples, got a dict at 0; as_examples\(items\) makes them"):
         optim.evaluate(graph, params, [{"inputs": {"question": "q"}, "target": "7"}], normalized_match())
+
+
+@pytest.mark.parametrize("bound", [0, -1])
+def test_a_bound_below_one_character_is_refused_when_built(bound):
+    """aggregate(max_chars=0) and propose_rewrite(max_chars=0) are ValueErrors, as rules.concat(max_chars=0) is."""
+    for stage, build in (("aggregate", optim.aggregate), ("propose_rewrite", optim.propose_rewrite)):
+        with pytest.raises(ValueError, match=rf"^{stage}: max_chars must be positive, got {bound}$"):
+            build(max_chars=bound)

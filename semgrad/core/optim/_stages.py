@@ -90,6 +90,12 @@ def select_error_samples(k: int = 2, *, seed: int = 0, fallback: bool = True) ->
     return Transform(lambda params: SelectState(seed), update, "select_error_samples")
 
 
+def _check_max_chars(stage: str, max_chars: int | None) -> None:
+    """Refuse a bound below one character, as `rules.concat` does: it would keep nothing, unsaid."""
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"{stage}: max_chars must be positive, got {max_chars}")
+
+
 def backward(rule: Rule | None = None) -> Transform:
     """Backpropagate each selected sample's feedback, all samples concurrently.
 
@@ -179,7 +185,11 @@ def aggregate(
         max_chars: Bound each parameter's concatenated feedback.
         feedback: False shows no feedback at all, not even the output's: examples
             are inputs and outputs only (the "no gradients" ablation, as the paper ran it).
+
+    Raises:
+        ValueError: When `max_chars` is below 1 (as `rules.concat` refuses it).
     """
+    _check_max_chars("aggregate", max_chars)
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         require(step, "selected", "aggregate", "select_error_samples()")
@@ -270,7 +280,9 @@ def propose_rewrite(
     Raises:
         TypeError: When `constraints` is a single string (each of its characters
             would be stated as a constraint): pass a sequence of strings.
+        ValueError: When `max_chars` is below 1 (every proposal would be unusable).
     """
+    _check_max_chars("propose_rewrite", max_chars)
     if isinstance(constraints, str):
         raise TypeError(f"constraints: pass a sequence of strings, such as [{constraints!r}], not a single string")
     constraints = tuple(constraints)
