@@ -209,6 +209,10 @@ class _Guard:
 def _as_budget(budget: Budget | Mapping[str, int] | None) -> Budget | None:
     if budget is None or isinstance(budget, Budget):
         return budget
+    if not isinstance(budget, Mapping):
+        raise TypeError(
+            f"budget must be a Budget or a mapping such as {{'max_calls': 100}}, got {type(budget).__name__}"
+        )
     return Budget(**dict(budget))
 
 

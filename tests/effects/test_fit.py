@@ -437,3 +437,12 @@ def test_one_item_given_for_a_list_of_items_is_refused_naming_the_argument():
         said = rf"^{where}: items must be a list of items, got one item; .* write \[item\]"
         with pytest.raises(TypeError, match=said):
             fit_sync(graph, params, optim.neighbor_sgd(k=1), llm=HashLLM(), iterations=1, **arguments)
+
+
+def test_a_budget_that_is_neither_a_budget_nor_a_mapping_is_refused_saying_what_to_pass():
+    """fit(budget=100) is a TypeError naming Budget and the mapping form, not "'int' object is not iterable"."""
+    graph, params = paper_graph()
+    train = [{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}]
+    said = r"^budget must be a Budget or a mapping such as \{'max_calls': 100\}, got int$"
+    with pytest.raises(TypeError, match=said):
+        fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=1, budget=100)
