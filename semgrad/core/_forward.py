@@ -50,6 +50,12 @@ def check_inputs(graph: Graph, params: Params, inputs: Mapping[str, Any]) -> Non
     """Raise `InputError` unless `inputs` names exactly the graph's input fields
     and `params` holds every parameter the graph reads."""
     expected = graph.inputs
+    if not isinstance(inputs, Mapping):  # a str would be read as its characters, each an unexpected field
+        example = ", ".join(f"{name!r}: ..." for name in expected)
+        raise InputError(
+            f"inputs must be a mapping of the graph's input fields to values, such as {{{example}}}, "
+            f"got {type(inputs).__name__}"
+        )
     if len(inputs) != len(expected) or not all(name in inputs for name in expected):
         missing = [name for name in expected if name not in inputs]
         extra = [name for name in inputs if name not in expected]
@@ -251,7 +257,7 @@ class ForwardMachine(Program[Trace]):
         try:
             for name, pos in begin.inputs:
                 cells[pos] = _node_run(name, "input", (), inputs[name], None, None, None)
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: not a mapping (a str of the input's length, say)
             check_inputs(graph, params, inputs)
             raise
         if type(options) is not FrozenMap:

@@ -82,6 +82,16 @@ def test_missing_or_extra_inputs_fail_before_any_call(inputs):
         forward(graph, params, inputs)
 
 
+@pytest.mark.parametrize("inputs", ["What is 3 + 4?", "x", ["question"]])
+def test_inputs_that_are_no_mapping_fail_saying_so(inputs):
+    """forward(graph, params, "the question") raises InputError asking for a mapping of input fields to values."""
+    b = GraphBuilder()
+    b.llm("answer", inputs=[b.input("x")], instruction="Answer.")
+    graph, params = b.build(output="answer")
+    with pytest.raises(InputError, match=r"^inputs must be a mapping .* such as \{'x': \.\.\.\}, got (str|list)$"):
+        forward(graph, params, inputs)
+
+
 def test_function_nodes_run_inline_and_feed_their_successors():
     """A function node computes its value from its inputs with no LLM call."""
     graph, params = _paper_like()
