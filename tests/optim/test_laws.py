@@ -322,3 +322,19 @@ def test_a_bound_below_one_character_is_refused_when_built(bound):
     for stage, build in (("aggregate", optim.aggregate), ("propose_rewrite", optim.propose_rewrite)):
         with pytest.raises(ValueError, match=rf"^{stage}: max_chars must be positive, got {bound}$"):
             build(max_chars=bound)
+
+
+@pytest.mark.parametrize(
+    ("build", "said"),
+    [
+        (lambda: optim.neighbor_sgd(k=2.5), r"select_error_samples needs a whole number k >= 1, got 2\.5"),
+        (lambda: optim.select_error_samples(True), r"select_error_samples needs a whole number k >= 1, got True"),
+        (lambda: optim.every_k(optim.identity(), 1.5), r"every_k needs a whole number k >= 1, got 1\.5"),
+        (lambda: optim.copro(breadth=4.0), r"copro needs a whole number breadth > 1, got 4\.0"),
+        (lambda: optim.copro(depth=2.5), r"copro needs a whole number depth >= 1, got 2\.5"),
+    ],
+)
+def test_a_count_that_is_no_whole_number_is_refused_when_built(build, said):
+    """k, breadth and depth must be whole numbers: neighbor_sgd(k=2.5) failed in its first update, after forwards."""
+    with pytest.raises(ValueError, match=said):
+        build()

@@ -168,8 +168,8 @@ class EveryKState:
 def every_k(inner: Transform, k: int) -> Transform:
     """Run `inner` on every k-th step only (the 1st, k+1-th, ... are skipped until the k-th; marked ``skipped``)."""
     _transform(inner, "every_k")
-    if k < 1:
-        raise ValueError(f"every_k needs k >= 1, got {k}")
+    if not (type(k) is int and k >= 1):
+        raise ValueError(f"every_k needs a whole number k >= 1, got {k!r}")
 
     def update(step: Step, state: EveryKState, params: Params) -> Program[tuple[Step, EveryKState]]:
         count = state.count + 1

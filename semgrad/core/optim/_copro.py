@@ -150,10 +150,10 @@ def copro(
         >>> copro(breadth=4, depth=2).name
         'copro(breadth=4, depth=2)'
     """
-    if breadth <= 1:
-        raise ValueError(f"copro needs breadth > 1, got {breadth}")
-    if depth < 1:
-        raise ValueError(f"copro needs depth >= 1, got {depth}")
+    if not (type(breadth) is int and breadth > 1):
+        raise ValueError(f"copro needs a whole number breadth > 1, got {breadth!r}")
+    if not (type(depth) is int and depth >= 1):
+        raise ValueError(f"copro needs a whole number depth >= 1, got {depth!r}")
     options = FrozenMap({"temperature": init_temperature})
 
     def update(step: Step, state: CoproState, params: Params) -> Program[tuple[Step, CoproState]]:

@@ -65,8 +65,8 @@ def select_error_samples(k: int = 2, *, seed: int = 0, fallback: bool = True) ->
         fallback: With no wrong sample, choose `k` random samples instead
             (False: choose none, and the later stages do nothing).
     """
-    if k < 1:
-        raise ValueError(f"select_error_samples needs k >= 1, got {k}")
+    if not (type(k) is int and k >= 1):  # a float k failed inside the first update, after the forward calls
+        raise ValueError(f"select_error_samples needs a whole number k >= 1, got {k!r}")
 
     def update(step: Step, state: SelectState, params: Params) -> Program[tuple[Step, SelectState]]:
         scores = require(step, "scores", "select_error_samples", "fit (which scores the training batch)")
