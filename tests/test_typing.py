@@ -90,3 +90,25 @@ def test_a_program_of_a_subtype_passes_where_a_program_of_its_supertype_is_expec
     """mypy --strict accepts a Program[tuple[X, ...]] where a Program[Sequence[X]] is expected: Program is covariant."""
     output, status = _mypy(tmp_path, monkeypatch, COVARIANT)
     assert status == 0, output
+
+
+#: A stage's own options, as sampling() gives them per engine (FrozenMaps), or any other mapping.
+STAGE_OPTIONS = """
+from types import MappingProxyType
+
+from semgrad.core import optim, rules, sampling
+
+opts = sampling(temperature=0.7)
+stages = [
+    optim.propose_rewrite(options=opts["optimizer"]),
+    optim.critique(options=MappingProxyType({"temperature": 0.7})),
+    rules.neighbor_aware(options=opts["backward"]),
+]
+"""
+
+
+@pytest.mark.slow
+def test_every_stage_takes_its_own_options_as_any_mapping(tmp_path, monkeypatch):
+    """mypy --strict accepts a FrozenMap or any mapping as propose_rewrite's and critique's options, as the rules'."""
+    output, status = _mypy(tmp_path, monkeypatch, STAGE_OPTIONS)
+    assert status == 0, output

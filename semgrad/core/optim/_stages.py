@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -223,7 +223,7 @@ def _example_text(gradient: ParamGradient) -> str:
     return render_examples([(e.inputs, e.output, e.feedback) for e in gradient.examples])
 
 
-def critique(*, engine: str = "optimizer", options: dict[str, Any] | None = None) -> Transform:
+def critique(*, engine: str = "optimizer", options: Mapping[str, Any] | None = None) -> Transform:
     """Ask for an explicit gradient (a critique) of each instruction before rewriting it."""
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
@@ -267,7 +267,7 @@ def propose_rewrite(
     constraints: Sequence[str] = (),
     max_chars: int | None = None,
     engine: str = "optimizer",
-    options: dict[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Transform:
     """One optimizer request per parameter with a gradient: propose its improved value.
 
