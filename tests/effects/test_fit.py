@@ -446,3 +446,15 @@ def test_a_budget_that_is_neither_a_budget_nor_a_mapping_is_refused_saying_what_
     said = r"^budget must be a Budget or a mapping such as \{'max_calls': 100\}, got int$"
     with pytest.raises(TypeError, match=said):
         fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=1, budget=100)
+
+
+def test_a_run_whose_stage_noted_a_number_resumes_from_its_checkpoint(tmp_path):
+    """step.noted(stage, 1) keeps the note as the text '1', so the checkpoint fit wrote is read back on resume."""
+    graph, params = paper_graph()
+    count = optim.stateless(lambda step, params: pure(step.noted("count", len(step.traces))), "count")
+    opt = optim.chain(optim.neighbor_sgd(k=1), count)
+    run = dict(train=[{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}], llm=HashLLM())
+    first = fit_sync(graph, params, opt, iterations=1, checkpoint=tmp_path / "ckpt.json", **run)
+    assert first.history[0].report[-1].notes == ("1",)
+    resumed = fit_sync(graph, params, opt, iterations=2, resume=tmp_path / "ckpt.json", **run)
+    assert resumed.history[0] == first.history[0] and len(resumed.history) == 2

@@ -156,9 +156,17 @@ class Step:
         names = params.trainable()
         return names if self.active is None else tuple(n for n in names if n in self.active)
 
-    def noted(self, stage: str, *notes: str) -> Step:
-        """A copy with a report entry for `stage` appended."""
-        return attrs.evolve(self, report=self.report + (StageReport(stage, tuple(notes)),))
+    def noted(self, stage: str, *notes: object) -> Step:
+        """A copy with a report entry for `stage` appended: one line of text per note (``str()``
+        of a note that is no string, as a checkpoint holds the report's notes as text only).
+
+        Examples:
+            >>> from semgrad.topologies import paper_graph
+            >>> Step(paper_graph()[0]).noted("count", 3, "done").report
+            (StageReport(stage='count', notes=('3', 'done')),)
+        """
+        lines = tuple(note if type(note) is str else str(note) for note in notes)
+        return attrs.evolve(self, report=self.report + (StageReport(stage, lines),))
 
 
 def require(step: Step, field: str, stage: str, producer: str) -> Any:
