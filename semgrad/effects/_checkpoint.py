@@ -19,7 +19,7 @@ import json
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +233,9 @@ def _conforms(value: Any, hint: Any) -> bool:
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_conforms(v, args[0]) for v in value)
         return len(args) == len(value) and all(_conforms(v, a) for v, a in zip(value, args, strict=True))
+    if origin is list or origin is Sequence:  # what `encode` writes for them is read back
+        kinds = list if origin is list else (tuple, list)
+        return isinstance(value, kinds) and all(_conforms(v, args[0] if args else Any) for v in value)
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
         if not isinstance(value, origin):
             return False

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -458,3 +459,30 @@ def test_a_run_whose_stage_noted_a_number_resumes_from_its_checkpoint(tmp_path):
     assert first.history[0].report[-1].notes == ("1",)
     resumed = fit_sync(graph, params, opt, iterations=2, resume=tmp_path / "ckpt.json", **run)
     assert resumed.history[0] == first.history[0] and len(resumed.history) == 2
+
+
+@attrs.frozen
+class _Listed:
+    """A stage's own state in a list field (the checkpoint writes lists)."""
+
+    names: list[str] = attrs.Factory(list)
+
+
+@attrs.frozen
+class _Sequenced:
+    """A stage's own state in a field typed as an abstract sequence."""
+
+    names: Sequence[str] = ()
+
+
+@pytest.mark.parametrize(("kind", "grown"), [(_Listed, lambda names: [*names, "x"]), (_Sequenced, lambda n: (*n, "x"))])
+def test_a_stage_state_with_a_list_field_resumes_from_the_checkpoint_fit_wrote(tmp_path, kind, grown):
+    """A state field typed list[str] or Sequence[str] is read back on resume (it was written, then refused)."""
+    graph, params = paper_graph()
+    grow = optim.Transform(lambda p: kind(), lambda s, st, p: pure((s, kind(grown(st.names)))), "grow")
+    opt = optim.chain(optim.neighbor_sgd(k=1, gate=False), grow)
+    run = dict(train=[{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}], llm=HashLLM(), state_types=[kind])
+    full = fit_sync(graph, params, opt, iterations=2, **run)
+    fit_sync(graph, params, opt, iterations=1, checkpoint=tmp_path / "ckpt.json", **run)
+    resumed = fit_sync(graph, params, opt, iterations=2, resume=tmp_path / "ckpt.json", **run)
+    assert (resumed.params, resumed.history) == (full.params, full.history)
