@@ -87,13 +87,20 @@ def reply_backward(request: LLMRequest, feedback: Mapping[str, str]) -> str:
     )
 
 
-def reply_rewrite(request: LLMRequest, new_value: str) -> str:
-    """A rewrite reply proposing `new_value` for the parameter (read back without surrounding whitespace).
+def reply_rewrite(request: LLMRequest, instruction: str) -> str:
+    """A rewrite reply proposing `instruction` as the parameter's new value (an instruction,
+    or any trainable text), read back without surrounding whitespace.
+
+    Examples:
+        >>> from semgrad.core import Message, parse_tagged
+        >>> request = LLMRequest((Message("user", "x"),), purpose="rewrite", node="answer.instruction")
+        >>> parse_tagged(reply_rewrite(request, instruction="Answer with the letter only."), ["improved"]).unwrap()
+        'Answer with the letter only.'
 
     Raises:
-        ValueError: When `new_value` is empty or whitespace, or holds ``<improved>`` or ``</improved>``.
+        ValueError: When `instruction` is empty or whitespace, or holds ``<improved>`` or ``</improved>``.
     """
-    return format_tagged("improved", _carried("reply_rewrite", "improved", new_value, "the new value"))
+    return format_tagged("improved", _carried("reply_rewrite", "improved", instruction, "the new value"))
 
 
 def reply_rewrites(request: LLMRequest, values: Mapping[str, str]) -> str:

@@ -126,3 +126,13 @@ def test_a_hash_llm_answers_an_llm_judge_in_the_form_it_reads(salt):
     trace = run_sync(forward(graph, params, {"question": "What is 3 + 4?"}), llm)
     score = run_sync(llm_judge("The sum is right.")(Example({"question": "What is 3 + 4?"}, "7"), trace), llm)
     assert score.value == 0.0 and score.feedback.startswith("Critique answer#")
+
+
+def test_reply_helpers_take_the_argument_names_the_design_gives():
+    """reply_forward(request, value), reply_backward(request, feedback), reply_rewrite(request, instruction) and
+    reply_critique(request, text) take those names as keywords, and their replies parse back."""
+    request = LLMRequest((Message("user", "x"),), purpose="rewrite", node="answer.instruction", targets=("a",))
+    assert parse_tagged(fake.reply_rewrite(request, instruction=" Be brief. "), ["improved"]) == Success("Be brief.")
+    assert parse_tagged(fake.reply_critique(request, text="Too long."), ["critique"]) == Success("Too long.")
+    assert parse_result(fake.reply_forward(request, value="4")) == Success("4")
+    assert parse_backward(fake.reply_backward(request, feedback={"a": "More."}), ("a",)).unwrap()["a"] == "More."
