@@ -92,11 +92,15 @@ class Trace:
     params: str | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
     def __getitem__(self, node: str) -> NodeRun:
-        return self.runs[node]
+        """`node`'s run; a `KeyError` naming the trace's nodes when it has none."""
+        try:
+            return self.runs[node]
+        except KeyError:
+            raise KeyError(f"no node named {node!r} in this trace; its nodes: {', '.join(self.runs)}") from None
 
     def value(self, node: str) -> Any:
-        """The value `node` produced (None if it failed)."""
-        return self.runs[node].value
+        """The value `node` produced (None if it failed); a `KeyError` naming the trace's nodes when it has none."""
+        return self[node].value
 
     @property
     def output_value(self) -> Any:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Success
 
 from semgrad.backends.fake import reply_forward
-from semgrad.core import Example, GraphBuilder, LLMResponse, forward, normalized_match
+from semgrad.core import Example, GraphBuilder, LLMResponse, NodeRun, Trace, forward, normalized_match
 from semgrad.core._parse import parse_result
 from semgrad.effects import run_sync
 
@@ -103,3 +104,14 @@ def test_an_empty_block_is_reported_as_empty_and_no_block_as_missing(tag, blank,
     reply = f"Prose.\n<{tag}>{blank}" + (f"</{tag}>" if closed else "")
     assert read(reply).failure().reason == f"the <{tag}> block is empty"
     assert read("Prose only.").failure().reason == f"the reply has no <{tag}> block"
+
+
+def test_a_trace_asked_for_a_node_it_lacks_names_its_nodes():
+    """trace["nope"] and trace.value("nope") raise a KeyError that names the node asked for and the trace's nodes."""
+    trace = Trace(
+        0, "g", "answer", {"question": NodeRun("question", "input", value="q"), "answer": NodeRun("answer", "llm")}
+    )
+    for look in (lambda: trace["nope"], lambda: trace.value("nope")):
+        with pytest.raises(KeyError, match=r"no node named 'nope' in this trace; its nodes: question, answer"):
+            look()
+    assert trace.value("question") == "q" and trace["answer"].node == "answer"
