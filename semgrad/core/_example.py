@@ -13,6 +13,16 @@ from ._requests import SampleId
 __all__ = ["Example", "as_examples"]
 
 
+def _inputs(inputs: Any) -> FrozenMap[str, Any]:
+    """An example's inputs as a frozen map; a `TypeError` for what is no mapping (a bare question, say)."""
+    if not isinstance(inputs, Mapping):
+        raise TypeError(
+            "Example's inputs must be a mapping of the graph's input fields to values, such as "
+            f"Example({{'question': ...}}, target), got {type(inputs).__name__}"
+        )
+    return to_frozen_map(inputs)
+
+
 @attrs.frozen
 class Example:
     """One dataset item: the graph's input fields, the target, and an id.
@@ -24,7 +34,7 @@ class Example:
         0
     """
 
-    inputs: FrozenMap[str, Any] = attrs.field(converter=to_frozen_map)
+    inputs: FrozenMap[str, Any] = attrs.field(converter=_inputs)
     target: Any = None
     id: SampleId = None
 
@@ -56,5 +66,7 @@ def as_examples(items: Iterable[Example | Mapping[str, Any]]) -> tuple[Example, 
     ids = [e.id for e in result]
     if len(set(ids)) != len(ids):
         duplicate = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"example id {duplicate!r} appears more than once")
+        raise ValueError(
+            f"example id {duplicate!r} appears more than once (an item without an id gets its position as its id)"
+        )
     return tuple(result)

@@ -338,3 +338,12 @@ def test_a_count_that_is_no_whole_number_is_refused_when_built(build, said):
     """k, breadth and depth must be whole numbers: neighbor_sgd(k=2.5) failed in its first update, after forwards."""
     with pytest.raises(ValueError, match=said):
         build()
+
+
+def test_an_example_of_no_mapping_and_a_nan_min_gain_are_refused_with_what_to_write():
+    """Example("q", "7") is a TypeError asking for a mapping; validation_gate(min_gain=nan) a ValueError."""
+    with pytest.raises(TypeError, match=r"Example's inputs must be a mapping .* got str"):
+        Example("What is 3 + 4?", "7")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="min_gain must be a number, got nan"):
+        optim.validation_gate(min_gain=float("nan"))
+    assert Example({"question": "q"}, "7").inputs["question"] == "q"

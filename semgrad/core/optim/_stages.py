@@ -457,6 +457,9 @@ def validation_gate(*, min_gain: float = 0.0, always_accept: bool = False) -> Tr
             still serves as the next iteration's).
     """
 
+    if min_gain != min_gain:  # NaN: no score would ever beat the best by it
+        raise ValueError("validation_gate's min_gain must be a number, got nan")
+
     def update(step: Step, state: GateState, params: Params) -> Program[tuple[Step, GateState]]:
         skipped = step.skipped and not step.updates  # `every_k` or `apply_if` skipped the stages making a candidate
         updates = (
