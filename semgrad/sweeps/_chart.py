@@ -1,8 +1,10 @@
-"""The sweep chart: mean test accuracy per task, one bar per optimizer, as inline SVG.
+"""The sweep chart: each task's mean score, one bar per optimizer, as inline SVG.
 
 No script and nothing loaded from the network; every label is escaped. Bars
 are grouped by task, coloured by variant (the legend says which), and each has
-a ``<title>`` tooltip with its value. Scores sit on a fixed 0-100 % axis.
+a ``<title>`` tooltip with its value. Scores sit on a fixed 0-100 % axis; a score
+of 0 is a thin bar on the axis, and a variant with no score there (its runs
+failed or stopped) a dash, so that the two never look alike.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _axes(width: float) -> list[str]:
         parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
     parts.append(
         f'<text class="tick" x="14" y="{_TOP + _PLOT_H / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {_TOP + _PLOT_H / 2:.1f})">mean test accuracy</text>'
+        f'transform="rotate(-90 14 {_TOP + _PLOT_H / 2:.1f})">mean accuracy</text>'
     )
     return parts
 
@@ -70,14 +72,20 @@ def _legend(variants: list[str]) -> list[str]:
     return parts
 
 
-def optimizer_chart(by_task: Mapping[str, Mapping[str, float | None]]) -> str:
-    """An SVG bar chart of mean test accuracy: groups are tasks, bars are variants.
+def optimizer_chart(
+    by_task: Mapping[str, Mapping[str, float | None]], scored_on: Mapping[str, str] | None = None
+) -> str:
+    """An SVG bar chart of mean accuracy: groups are tasks, bars are variants.
+
+    A task whose `scored_on` is ``"train"`` (LIAR under the paper's protocol) is labelled
+    so; the others show test accuracy.
 
     Examples:
         >>> svg = optimizer_chart({"gsm8k": {"tgd": 0.5, "neighbor-sgd": 0.75}})
         >>> svg.startswith("<svg") and svg.count("<rect") == 4 and "75.0 %" in svg
         True
     """
+    scored_on = scored_on or {}
     variants = list(dict.fromkeys(v for scores in by_task.values() for v in scores))
     group = max(36.0, 12.0 * len(variants) + 16)
     legend = _LEFT + _RIGHT + sum(28 + 7 * len(v) for v in variants)
@@ -86,25 +94,36 @@ def optimizer_chart(by_task: Mapping[str, Mapping[str, float | None]]) -> str:
     bar = (group - 12) / max(len(variants), 1)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width:.0f}" height="{height}" '
-        f'viewBox="0 0 {width:.0f} {height}" role="img" aria-label="mean test accuracy per task and optimizer">'
+        f'viewBox="0 0 {width:.0f} {height}" role="img" aria-label="mean accuracy per task and optimizer">'
     ]
     parts += _axes(width) + _legend(variants)
     for t, (task, scores) in enumerate(by_task.items()):
         left = _LEFT + group * t + 6
+        part = "train" if scored_on.get(task) == "train" else "test"
         for v, variant in enumerate(variants):
+            x = left + bar * v
+            if variant in scores and scores[variant] is None:  # ran, with no score: not a zero
+                tip = f"{task} \u00b7 {variant}: no score (its runs failed or stopped)"
+                parts.append(
+                    f'<text class="tick" x="{x + bar / 2:.1f}" y="{_TOP + _PLOT_H - 3:.1f}" '
+                    f'text-anchor="middle"><title>{esc(tip)}</title>\u2013</text>'
+                )
+                continue
             score = scores.get(variant)
             if score is None:
                 continue
-            x, y = left + bar * v, _y(score)
-            tip = f"{task} \u00b7 {variant}: {percent(score)}"
+            # A score of 0 keeps a bar of 1.5 px, on the axis: visible, unlike a missing score.
+            y = min(_y(score), _TOP + _PLOT_H - 1.5)
+            tip = f"{task} \u00b7 {variant}: {percent(score)} ({part} accuracy)"
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 1:.1f}" height="{_TOP + _PLOT_H - y:.1f}" '
                 f'fill="{PALETTE[v % len(PALETTE)]}"><title>{esc(tip)}</title></rect>'
             )
         cx, cy = left + (group - 12) / 2, _TOP + _PLOT_H + 12
+        label = f"{task} (train)" if part == "train" else task
         parts.append(
             f'<text class="tick" x="{cx:.1f}" y="{cy}" text-anchor="end" '
-            f'transform="rotate(-40 {cx:.1f} {cy})">{esc(task)}</text>'
+            f'transform="rotate(-40 {cx:.1f} {cy})">{esc(label)}</text>'
         )
     parts.append(
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP + _PLOT_H}" x2="{width - _RIGHT:.1f}" y2="{_TOP + _PLOT_H}"/>'

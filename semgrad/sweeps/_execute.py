@@ -199,6 +199,8 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
         "optimizer": run.config.optimizer,
         "models": run.models,
         "accuracy": {part: accuracy.get(part) for part in ("train", "validation", "test", "initial_test")},
+        # The part whose accuracy is the task's score: "train" for LIAR under the paper's protocol.
+        "scored_on": "train" if tasks[0].get("scored_on") == "train" else "test",
         "test_items": size if type(size) is int and 0 < size <= 2**53 else None,  # the weight of its test score
         "iterations": len(tasks[0].get("iterations") or ()),
         "calls": sum(calls.values()) if results else None,

@@ -61,6 +61,14 @@ def _money(value: Any) -> str:
     return f"${value:,.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
 
 
+def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
+    """``sweep.json``'s ``scored_on`` (absent in older ones), with only the values it may hold."""
+    found = summary.get("scored_on")
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(task): "train" if part == "train" else "test" for task, part in found.items()}
+
+
 def _averages(summary: Mapping[str, Any]) -> str:
     head = "".join(f"<th>{esc(label)}</th>" for _, label in _AVERAGE_COLUMNS)
     rows = [f"<tr><th>Variant</th>{head}</tr>"]
@@ -208,7 +216,10 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
             "for one of a group's tasks (its runs failed or stopped) has a dash there.</p>",
             _averages(summary),
             "<h2>Optimizers across tasks</h2>",
-            optimizer_chart(summary.get("by_task") or {}),
+            "<p>Each task's mean score over seeds: its test accuracy, or its train accuracy where the task is "
+            "scored on the items it was optimised on, as the paper scores LIAR (such a task is marked "
+            "\u2018(train)\u2019). A dash on the axis: no score (the runs failed or stopped).</p>",
+            optimizer_chart(summary.get("by_task") or {}, _scored_on(summary)),
             "<h2>Runs</h2>",
             _runs(summary, reports or {}),
             "</body></html>",

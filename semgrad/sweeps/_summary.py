@@ -39,20 +39,40 @@ def _label(row: Mapping[str, Any]) -> str:
     return row["optimizer"] + (f" / {row['models']}" if row.get("models") else "")
 
 
+def _scored_on(row: Mapping[str, Any]) -> str:
+    return "train" if row.get("scored_on") == "train" else "test"
+
+
 def by_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Mean test accuracy over seeds, by task, then by variant (optimizer, and model set if several).
+    """Each task's score, its mean over seeds, by task, then by variant (optimizer, and model set
+    if several): test accuracy, or train accuracy for a task scored on the items it was optimised
+    on (``scored_on == "train"``: LIAR under the paper's protocol, as the run's report headlines it).
 
     Examples:
         >>> rows = [{"task": "gsm8k", "optimizer": "tgd", "accuracy": {"test": t}} for t in (0.5, 1.0)]
         >>> by_task(rows)
         {'gsm8k': {'tgd': 0.75}}
+        >>> liar = {"task": "liar", "optimizer": "tgd", "scored_on": "train", "accuracy": {"train": 0.8, "test": 0.6}}
+        >>> by_task([liar])
+        {'liar': {'tgd': 0.8}}
     """
     table: dict[str, dict[str, list[float]]] = {}
     for row in rows:
         scores = table.setdefault(row["task"], {}).setdefault(_label(row), [])
-        if row["accuracy"]["test"] is not None:
-            scores.append(row["accuracy"]["test"])
+        score = row["accuracy"].get(_scored_on(row))
+        if score is not None:
+            scores.append(score)
     return {task: {variant: _mean(s) for variant, s in variants.items()} for task, variants in table.items()}
+
+
+def scored_on(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Per task, the part of its split whose accuracy `by_task` shows ("test", or "train").
+
+    Examples:
+        >>> scored_on([{"task": "liar", "scored_on": "train"}, {"task": "gsm8k"}])
+        {'liar': 'train', 'gsm8k': 'test'}
+    """
+    return {row["task"]: _scored_on(row) for row in rows}
 
 
 def averages(rows: Sequence[Mapping[str, Any]], *, weighted: bool = True) -> dict[str, dict[str, float | None]]:
@@ -131,6 +151,7 @@ def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
         "simulated": spec.backend == "simulated",
         "runs": [dict(row) for row in rows],
         "by_task": by_task(rows),
+        "scored_on": scored_on(rows),
         "averages": averages(rows),
         "averages_unweighted": averages(rows, weighted=False),
         "published": dict(PUBLISHED),

@@ -43,3 +43,34 @@ def test_one_parameter_in_a_spec_needs_a_name():
         parse_spec({**base, "optimizers": ["one-parameter"]})
     with pytest.raises(SweepError, match="only one-parameter takes a parameter"):
         parse_spec({**base, "optimizers": ["no-gate:answer.instruction"]})
+
+
+def test_a_liar_run_scored_on_its_training_items_shows_train_accuracy_in_the_sweep():
+    """A run scored on train (LIAR, official protocol) puts its train accuracy in by_task and the chart, marked
+    '(train)'; a results.json that says anything else for scored_on counts as test."""
+    from semgrad.sweeps._execute import run_row
+    from semgrad.sweeps._page import render_sweep
+    from semgrad.sweeps._summary import by_task, scored_on
+
+    (run,) = parse_spec({"tasks": ["liar"], "seeds": [0], "optimizers": ["tgd"]}).runs()
+    accuracy = {"train": 0.82, "validation": None, "test": 0.61, "initial_test": 0.5}
+    row = run_row(run, {"tasks": [{"accuracy": accuracy, "scored_on": "train"}], "calls": {"by_purpose": {}}})
+    assert row["scored_on"] == "train" and by_task([row]) == {"liar": {"tgd": 0.82}}
+    for hostile in ("TRAIN", ["train"], None, 7):
+        other = run_row(run, {"tasks": [{"accuracy": accuracy, "scored_on": hostile}], "calls": {"by_purpose": {}}})
+        assert other["scored_on"] == "test" and by_task([other]) == {"liar": {"tgd": 0.61}}
+    page = render_sweep(
+        {"sweep": {"name": "s"}, "runs": [row], "by_task": by_task([row]), "scored_on": scored_on([row])}
+    )
+    assert "liar (train)" in page and "82.0 % (train accuracy)" in page
+
+
+def test_the_sweep_chart_tells_a_zero_score_from_no_score():
+    """A score of 0 draws a visible bar on the axis; a variant that ran with no score draws a dash, never a bar."""
+    from semgrad.sweeps._chart import optimizer_chart
+
+    svg = optimizer_chart({"liar": {"full": 0.0, "no-gradients": None}})
+    (zero,) = [line for line in svg.splitlines() if "full: 0.0 %" in line]
+    assert zero.startswith("<rect") and float(zero.split('height="')[1].split('"')[0]) >= 1.5
+    (missing,) = [line for line in svg.splitlines() if "no-gradients: no score" in line]
+    assert missing.startswith("<text") and svg.count("<rect") == 3  # two legend swatches and the zero bar
