@@ -8,26 +8,34 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._files import write_text_atomically
+from .._files import read_regular_text, write_text_atomically
 from ._html import check_results, render_report
 
 __all__ = ["REPORT_NAME", "read_json", "write_report"]
 
 #: The report's file name inside a run directory.
 REPORT_NAME = "report.html"
+#: The most a run's ``results.json`` or ``config.json`` may hold, as a sweep reads them.
+MAX_BYTES = 512 * 2**20
 
 
 def read_json(path: Path) -> Any:
-    """The parsed JSON document at `path`.
+    """The parsed JSON document at `path`, a regular file of at most `MAX_BYTES` (it arrives
+    with a run folder: a FIFO or a device is refused, never read).
 
     Raises:
         FileNotFoundError: There is no such file.
-        ValueError: It is not UTF-8 JSON (the message names the file and the place).
+        ValueError: It is not a regular file, is too large, or is not UTF-8 JSON (the message
+            names the file and the place).
     """
     try:
-        text = path.read_text("utf-8")
+        text = read_regular_text(path, limit=MAX_BYTES)
     except UnicodeDecodeError as error:
         raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -65,7 +73,7 @@ def write_report(run_dir: str | os.PathLike[str]) -> Path:
     """
     directory = Path(run_dir)
     results_path = directory / "results.json"
-    if not results_path.is_file():
+    if not results_path.exists() and not results_path.is_symlink():
         where = "no such directory" if not directory.is_dir() else "no results.json in it"
         raise FileNotFoundError(f"{directory}: {where}; write one with `semgrad run TASK --out {directory}`")
     results = read_json(results_path)
@@ -80,9 +88,9 @@ def write_report(run_dir: str | os.PathLike[str]) -> Path:
 
 def _read_config(path: Path) -> Mapping[str, Any] | None:
     """The run's configuration, or None when the run has no ``config.json``."""
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
-    config = read_json(path)
+    config = read_json(path)  # a FIFO or a device in its place is an error, not "no config"
     if not isinstance(config, Mapping):
         raise ValueError(f"{path}: must be a JSON object, got {type(config).__name__}")
     return config

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.report import PUBLISHED, REPORT_NAME, render_report, write_report
+from semgrad.report import PUBLISHED, REPORT_NAME, _io, render_report, write_report
 from semgrad.report._diff import diff_html
 from semgrad.report._graph import longest_path_layers
 
@@ -409,4 +410,26 @@ def test_write_report_with_malformed_json_raises_value_error(tmp_path: Path, res
     with pytest.raises(ValueError) as error:
         write_report(tmp_path)
     _one_line_error(error, str(path), needle)
+    assert not (tmp_path / REPORT_NAME).exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("name", ["results.json", "config.json"])
+def test_write_report_refuses_a_fifo_or_an_oversized_file_in_a_run_folder(tmp_path: Path, results, name, monkeypatch):
+    """A FIFO in place of results.json or config.json is a one-line ValueError at once (no hang, never "no such
+    file" or left out), and so is a file over the size limit; nothing is written."""
+    (tmp_path / "results.json").write_text(json.dumps(results), "utf-8")
+    path = tmp_path / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    with pytest.raises(ValueError) as error:
+        write_report(tmp_path)
+    _one_line_error(error, str(path), "not a regular file")
+    path.unlink()
+    (tmp_path / "results.json").write_text(json.dumps(results), "utf-8")
+    path.write_text(json.dumps(results if name == "results.json" else {"task": "x"}), "utf-8")
+    monkeypatch.setattr(_io, "MAX_BYTES", 10)
+    with pytest.raises(ValueError) as error:
+        write_report(tmp_path)
+    _one_line_error(error, "larger than 10 bytes")
     assert not (tmp_path / REPORT_NAME).exists()
