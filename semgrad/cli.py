@@ -220,11 +220,15 @@ def _run(args: argparse.Namespace) -> int:
                 + _unanswered_text(task)
                 + _carried_text(task)
             )
-        if len(summary["tasks"]) > 1:
+        unscored = summary.get("unscored_tasks") or []
+        if len(summary["tasks"]) > 1 or unscored:
             both = (("item-weighted", summary["averages"]), ("unweighted", summary["averages_unweighted"]))
             for name, values in both:
                 shown = ", ".join(f"{group} {fmt(v)}" for group, v in values.items() if v is not None)
-                print(f"averages over tasks ({name}): {shown}")
+                print(f"averages over tasks ({name}): {shown or 'none'}")
+            if unscored:
+                listed = ", ".join(unscored[:3]) + (", ..." if len(unscored) > 3 else "")
+                print(f"no average for a group with a task that has no test score: {len(unscored)} such ({listed})")
         print(
             f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else "")
         )

@@ -264,7 +264,7 @@ def run_experiment(
         return results
 
     results = run_loop(everything)
-    summary = _summary(config, results, ledger, stack, prices)
+    summary = _summary(config, results, ledger, stack, prices, planned=tasks)
     problem = _failed(summary, stack)
     summary["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
     _write_json(out / "results.json", summary)
@@ -524,10 +524,20 @@ def _summary(
     ledger: Ledger,
     stack: RunStack,
     prices: Mapping[str, tuple[float, float]] | None,
+    *,
+    planned: Sequence[Task] = (),
 ) -> dict[str, Any]:
     from .. import __version__
 
     weighted, unweighted = task_averages(results)
+    # A group with a planned task that has no test score (the run stopped first, or its test split
+    # failed) has no average: one over the tasks that happen to be done would stand beside the
+    # paper's figure for the whole group.
+    scored = {r["task"] for r in results if (r.get("accuracy") or {}).get("test") is not None}
+    unscored = [task for task in planned if task.name not in scored] if len(planned) > 1 else []
+    for group in weighted:
+        if any(group == "overall" or task.category == group for task in unscored):
+            weighted[group] = unweighted[group] = None
     counters = ledger.total()
     tokens = {engine: (used[0], used[1]) for engine, used in counters["tokens_by_engine"].items()}
     stopped = next((r["stopped"] for r in results if r["stopped"]), None)
@@ -541,6 +551,7 @@ def _summary(
         "tasks": results,
         "averages": weighted,
         "averages_unweighted": unweighted,
+        "unscored_tasks": [task.name for task in unscored],
         "published": dict(PUBLISHED),
         "calls": {"by_purpose": dict(counters["calls_by_purpose"]), "by_role": dict(counters["calls_by_engine"])},
         "tokens": {

@@ -196,6 +196,16 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
 def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:
     averages, rows = as_mapping(results.get("averages")), []
     plain = as_mapping(results.get("averages_unweighted"))
+    unscored = results.get("unscored_tasks")
+    if isinstance(unscored, list) and unscored:
+        listed = ", ".join(esc(name) for name in unscored[:5]) + (", \u2026" if len(unscored) > 5 else "")
+        rows.append(
+            (
+                "Tasks without a test score",
+                f"{count(len(unscored))} ({listed})",
+                "no average for a group that holds one: it would cover only part of the group",
+            )
+        )
     for key, label, published in _AVERAGES:
         value = number(averages.get(key))
         if value is not None:
@@ -243,7 +253,7 @@ def summary_table(results: Mapping[str, Any]) -> str:
     """
     figures, tasks = published_figures(results), [as_mapping(t) for t in as_list(results.get("tasks"))]
     rows = _accuracy_rows(tasks[0], figures) if len(tasks) == 1 else [("Tasks optimized", count(len(tasks)), "")]
-    rows += _average_rows(results, figures) if len(tasks) != 1 else []
+    rows += _average_rows(results, figures) if len(tasks) != 1 or results.get("unscored_tasks") else []
     rows += _usage_rows(results)
     body = "".join(
         f'<tr><th scope="row">{esc(label)}</th><td>{ours}</td><td class="published-cell">{paper}</td></tr>'

@@ -193,3 +193,15 @@ def test_sweep_html_says_which_runs_stopped_for_their_budget(tmp_path):
     result = run_sweep(grid_spec(tmp_path / "s.toml", grid, max_calls=10), tmp_path / "out", local=True)
     assert [o.stopped for o in result.outcomes] == ["budget"]
     assert '<td class="error">stopped early (budget): partial</td>' in (tmp_path / "out" / "sweep.html").read_text()
+
+
+def test_a_run_stopped_before_all_its_tasks_shows_no_average_for_a_group_it_did_not_finish(tmp_path, capsys):
+    """bbh:all stopped by its budget after a few tasks has no item-weighted or unweighted average for a group with
+    an unscored task (never one over the finished tasks beside the paper's), and its report and output say why."""
+    config = RunConfig("bbh:all", data_dir=str(DATA), max_calls=90, **SIZES)
+    summary = run_experiment(config, tmp_path / "run", llm=Counting())
+    assert summary["stopped"] == "budget" and 1 <= len(summary["tasks"]) < 27
+    assert all(v is None for v in (*summary["averages"].values(), *summary["averages_unweighted"].values()))
+    scored = [t["task"] for t in summary["tasks"] if t["accuracy"]["test"] is not None]
+    assert len(summary["unscored_tasks"]) == 27 - len(scored) and not set(scored) & set(summary["unscored_tasks"])
+    assert "Tasks without a test score" in (tmp_path / "run" / "report.html").read_text("utf-8")
