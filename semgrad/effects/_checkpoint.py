@@ -19,6 +19,7 @@ import json
 import os
 import types
 import typing
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,11 +178,20 @@ def _pairs(value: Any, what: str, types: Mapping[str, type]) -> list[tuple[Any, 
     return pairs
 
 
-@functools.cache
+#: `_field_types` per class, kept only while the class lives: a state class of a user's (fit's
+#: `state_types`, made in a test function, say) is not kept alive by having been read once.
+_FIELD_TYPES: weakref.WeakKeyDictionary[type, dict[str, tuple[str, Any, bool]]] = weakref.WeakKeyDictionary()
+
+
 def _field_types(cls: type) -> dict[str, tuple[str, Any, bool]]:
     """Alias -> (field name, type hint, required) for the init fields of an allowed class."""
-    hints = typing.get_type_hints(cls)
-    return {f.alias: (f.name, hints.get(f.name, Any), f.default is attrs.NOTHING) for f in attrs.fields(cls) if f.init}
+    found = _FIELD_TYPES.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls)
+        found = _FIELD_TYPES[cls] = {
+            f.alias: (f.name, hints.get(f.name, Any), f.default is attrs.NOTHING) for f in attrs.fields(cls) if f.init
+        }
+    return found
 
 
 def _instance(tag: Any, fields: Any, types: Mapping[str, type]) -> Any:

@@ -486,3 +486,22 @@ def test_a_stage_state_with_a_list_field_resumes_from_the_checkpoint_fit_wrote(t
     fit_sync(graph, params, opt, iterations=1, checkpoint=tmp_path / "ckpt.json", **run)
     resumed = fit_sync(graph, params, opt, iterations=2, resume=tmp_path / "ckpt.json", **run)
     assert (resumed.params, resumed.history) == (full.params, full.history)
+
+
+def test_a_state_class_read_from_a_checkpoint_is_not_kept_alive_by_the_reader():
+    """The checkpoint reader's memo of a class's fields holds the class weakly: a user's state class made for one
+    run (a test's, say) is freed once nothing else holds it."""
+    import gc
+    import weakref
+
+    from semgrad.effects._checkpoint import _field_types
+
+    @attrs.frozen
+    class Local:
+        names: tuple[str, ...] = ()
+
+    assert _field_types(Local) == {"names": ("names", tuple[str, ...], False)}
+    ref = weakref.ref(Local)
+    del Local
+    gc.collect()
+    assert ref() is None
