@@ -288,6 +288,11 @@ class ScriptedLLM:
     def __init__(self, entries: Iterable[tuple[Mapping[str, Any], Any]] = (), *, default: Any = None) -> None:
         self.entries = tuple((FrozenMap(match), answer) for match, answer in entries)
         for match, _ in self.entries:
+            if isinstance(match.get("targets"), str):  # tuple("hint_1") would be its characters: never a match
+                raise TypeError(
+                    f"ScriptedLLM's targets match a sequence of names, such as ({match['targets']!r},), "
+                    f"not the string {match['targets']!r}"
+                )
             unknown = [k for k in match if k not in self._FIELDS and k != "prompt_contains"]
             if unknown:
                 raise ValueError(f"ScriptedLLM cannot match on {unknown}; use {self._FIELDS} or 'prompt_contains'")

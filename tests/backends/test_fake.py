@@ -136,3 +136,12 @@ def test_reply_helpers_take_the_argument_names_the_design_gives():
     assert parse_tagged(fake.reply_critique(request, text="Too long."), ["critique"]) == Success("Too long.")
     assert parse_result(fake.reply_forward(request, value="4")) == Success("4")
     assert parse_backward(fake.reply_backward(request, feedback={"a": "More."}), ("a",)).unwrap()["a"] == "More."
+
+
+def test_scripted_llm_refuses_targets_given_as_one_string():
+    """ScriptedLLM refuses {"targets": "hint_1"} (it could never match) and matches ("hint_1",)."""
+    with pytest.raises(TypeError, match=r"such as \('hint_1',\)"):
+        fake.ScriptedLLM([({"targets": "hint_1"}, "x")])
+    llm = fake.ScriptedLLM([({"targets": ("hint_1",)}, "matched")], default="default")
+    request = LLMRequest((Message("user", "x"),), purpose="backward", node="answer", targets=("hint_1",))
+    assert llm(request) == "matched"
