@@ -212,7 +212,10 @@ def compare(
                 "tokens_by_purpose": {p: used[0] + used[1] for p, used in meter.by_purpose.items()},
                 "input_tokens": sum(u[0] for u in meter.by_purpose.values()),
                 "output_tokens": sum(u[1] for u in meter.by_purpose.values()),
-                "cost_usd": summary.get("cost_usd") or estimate_cost(cfg, tokens, prices),
+                # the simulated backend is offline: its tokens are estimates of text never sent, at no price
+                "cost_usd": 0.0
+                if cfg.backend == "simulated"
+                else summary.get("cost_usd") or estimate_cost(cfg, tokens, prices),
                 "wall_s": round(wall, 3),
                 "run_dir": name,
                 "stopped": summary.get("stopped"),

@@ -250,3 +250,14 @@ def test_a_method_whose_calls_failed_says_so_on_its_row(tmp_path):
     assert rows[1].startswith("| neighbor-sgd |") and rows[2].startswith(
         f"| tgd ({lost['tgd']} calls without a reply) |"
     )
+
+
+@needs_data
+def test_a_simulated_comparison_costs_nothing_whatever_model_it_names(tmp_path):
+    """A comparison on the simulated backend shows a cost of 0 even with a priced --model, as its dry run does."""
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, test=3, iterations=1, model="gpt-4o")
+    prices = {"gpt-4o": (2.5, 10.0)}
+    ran = compare(config, ["neighbor-sgd"], tmp_path / "cmp", prices=prices)
+    planned = compare(config, ["neighbor-sgd"], tmp_path / "plan", dry_run_only=True, prices=prices)
+    assert ran["methods"][0]["input_tokens"] > 0  # estimated, for the table
+    assert ran["methods"][0]["cost_usd"] == planned["methods"][0]["cost_usd"] == 0.0
