@@ -15,7 +15,8 @@ construction::
   would cut a call's retries short;
 * `cached` when the config names a cache file;
 * the tally, on top, counts every outcome a phase sees (calls, tokens and
-  errors by kind, like `RunStatistics`) and *halts* the run when its first
+  errors by kind, like `RunStatistics`; with a cache, the tokens of replies
+  that reached the provider only: a hit costs none) and *halts* the run when its first
   `FAIL_FAST_CALLS` calls all failed: later calls are refused at once with
   ``LLMError(kind="halted")``, which `fit` treats as a stop.
 
@@ -139,9 +140,10 @@ class _Tally:
 
     is_async = True
 
-    def __init__(self, inner: Any, fail_fast: int) -> None:
+    def __init__(self, inner: Any, fail_fast: int, *, count_tokens: bool = True) -> None:
         self.inner = inner
         self.fail_fast = fail_fast
+        self.count_tokens = count_tokens  # False: `add_tokens` counts them, below a cache (whose hits cost none)
         self.counters = empty_counters()
         self.halted: str | None = None  # why the run was halted, once it is
         self._judged = 0  # outcomes seen that count towards the fail-fast rule
@@ -211,6 +213,12 @@ class _Tally:
             c["errors_by_kind"][error.kind] = c["errors_by_kind"].get(error.kind, 0) + 1
             return
         assert response is not None
+        if self.count_tokens:
+            self.add_tokens(request, response)
+
+    def add_tokens(self, request: LLMRequest, response: LLMResponse) -> None:
+        """Count the tokens `response` reports (a reply the provider gave, not one read from a cache)."""
+        c = self.counters
         used = _tokens(response.usage, "input_tokens"), _tokens(response.usage, "output_tokens")
         if used[0] or used[1]:
             c["input_tokens"] += used[0]
@@ -230,6 +238,29 @@ class _Tally:
 
     def __repr__(self) -> str:
         return f"tally({self.inner!r})"
+
+
+class _Paid:
+    """Below a run's cache: hands each reply that reached the provider to the tally, which counts its tokens
+    (a cache hit's stored usage was paid for once, by the call that stored it, and is not counted again)."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, stack: RunStack) -> None:
+        self.inner, self.stack = inner, stack
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        response: LLMResponse = await call(self.inner, request)
+        self.stack.tally.add_tokens(request, response)
+        return response
+
+    def __repr__(self) -> str:
+        return f"paid({self.inner!r})"
 
 
 class _Deadline:
@@ -297,8 +328,8 @@ class RunStack:
         llm: Any = self.budget
         if real:
             llm = limited(retrying(_Deadline(llm, timeout) if timeout else llm), max_concurrency=concurrency)
-        self.cache = cached(llm, path=cache) if cache else None
-        self.tally = _Tally(self.cache or llm, fail_fast)
+        self.cache = cached(_Paid(llm, self), path=cache) if cache else None
+        self.tally = _Tally(self.cache or llm, fail_fast, count_tokens=self.cache is None)
         self.llm: Any = self.tally
 
     @property
