@@ -252,5 +252,7 @@ def make_optimizer(config: RunConfig) -> Transform:
     if config.optimizer == "optoprime":
         return optim.optoprime(config.k, seed=config.seed)
     if config.optimizer == "copro":
-        return optim.copro(breadth=config.breadth, depth=max(1, config.iterations))
+        # No depth: one round per iteration, so the rounds are the run's iterations, and a resumed run given
+        # more (--resume --iterations N) is the optimizer it checkpointed and goes on as one started with N.
+        return optim.copro(breadth=config.breadth, depth=None)
     return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param)

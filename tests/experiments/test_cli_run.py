@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
@@ -405,3 +406,17 @@ def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
     with _loopback(_KeepAlive) as base_url:
         compare(_http_config(base_url), ["neighbor-sgd", "tgd"], tmp_path / "cmp")
     assert _KeepAlive.requests > 20 and _KeepAlive.connections <= 2 * 3  # per run: the preflight's, two in flight
+
+
+@needs_data
+def test_a_copro_run_resumed_with_more_iterations_goes_on_as_one_started_with_them(tmp_path):
+    """COPRO resumed with --iterations grown (which --resume allows) is accepted and ends as a run started with them."""
+    from semgrad.experiments._resume import resumed_config
+
+    config = RunConfig("bbh:navigate", data_dir=str(DATA), optimizer="copro", breadth=2, iterations=1, train=2, test=2)
+    run_experiment(config, tmp_path / "cut")
+    grown = resumed_config(config, {"iterations": 2}, tmp_path / "cut")
+    resumed = run_experiment(grown, tmp_path / "cut", resume=True)["tasks"][0]
+    whole = run_experiment(attrs.evolve(config, iterations=2), tmp_path / "whole")["tasks"][0]
+    assert (resumed["params"], resumed["iterations"]) == (whole["params"], whole["iterations"])
+    assert resumed["accuracy"] == whole["accuracy"]

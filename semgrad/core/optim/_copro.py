@@ -131,33 +131,37 @@ def _best_attempts(evaluated: tuple[tuple[str, float], ...], breadth: int) -> tu
 
 def copro(
     breadth: int = 10,
-    depth: int = 3,
+    depth: int | None = 3,
     *,
     init_temperature: float = 1.4,
     engine: str = "optimizer",
 ) -> Transform:
     """DSPy's COPRO: per parameter, propose `breadth` candidate instructions, score each on
-    the training set, and refine from the best ones, one round per `fit` iteration for `depth` rounds.
+    the training set, and refine from the best ones, one round per `fit` iteration for `depth` rounds
+    (None: one round per iteration, as many as `fit` runs).
 
     Args:
         breadth: Candidates per parameter and round (the first round: breadth - 1 new
             ones plus the current instruction), as in DSPy; at least 2.
-        depth: Rounds; later iterations change nothing.
+        depth: Rounds; later iterations change nothing. None: no limit, so that a run's iterations
+            decide, and a resumed run given more of them goes on as one started with that many.
         init_temperature: Sampling temperature of the generation calls.
         engine: The logical engine of the generation calls.
 
     Examples:
         >>> copro(breadth=4, depth=2).name
         'copro(breadth=4, depth=2)'
+        >>> copro(breadth=4, depth=None).name
+        'copro(breadth=4)'
     """
     if not (type(breadth) is int and breadth > 1):
         raise ValueError(f"copro needs a whole number breadth > 1, got {breadth!r}")
-    if not (type(depth) is int and depth >= 1):
+    if not (depth is None or (type(depth) is int and depth >= 1)):
         raise ValueError(f"copro needs a whole number depth >= 1, got {depth!r}")
     options = FrozenMap({"temperature": init_temperature})
 
     def update(step: Step, state: CoproState, params: Params) -> Program[tuple[Step, CoproState]]:
-        if state.round >= depth:
+        if depth is not None and state.round >= depth:
             new = attrs.evolve(step, proposals=FrozenMap(), updates=FrozenMap())
             return pure((new.noted("copro", f"finished: all {depth} rounds done"), state))
         loss = step.loss
@@ -223,14 +227,15 @@ def copro(
                     step,
                     proposals=FrozenMap((n, Proposal(n, v)) for n, v in changed.items()),
                     updates=FrozenMap(changed),
-                ).noted("copro", f"round {state.round + 1} of {depth}", *notes)
+                ).noted("copro", f"round {state.round + 1}" + (f" of {depth}" if depth else ""), *notes)
                 return new, new_state
 
             return go(0, dict(current))
 
         return bind(gather(*(generate(n) for n in names)), scored)
 
-    return Transform(lambda params: CoproState(), update, f"copro(breadth={breadth}, depth={depth})")
+    settings = f"breadth={breadth}" + (f", depth={depth}" if depth is not None else "")
+    return Transform(lambda params: CoproState(), update, f"copro({settings})")
 
 
 #: The run-state types of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
