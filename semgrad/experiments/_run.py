@@ -170,13 +170,15 @@ async def preflight(llm: Any, task: Task, options: Any = None, *, timeout: float
     gets the run's ``--timeout`` per attempt here too.
 
     Raises:
-        SetupError: Any of its calls failed (after the stack's retries): one line with the kind and message.
+        SetupError: Any of its calls failed (after the stack's retries; a call the run's budget refused is no
+            failure of the backend: the run then stops on its budget): one line with the kind and message.
     """
     graph, params = task.build()
     example = task.split.train[0]
     runner = Runner(llm, timeout=timeout)
     trace = await runner.run(forward(graph, params, example.inputs, sample="preflight", options=options))
-    errors = [e for _, e in trace.errors if not isinstance(e, str)]
+    # A call the run's budget refused says nothing about the backend: the run stops on its budget instead.
+    errors = [e for _, e in trace.errors if not isinstance(e, str) and e.kind != "budget"]
     if errors:
         message = " ".join(errors[0].message.split())
         raise SetupError(f"the backend cannot be used: {errors[0].kind}: {message}")
@@ -256,6 +258,8 @@ def run_experiment(
                 ledger.save()
             stack.tally.watch_afresh()
         results: list[dict[str, Any]] = []
+        if stack.budget_spent:  # the preflight spent the budget (--max-calls below its calls): no task started
+            return results
         for task in tasks:
             single = len(tasks) == 1
             results.append(await _run_task(config, out, task, stack, ledger, resume, single, on_progress, on_reply))
@@ -541,6 +545,8 @@ def _summary(
     counters = ledger.total()
     tokens = {engine: (used[0], used[1]) for engine, used in counters["tokens_by_engine"].items()}
     stopped = next((r["stopped"] for r in results if r["stopped"]), None)
+    if stopped is None and not results and stack.budget_spent:
+        stopped = "budget"  # spent in the preflight
     return {
         "semgrad_version": __version__,
         "task": config.task,

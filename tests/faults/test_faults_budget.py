@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -139,6 +140,19 @@ def test_max_calls_caps_what_reaches_a_real_server(tmp_path, server):  # noqa: F
         refused > 0
         and f"{refused} of them refused by the run's budget or stop, never sent" in (out / "report.html").read_text()
     )  # the report's call counts include them: it says so
+
+
+@pytest.mark.parametrize("max_calls", [1, 2])
+def test_a_budget_spent_in_the_preflight_is_a_budget_stop_not_an_unusable_backend(tmp_path, server, max_calls):  # noqa: F811
+    """--max-calls below the preflight's calls (3 on the paper's graph) stops on the budget (exit 3, resumable),
+    not with 'the backend cannot be used' (exit 1): the calls that were sent were answered."""
+    out = tmp_path / "run"
+    result = semgrad(*run_args(server.url, out, "--max-calls", str(max_calls)))
+    assert server.count == max_calls
+    assert result.returncode == EXIT_BUDGET, result.stderr
+    (line,) = error_lines(result)
+    assert "stopped" in line and f"--max-calls {max_calls}" in line and "cannot be used" not in line
+    assert results(out)["stopped"] == "budget"
 
 
 def test_a_sweep_run_never_passes_its_max_calls(tmp_path):
