@@ -124,3 +124,19 @@ def test_show_prompts_prints_the_exact_first_requests_and_calls_nothing(tmp_path
     assert sent[0].messages[-1].content in result.stdout
     assert "===== rewrite #1" in result.stdout and "===== forward #2" not in result.stdout
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("model", "price"),
+    [
+        ("gpt-4o-2024-05-13", (5.0, 15.0)),
+        ("gpt-4-0125-preview", (10.0, 30.0)),
+        ("gpt-4-1106-preview", (10.0, 30.0)),
+        ("gpt-3.5-turbo-1106", (1.0, 2.0)),
+        ("gpt-3.5-turbo-0613", (1.5, 2.0)),
+    ],
+)
+def test_a_snapshot_sold_at_another_price_than_its_family_has_its_own(model, price):
+    """Snapshots of a listed model that the provider prices apart (the first GPT-4o, GPT-4 Turbo's previews) are
+    priced as sold, not as the family entry their name extends."""
+    assert price_of(bundled_prices().models, model) == price
