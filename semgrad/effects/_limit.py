@@ -63,6 +63,8 @@ class Bucket:
         self._clock = clock
         self._level = float(capacity)
         self._updated = clock()
+        #: Reservations made so far; `release` refunds only the latest one.
+        self.reservations = 0
 
     def _refill(self) -> None:
         now = self._clock()
@@ -73,7 +75,33 @@ class Bucket:
         """Take `n` tokens; return the seconds to wait before using them."""
         self._refill()
         self._level -= min(n, self.capacity)
+        self.reservations += 1
         return max(0.0, -self._level / self.rate)
+
+    def release(self, n: float, reservation: int) -> bool:
+        """Give back the `n` tokens of a reservation never used (its caller was cancelled while waiting).
+
+        `reservation` is `reservations` just after it was made. Only the latest
+        reservation is refunded: the callers that reserved after it were told
+        their waits counting its tokens, so refunding them would let a new caller
+        take the same turn as one of those, and go over the rate. Returns whether
+        the tokens were given back.
+
+        Examples:
+            >>> rpm = Bucket(rate=1.0, capacity=1, clock=lambda: 0.0)
+            >>> rpm.reserve(1), rpm.reserve(1)
+            (0.0, 1.0)
+            >>> mine = rpm.reservations; rpm.reserve(1)
+            2.0
+            >>> rpm.release(1, mine)  # a later caller waits 2 s counting it: not refunded
+            False
+            >>> rpm.release(1, rpm.reservations), rpm.reserve(1)
+            (True, 2.0)
+        """
+        if reservation != self.reservations:
+            return False
+        self.adjust(min(n, self.capacity))
+        return True
 
     def adjust(self, n: float) -> None:
         """Give back `n` tokens (or take more, when negative), e.g. after real usage is known."""
@@ -121,11 +149,15 @@ class _Limited:
             waits.append(self._requests.reserve(1))
         if self._tokens is not None:
             waits.append(self._tokens.reserve(estimate))
+        tickets = (
+            self._requests.reservations if self._requests is not None else 0,
+            self._tokens.reservations if self._tokens is not None else 0,
+        )
         try:
             if max(waits, default=0.0) > 0:
                 await self._sleep(max(waits))
         except BaseException:
-            self._give_back(estimate)
+            self._give_back(estimate, tickets)
             raise
         response = await call(self.inner, request)
         if self._tokens is not None and "input_tokens" in response.usage:
@@ -133,11 +165,11 @@ class _Limited:
             self._tokens.adjust(estimate - used)
         return response
 
-    def _give_back(self, estimate: int) -> None:
+    def _give_back(self, estimate: int, tickets: tuple[int, int]) -> None:
         if self._requests is not None:
-            self._requests.adjust(1)
+            self._requests.release(1, tickets[0])
         if self._tokens is not None:
-            self._tokens.adjust(estimate)
+            self._tokens.release(estimate, tickets[1])
 
     def __repr__(self) -> str:
         return f"limited({self.inner!r}, max_concurrency={self.max_concurrency!r})"

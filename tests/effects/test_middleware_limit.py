@@ -116,6 +116,56 @@ async def test_a_cancelled_wait_gives_its_reservation_back():
     assert bucket.reserve(1) == pytest.approx(1.0)
 
 
+class VirtualTime:
+    """A clock moved by hand; sleepers wake when it passes their due time."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.sleepers = []
+
+    def clock(self):
+        return self.now
+
+    async def sleep(self, seconds):
+        woken = anyio.Event()
+        self.sleepers.append((self.now + seconds, woken))
+        await woken.wait()
+
+    async def advance_to(self, now):
+        self.now = now
+        for due, woken in [s for s in self.sleepers if s[0] <= now]:
+            self.sleepers.remove((due, woken))
+            woken.set()
+        await anyio.wait_all_tasks_blocked()
+
+
+async def test_a_cancelled_wait_never_lets_two_calls_take_one_turn():
+    """A call cancelled in the queue with callers behind it gives no slot back that a new caller could share."""
+    time = VirtualTime()
+    starts = []
+    llm = limited(lambda r: starts.append(time.now) or "ok", requests_per_minute=1, clock=time.clock, sleep=time.sleep)
+    async with anyio.create_task_group() as group:
+        group.start_soon(llm, request())  # starts at 0
+        await anyio.wait_all_tasks_blocked()
+        queued = anyio.CancelScope()
+        group.start_soon(_in_scope, queued, llm)  # due at 60, cancelled below
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(llm, request())  # due at 120
+        await anyio.wait_all_tasks_blocked()
+        queued.cancel()
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(llm, request())  # must not share 120
+        await anyio.wait_all_tasks_blocked()
+        for now in (60.0, 120.0, 180.0, 240.0):
+            await time.advance_to(now)
+    assert starts == [0.0, 120.0, 180.0]
+
+
+async def _in_scope(scope, llm):
+    with scope:
+        await llm(request())
+
+
 def test_limits_must_be_positive():
     """Zero or negative limits raise ValueError naming the argument."""
     for kwargs in ({"max_concurrency": 0}, {"requests_per_minute": -1}, {"tokens_per_minute": 0}):
