@@ -225,6 +225,31 @@ def charged_tokens(reply: Any, estimate: int) -> int:
     return int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
 
 
+#: Error kinds that say the model never ran: the provider refused the request (credentials, a bad
+#: request, a rate limit, a conflict, a server error) or it never left (a budget, no route, no
+#: recorded reply). A call failing so costs no tokens; any other failure -- a reply cut at its
+#: output-token cap, refused or unreadable (all paid for), a timeout, a dropped connection, a
+#: cancellation -- may have been paid for, and keeps its estimate.
+UNPAID_KINDS = frozenset(
+    {"auth", "bad_request", "rate_limit", "conflict", "server", "budget", "halted", "unrouted", "not_recorded"}
+)
+
+
+def failed_tokens(exc: BaseException, estimate: int) -> int:
+    """The tokens a budget charges for a call that ended in `exc`: none when its error kind says the
+    model never ran (`UNPAID_KINDS`), else `estimate`.
+
+    Examples:
+        >>> failed_tokens(LLMFailure(LLMError("rate_limit", "HTTP 429", retryable=True)), 50)
+        0
+        >>> failed_tokens(LLMFailure(LLMError("truncated", "stopped at the cap")), 50)
+        50
+    """
+    if isinstance(exc, LLMFailure) and exc.error.kind in UNPAID_KINDS:
+        return 0
+    return estimate
+
+
 class _Budgeted:
     """An async LLM that refuses calls once a budget is spent."""
 
@@ -264,6 +289,9 @@ class _Budgeted:
         self.reserved += estimate
         try:
             response = await call(self.inner, request)
+        except BaseException as exc:  # a paid reply that failed (cut at its cap, say), or a cancellation
+            self.tokens += failed_tokens(exc, estimate)
+            raise
         finally:
             self.reserved -= estimate
         self.tokens += charged_tokens(response, estimate)
@@ -284,7 +312,11 @@ def budgeted(llm: Any, max_calls: int | None = None, max_tokens: int | None = No
     own would pass the limit. A reply's reported usage replaces its estimate;
     a reply without usage (no input or output token count: a plain string, a
     server that reports none) keeps the estimate, so the limit is reached even
-    when the provider reports nothing. So the limit holds with many calls in
+    when the provider reports nothing. A failed call keeps its estimate too
+    (a reply cut at its output-token cap, refused or unreadable was paid for;
+    a timeout or a cancellation may have been), unless its error kind says the
+    model never ran (``UNPAID_KINDS``: a rate limit, a server error, a bad
+    request...). So the limit holds with many calls in
     flight as long as replies stay within their estimate (set a ``max_tokens``
     option to bound them).
     A refused call fails with the non-retryable ``LLMError(kind="budget")``.

@@ -33,7 +33,7 @@ from ..core._sampling import engine_options
 from ..core._scoring import Loss, check_loss
 from ..core.optim import StageReport, Step, Transform, apply_updates, evaluate, mean_score
 from ..core.optim._combining import checked_update
-from ._accounting import charged_tokens
+from ._accounting import charged_tokens, failed_tokens
 from ._belongs import differing_parts, run_fingerprint
 from ._checkpoint import CheckpointError, _field_types, encode, read_checkpoint, write_checkpoint
 from ._checkpoint import state_types as checkpoint_state_types
@@ -68,7 +68,8 @@ class Budget:
             starts and is refused when the tokens used plus the reservations would
             pass the limit. A reply's reported usage replaces its estimate; a reply
             without usage keeps the estimate, so the limit is reached even when
-            the provider reports no usage.
+            the provider reports no usage. A failed call keeps its estimate too,
+            unless its error kind says the model never ran (see ``budgeted``).
     """
 
     max_calls: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
@@ -199,6 +200,10 @@ class _Guard:
             if failure.error.kind in STOP_KINDS:  # a budget (or a stop) further down the stack: end cleanly
                 self.exceeded = True
                 self.stopped = failure.error.kind
+            self.tokens += failed_tokens(failure, estimate)
+            raise
+        except BaseException as exc:  # a paid call that failed otherwise, or a cancellation
+            self.tokens += failed_tokens(exc, estimate)
             raise
         finally:
             self.reserved -= estimate

@@ -30,6 +30,7 @@ from semgrad.core import (
     pure,
 )
 from semgrad.effects import Budget, CheckpointError, RetryPolicy, fit, fit_sync, retrying
+from semgrad.effects._limit import estimate_tokens
 from semgrad.topologies import paper_graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -316,6 +317,19 @@ def test_a_token_budget_stops_the_run_whether_or_not_replies_report_usage(report
     result, _ = _demo_fit(llm=llm, iterations=4, budget=Budget(max_tokens=5000), max_concurrency=1)
     assert result.stopped == "budget"
     assert len(result.history) < 4
+
+
+def test_a_token_budget_charges_replies_that_failed_after_being_paid_for():
+    """fit's token budget charges the estimate of a call failed as paid (a reply cut at its cap), so it ends the run."""
+    calls = []
+
+    def llm(request):
+        calls.append(request)
+        raise LLMFailure(LLMError("truncated", "stopped at the output-token cap before writing any text"))
+
+    result, _ = _demo_fit(llm=llm, iterations=4, budget=Budget(max_tokens=5000), max_concurrency=1)
+    assert result.stopped == "budget"
+    assert sum(estimate_tokens(r) for r in calls) <= 5000
 
 
 def test_a_call_budget_counts_fits_calls_not_the_attempts_below_them():

@@ -149,6 +149,38 @@ async def test_a_reply_reporting_usage_is_charged_its_usage_not_its_estimate():
     assert llm.tokens == 3
 
 
+async def test_a_paid_reply_that_failed_keeps_its_estimate_and_a_refused_request_costs_nothing():
+    """A failed call is charged its estimate (a reply cut at its cap was paid), unless the model never ran."""
+
+    def fail(request):
+        kind = request.messages[0].content.split()[0]
+        raise LLMFailure(LLMError(kind, "no text", retryable=kind == "rate_limit"))
+
+    llm = budgeted(fail, max_tokens=250)
+    for _ in range(3):
+        with pytest.raises(LLMFailure, match="rate_limit"):
+            await llm(ask(text="rate_limit " + "x" * 389))  # ~100 tokens each, refused by the provider
+    assert llm.tokens == 0
+    for _ in range(2):
+        with pytest.raises(LLMFailure, match="truncated"):
+            await llm(ask(text="truncated " + "x" * 390))  # ~100 tokens each, paid for
+    assert llm.tokens == 200
+    with pytest.raises(LLMFailure, match="budget exhausted"):
+        await llm(ask(text="truncated " + "x" * 390))
+
+
+async def test_a_cancelled_call_keeps_its_estimate():
+    """A call cancelled in flight (a timeout from outside) may have been paid for: it is charged its estimate."""
+
+    async def slow(request):
+        await anyio.sleep_forever()
+
+    llm = budgeted(slow, max_tokens=1000)
+    with anyio.move_on_after(0.01):
+        await llm(ask(text="x" * 400))
+    assert llm.tokens == 100 and llm.reserved == 0
+
+
 def test_wrappers_pass_identity_through():
     """accounted(llm) and budgeted(llm) have llm's identity."""
     backend = type("Backend", (), {"identity": "b-3", "__call__": lambda self, r: "ok"})()
