@@ -15,7 +15,9 @@ is kept. Anything else, a line that is not UTF-8 or JSON, JSON nested too
 deeply, or a path that is not a regular file (a directory, a FIFO, a device,
 which could block or never end), raises ValueError naming the file, and the
 line when there is one. So that a cassette replays whatever it recorded, a
-reply is recorded with only the usage entries that are token counts.
+reply is recorded with only the usage entries that are token counts, and a
+record that UTF-8 cannot hold (a lone surrogate, half an emoji that a JSON
+reply's ``\ud83d`` escape can carry) is written with JSON's ASCII escapes.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ def _record(request: LLMRequest, response: LLMResponse) -> str:
         "request": _canonical(request),
         "response": {"text": response.text, "usage": _storable_usage(response.usage), "model": response.model},
     }
-    return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (half an emoji cut by a server): written escaped, read back as it was
+        line = json.dumps(record, sort_keys=True) + "\n"
+    return line
 
 
 class _Recorded:

@@ -93,3 +93,12 @@ def test_the_last_recording_of_a_request_wins(tmp_path):
     run_sync_one(recorded(lambda r: "first", path), request)
     run_sync_one(recorded(lambda r: "second", path), request)
     assert replayed(path)(request).text == "second"
+
+
+@given(st.text(max_size=40))
+def test_any_reply_text_round_trips_lone_surrogates_included(tmp_path_factory, text):
+    """Any str a reply holds (a lone surrogate from a JSON \\ud83d escape too) is recorded and replayed as it was."""
+    path = tmp_path_factory.mktemp("cassette") / "run.jsonl"
+    request = LLMRequest((Message("user", "hi"),))
+    reply = anyio.run(recorded(lambda r: LLMResponse(text + "\ud83d", {"output_tokens": 1}, "m"), path), request)
+    assert replayed(path)(request) == reply
