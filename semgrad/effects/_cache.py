@@ -24,7 +24,10 @@ has: a miss would quietly pay for the call again and overwrite the evidence,
 and a file with one tampered row cannot be trusted for the others. So that the
 cache never refuses what it wrote itself, a reply is stored with only the usage
 entries that are token counts (an LLM reporting, say, a float cost keeps it in
-the live reply, not in the stored one).
+the live reply, not in the stored one). A reply that is not valid Unicode (a
+lone surrogate, half an emoji that a JSON reply's ``\ud83d`` escape can carry)
+cannot be written to SQLite: it is answered but not stored, so the call that
+paid for it does not fail.
 """
 
 from __future__ import annotations
@@ -125,6 +128,17 @@ def _token_counts(usage: Any) -> dict[str, int]:
 def _storable_usage(usage: Any) -> dict[str, int]:
     """The entries of a reply's `usage` that are token counts: what is written, so reading it back never fails."""
     return {name: count for name, count in dict(usage).items() if _is_token_count(name, count)}
+
+
+def _storable_text(value: Any) -> bool:
+    """Whether `value` is no string, or one UTF-8 can encode (no lone surrogate, which a JSON reply may hold)."""
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Store(Protocol):
@@ -248,6 +262,8 @@ class SqliteStore:
         """Store `response` under `key` in one transaction (blocking)."""
         usage = json.dumps(_storable_usage(response.usage), sort_keys=True)
         row = (key, response.text, usage, response.model, request.purpose, request.node, time.time())
+        if not all(_storable_text(value) for value in row):
+            return  # SQLite holds UTF-8 only: such a reply is answered, not kept
         with self._lock, self._conn:
             self._query("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
 

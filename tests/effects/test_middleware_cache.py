@@ -305,3 +305,18 @@ async def test_a_flaky_llm_answers_to_a_cache_as_the_llm_it_wraps(tmp_path):
     await cached(FlakyLLM(HashLLM("a"), 0.0), path=path)(request)
     second = await cached(FlakyLLM(HashLLM("b"), 0.0), path=path)(request)
     assert (second if isinstance(second, str) else second.text) == HashLLM("b")(request)
+
+
+async def test_a_reply_sqlite_cannot_hold_is_answered_not_stored(tmp_path):
+    """A paid reply with a lone surrogate (half an emoji a JSON reply can carry) is answered, and not kept."""
+    calls = []
+
+    def llm(request):
+        calls.append(request)
+        return LLMResponse("cut \ud83d", {"output_tokens": 1}, "m")
+
+    cache = cached(llm, tmp_path / "cache.db")
+    request = LLMRequest((Message("user", "hi"),))
+    assert (await cache(request)).text == "cut \ud83d"
+    assert (await cache(request)).text == "cut \ud83d"
+    assert len(calls) == 2 and len(cache.store) == 0
