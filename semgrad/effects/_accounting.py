@@ -32,7 +32,7 @@ class UsageRow:
         model: The model that answered (as the reply names it; for failed calls,
             the model the backend was configured with, if it says).
         calls: Calls made, failed ones included.
-        failures: Calls that failed.
+        failures: Calls that failed (or were cancelled: a deadline cut them).
         input_tokens: Input tokens the replies reported.
         output_tokens: Output tokens the replies reported.
         cost_usd: Estimated cost, or None when the price table lacks the model.
@@ -131,7 +131,7 @@ class _Accounted:
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         try:
             response = await call(self.inner, request)
-        except Exception:
+        except BaseException:  # a cancelled call too (a deadline above cut it): it was made, and may be paid for
             self._count(request.engine, _configured_model(self.inner, request.engine), failed=True)
             raise
         usage = response.usage

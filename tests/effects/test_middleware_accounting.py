@@ -70,6 +70,19 @@ async def test_failures_are_counted_under_the_configured_model():
     assert ("optimizer", "m-big") in report.rows and report.cost_usd is None
 
 
+async def test_a_call_a_deadline_cancels_is_counted_as_a_failed_call():
+    """A call cancelled in flight (the CLI's per-attempt deadline above it) counts as a call and a failure."""
+
+    async def slow(request):
+        await anyio.sleep_forever()
+
+    llm = accounted(slow)
+    with anyio.move_on_after(0.01):
+        await llm(ask())
+    report = llm.report()
+    assert (report.calls, report.failures) == (1, 1)
+
+
 def test_a_bad_price_table_is_refused():
     """Prices must be (input, output) pairs of non-negative numbers."""
     with pytest.raises(ValueError, match="usd_per_1M_input"):
