@@ -38,7 +38,8 @@ model refused or a content filter stopped it, or it just has none (a server
 whose reasoning parser kept the whole reply as reasoning, say).
 
 API keys live in a `Secret`, which never shows its value in a repr, a string,
-or a pickle, and every message is scrubbed of the key before it is raised.
+or a pickle, and every message is scrubbed of the key before it is raised (and
+what the server said, before it is cut short: a cut could leave most of the key).
 """
 
 from __future__ import annotations
@@ -454,7 +455,11 @@ class HTTPBackend:
             raise LLMFailure(error)
         if response.status_code >= 400:
             error = status_error(
-                response.status_code, response.headers, response.text, key_env=self.key_env, has_key=bool(self._key)
+                response.status_code,
+                response.headers,
+                self._key.scrub(response.text),  # before the message is cut short, which could cut the key
+                key_env=self.key_env,
+                has_key=bool(self._key),
             )
             raise LLMFailure(error)
         return self._read(response, model)
@@ -472,10 +477,11 @@ class HTTPBackend:
         error = data.get("error") if isinstance(data, dict) and not {"choices", "content"} & set(data) else None
         if error:  # a 200 that carries an error (OpenRouter after a reply has begun; LM Studio off its routes)
             code = error.get("code") if isinstance(error, dict) else None
+            body = self._key.scrub(response.text)  # before the message is cut short, which could cut the key
             if type(code) is int and 400 <= code <= 599:
-                found = status_error(code, {}, response.text, key_env=self.key_env, has_key=bool(self._key))
+                found = status_error(code, {}, body, key_env=self.key_env, has_key=bool(self._key))
             else:
-                said = _provider_message(response.text)
+                said = _provider_message(body)
                 found = LLMError("bad_request", f"the server answered with an error ({said}); check base_url and model")
             raise LLMFailure(found)
         try:

@@ -107,7 +107,8 @@ class OpenAICompatible(HTTPBackend):
         failed = choice.get("error")
         if failed:  # OpenRouter: the provider failed after the reply had begun
             said = failed.get("message") if isinstance(failed, Mapping) else failed
-            raise LLMFailure(LLMError("server", f"the reply failed part-way ({str(said)[:300]})", retryable=True))
+            said = self._key.scrub(str(said))[:300]  # scrubbed before it is cut short, which could cut the key
+            raise LLMFailure(LLMError("server", f"the reply failed part-way ({said})", retryable=True))
         message = choice["message"]
         content = _text(message["content"])
         finish = choice.get("finish_reason")

@@ -66,6 +66,30 @@ async def test_no_error_message_or_traceback_contains_the_key(provider, which, c
     assert KEY not in caplog.text
 
 
+def _cut_across_the_key(limit, before=""):
+    """Padding that puts the key across the first `limit` characters of a message (all but its last character kept)."""
+    return "x" * (limit - len(before) - len(KEY) + 1)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["openai", "anthropic"])
+async def test_an_echoed_key_that_a_message_cuts_short_leaves_no_part_of_itself(provider, which):
+    """A server's message is cut to a few hundred characters after the key is scrubbed: no prefix of the key is left."""
+    llm = backends(provider)[which]
+    faults = [
+        (401, {}, {"error": {"message": _cut_across_the_key(500) + KEY}}),  # its JSON message: cut at 500
+        (503, {}, (_cut_across_the_key(300) + KEY).encode()),  # a body that is no JSON: cut at 300
+        (200, {}, {"error": {"message": _cut_across_the_key(500) + KEY}}),  # an error in a 200's body: cut at 500
+    ]
+    if which == 0:  # OpenRouter's error inside a choice: cut at 300
+        choice = {"index": 0, "error": {"message": _cut_across_the_key(300) + KEY}, "message": {}}
+        faults.append((200, {}, {"choices": [choice], "model": "m"}))
+    provider.script(*faults)
+    for _ in faults:
+        with pytest.raises(LLMFailure) as caught:
+            await llm(LLMRequest((Message("user", "hi"),)))
+        assert KEY[:12] not in str(caught.value), caught.value.error.kind
+
+
 async def test_reprs_identities_and_pickles_never_show_the_key(provider):
     """Backends and every wrapper around them show no key in repr, vars or identity, and refuse to pickle."""
     for llm in backends(provider):
