@@ -45,6 +45,7 @@ what the server said, before it is cut short: a cut could leave most of the key)
 from __future__ import annotations
 
 import base64
+import datetime
 import email.utils
 import json
 import math
@@ -233,6 +234,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:  # "-0000" or no zone: an HTTP date is in GMT, not in this machine's time zone
+        when = when.replace(tzinfo=datetime.UTC)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import pickle
+import time
 
 import pytest
 from hypothesis import given
@@ -48,6 +49,19 @@ def test_retry_after_as_an_http_date_is_the_time_until_then(delta, now):
     header = email.utils.formatdate(now + delta, usegmt=True)
     assert retry_after_seconds({"retry-after": header}, now=now) == pytest.approx(delta)
     assert retry_after_seconds({"retry-after": header}, now=now + delta + 5) == 0.0
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Tokyo"])
+def test_retry_after_as_an_http_date_without_a_zone_is_in_gmt(monkeypatch, zone):
+    """An HTTP date with "-0000" or no zone is read in GMT, as HTTP dates are, not in the machine's time zone."""
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        for header in ("Wed, 21 Oct 2015 07:28:10 -0000", "Wed, 21 Oct 2015 07:28:10"):
+            assert retry_after_seconds({"retry-after": header}, now=1445412480.0) == 10.0
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_retry_after_ms_wins_and_garbage_is_ignored():
