@@ -37,7 +37,8 @@ output-token cap (a reasoning model can spend the whole cap on reasoning), the
 model refused or a content filter stopped it, or it just has none (a server
 whose reasoning parser kept the whole reply as reasoning, say).
 
-API keys live in a `Secret`, which never shows its value in a repr, a string,
+API keys (and credentials in the URL: ``https://user:password@host/v1``) live in
+a `Secret`, which never shows its value in a repr, a string,
 or a pickle, and every message is scrubbed of the key before it is raised (and
 what the server said, before it is cut short: a cut could leave most of the key).
 """
@@ -340,6 +341,15 @@ def malformed(message: str) -> LLMFailure:
     return LLMFailure(LLMError("malformed", message, retryable=True))
 
 
+def _userinfo(base_url: str) -> str | None:
+    """The credentials a URL carries before its host (``user:password`` in ``https://user:password@host``), if any."""
+    try:
+        netloc = urllib.parse.urlsplit(base_url).netloc
+    except ValueError:  # a base_url that does not parse: its first call fails and says so
+        return None
+    return netloc.rpartition("@")[0] or None
+
+
 class HTTPBackend:
     """An async LLM over one JSON HTTP endpoint; subclasses say how to talk to it.
 
@@ -373,6 +383,8 @@ class HTTPBackend:
             raise ValueError(f"deadline must be positive seconds (or None), got {deadline!r}")
         self.deadline = None if deadline is None else float(deadline)
         self.base_url = base_url.rstrip("/")
+        #: Credentials in the URL itself (``https://user:password@host/v1``): sent, never shown.
+        self._userinfo = Secret(_userinfo(self.base_url))
         self.model = model
         self.models = FrozenMap(models or {})
         self.timeout = float(timeout)
@@ -388,9 +400,14 @@ class HTTPBackend:
         Together with the request's key this covers everything a request body holds,
         so a cache never serves a reply made with other settings.
         """
-        found = {"provider": self.provider, "endpoint": self.url(), "model": self.model, "models": self.models}
+        endpoint = self._userinfo.scrub(self.url())
+        found = {"provider": self.provider, "endpoint": endpoint, "model": self.model, "models": self.models}
         settings = self.settings()
         return FrozenMap({**found, "settings": settings} if settings else found)
+
+    def scrub(self, text: str) -> str:
+        """`text` without the key or the URL's credentials (see `Secret.scrub`)."""
+        return self._userinfo.scrub(self._key.scrub(text))
 
     def settings(self) -> FrozenMap[str, Any]:
         """What the backend itself puts into every request besides the model (none here; subclasses add theirs)."""
@@ -426,7 +443,7 @@ class HTTPBackend:
             error = failure.error
         except TimeoutError:  # only `fail_after`'s: httpx's own timeouts are LLMFailures already
             error = LLMError("timeout", f"no whole reply within the deadline of {self.deadline:g} s", retryable=True)
-        raise LLMFailure(attrs.evolve(error, message=self._key.scrub(error.message)))
+        raise LLMFailure(attrs.evolve(error, message=self.scrub(error.message)))
 
     async def _post(self, body: dict[str, Any], model: str) -> LLMResponse:
         import httpx
@@ -460,7 +477,7 @@ class HTTPBackend:
             error = status_error(
                 response.status_code,
                 response.headers,
-                self._key.scrub(response.text),  # before the message is cut short, which could cut the key
+                self.scrub(response.text),  # before the message is cut short, which could cut the key
                 key_env=self.key_env,
                 has_key=bool(self._key),
             )
@@ -480,7 +497,7 @@ class HTTPBackend:
         error = data.get("error") if isinstance(data, dict) and not {"choices", "content"} & set(data) else None
         if error:  # a 200 that carries an error (OpenRouter after a reply has begun; LM Studio off its routes)
             code = error.get("code") if isinstance(error, dict) else None
-            body = self._key.scrub(response.text)  # before the message is cut short, which could cut the key
+            body = self.scrub(response.text)  # before the message is cut short, which could cut the key
             if type(code) is int and 400 <= code <= 599:
                 found = status_error(code, {}, body, key_env=self.key_env, has_key=bool(self._key))
             else:
@@ -519,4 +536,5 @@ class HTTPBackend:
 
     def __repr__(self) -> str:
         models = f", models={dict(self.models)!r}" if self.models else ""
-        return f"{self.factory}(base_url={self.base_url!r}, model={self.model!r}{models}, api_key={self._key!r})"
+        shown = self._userinfo.scrub(self.base_url)
+        return f"{self.factory}(base_url={shown!r}, model={self.model!r}{models}, api_key={self._key!r})"

@@ -107,7 +107,7 @@ class OpenAICompatible(HTTPBackend):
         failed = choice.get("error")
         if failed:  # OpenRouter: the provider failed after the reply had begun
             said = failed.get("message") if isinstance(failed, Mapping) else failed
-            said = self._key.scrub(str(said))[:300]  # scrubbed before it is cut short, which could cut the key
+            said = self.scrub(str(said))[:300]  # scrubbed before it is cut short, which could cut the key
             raise LLMFailure(LLMError("server", f"the reply failed part-way ({said})", retryable=True))
         message = choice["message"]
         content = _text(message["content"])

@@ -90,6 +90,23 @@ async def test_an_echoed_key_that_a_message_cuts_short_leaves_no_part_of_itself(
         assert KEY[:12] not in str(caught.value), caught.value.error.kind
 
 
+@pytest.mark.parametrize("which", [0, 1], ids=["openai", "anthropic"])
+async def test_credentials_in_the_base_url_are_sent_and_never_shown(provider, which):
+    """A base_url's user:password@ reaches the server, never a repr, an identity or an error message."""
+    base = provider.base_url.replace("http://", "http://alice:pw-LEAKCHECK-42@")
+    llm = [openai_compatible(base + "/v1", model="m", timeout=0.5), anthropic("m", base_url=base, timeout=0.5)][which]
+    provider.script(None, "drop", (307, {"Location": base + "/elsewhere"}, {}))
+    await llm(LLMRequest((Message("user", "hi"),)))
+    assert provider.requests[0][1]["authorization"].startswith("Basic ")
+    texts = [repr(llm), str(dict(llm.identity))]
+    for _ in range(2):
+        with pytest.raises(LLMFailure) as caught:
+            await llm(LLMRequest((Message("user", "hi"),)))
+        texts.append(str(caught.value))
+    assert all("pw-LEAKCHECK-42" not in text for text in texts), texts
+    assert "127.0.0.1" in texts[2] and "***@" in texts[2]
+
+
 async def test_reprs_identities_and_pickles_never_show_the_key(provider):
     """Backends and every wrapper around them show no key in repr, vars or identity, and refuse to pickle."""
     for llm in backends(provider):
