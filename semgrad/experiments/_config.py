@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import typing
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,22 @@ def _iterations(instance: Any, attribute: Any, value: int) -> None:
         raise ValueError(f"--iterations must be from 0 to {MAX_ITERATIONS}, got {str(value)[:20]}")
 
 
+def _no_credentials(instance: Any, attribute: Any, value: str | None) -> None:
+    """A validator: a base URL without ``user:password@`` (config.json keeps the URL, and never a key)."""
+    if value is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(value)
+        has_credentials = parts.username is not None or parts.password is not None
+    except ValueError:  # an unreadable URL: the backend says what is wrong with it
+        return
+    if has_credentials:
+        raise ValueError(
+            "--base-url must not hold credentials (user:password@host): the run's config.json keeps the URL; "
+            "pass the key in the backend's API-key environment variable"
+        )
+
+
 @attrs.frozen
 class RunConfig:
     """Everything a run depends on (never an API key).
@@ -84,7 +101,7 @@ class RunConfig:
     train: int | None = attrs.field(default=None, validator=_positive)
     validation: int | None = attrs.field(default=None, validator=_positive)
     test: int | None = attrs.field(default=None, validator=_positive)
-    base_url: str | None = None
+    base_url: str | None = attrs.field(default=None, validator=_no_credentials)
     model: str | None = None
     forward_model: str | None = None
     backward_model: str | None = None

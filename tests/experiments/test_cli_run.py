@@ -93,6 +93,22 @@ def test_a_malformed_json_line_is_a_one_line_error(tmp_path):
 
 
 @needs_data
+def test_a_base_url_with_credentials_is_refused_before_anything_is_written(tmp_path):
+    """--base-url https://user:password@host is a one-line error that never shows the password, and no run folder
+    (whose config.json would keep the URL) is made; RunConfig refuses it too."""
+    url = "https://u:s3cret-pass@127.0.0.1:9/v1"
+    result = semgrad(
+        "run", "gsm8k", "--data-dir", str(DATA), "--backend", "openai-compatible", "--base-url", url,
+        "--model", "m", "--dry-run", "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    _one_line_error(result, "--base-url must not hold credentials")
+    assert "s3cret-pass" not in result.stdout + result.stderr and not (tmp_path / "o").exists()
+    with pytest.raises(ValueError, match="must not hold credentials") as error:
+        RunConfig("gsm8k", base_url=url)
+    assert "s3cret-pass" not in str(error.value)
+    assert RunConfig("gsm8k", base_url="http://127.0.0.1:8000/v1").base_url == "http://127.0.0.1:8000/v1"
+
+
 def test_a_missing_api_key_is_a_one_line_error(tmp_path):
     """The OpenAI backend without OPENAI_API_KEY (and no local base URL) gives one line saying what to set."""
     result = semgrad(
