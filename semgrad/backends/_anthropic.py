@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import FrozenMap, LLMRequest, LLMResponse, Message
-from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated
+from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated, usage_counts
 
 __all__ = ["AnthropicMessages", "anthropic"]
 
@@ -45,8 +45,7 @@ def merge_turns(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, str]
 
 
 def _usage(data: Mapping[str, Any]) -> dict[str, int]:
-    usage = data.get("usage") or {}
-    return {name: int(usage[name]) for name in ("input_tokens", "output_tokens") if usage.get(name) is not None}
+    return usage_counts(data.get("usage"), {"input_tokens": "input_tokens", "output_tokens": "output_tokens"})
 
 
 class AnthropicMessages(HTTPBackend):

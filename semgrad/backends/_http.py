@@ -77,6 +77,7 @@ __all__ = [
     "setting",
     "status_error",
     "truncated",
+    "usage_counts",
 ]
 
 
@@ -196,6 +197,33 @@ def setting(value: str | None, env: str, default: str | None = None) -> str | No
     if value:
         return value
     return os.environ.get(env) or default
+
+
+def usage_counts(usage: Any, names: Mapping[str, str]) -> dict[str, int]:
+    """``{ours: count}`` from a reply's usage object, for each ``ours -> theirs`` name in `names`
+    whose count is a whole number of tokens, 0 or more; any other value (``"n/a"``, ``-500``,
+    ``1.5``, ``true``) is left out, as an absent one is: the call's estimate then stands for it
+    (a budget keeps it), where the reply -- paid for -- used to fail as malformed, or charge a
+    negative count.
+
+    Examples:
+        >>> usage_counts({"prompt_tokens": 12, "completion_tokens": "n/a"}, {"input_tokens": "prompt_tokens",
+        ...     "output_tokens": "completion_tokens"})
+        {'input_tokens': 12}
+        >>> usage_counts({"input_tokens": -500, "output_tokens": 3}, {"input_tokens": "input_tokens",
+        ...     "output_tokens": "output_tokens"})
+        {'output_tokens': 3}
+    """
+    if not isinstance(usage, Mapping):
+        return {}
+    found = {}
+    for ours, theirs in names.items():
+        value = usage.get(theirs)
+        if type(value) is float and value.is_integer():
+            value = int(value)
+        if type(value) is int and 0 <= value <= 2**53:
+            found[ours] = value
+    return found
 
 
 def jsonable(value: Any) -> Any:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated
+from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated, usage_counts
 
 __all__ = ["OpenAICompatible", "openai_compatible"]
 
@@ -38,9 +38,7 @@ COMPLETION_TOKENS_HOSTS = ("api.openai.com", ".openai.azure.com")
 
 
 def _usage(data: Mapping[str, Any]) -> dict[str, int]:
-    usage = data.get("usage") or {}
-    pairs = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
-    return {ours: int(usage[theirs]) for ours, theirs in pairs if usage.get(theirs) is not None}
+    return usage_counts(data.get("usage"), {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"})
 
 
 class OpenAICompatible(HTTPBackend):

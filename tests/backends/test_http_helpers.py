@@ -86,3 +86,27 @@ def test_a_secret_refuses_to_be_pickled_unless_empty():
     with pytest.raises(TypeError, match="not pickled"):
         pickle.dumps(Secret("sk-1"))
     assert not pickle.loads(pickle.dumps(Secret(None)))
+
+
+@given(
+    odd=st.one_of(st.text(max_size=4), st.integers(max_value=-1), st.booleans(), st.floats(), st.lists(st.integers()))
+)
+def test_a_replys_odd_token_count_is_left_out_never_a_failure_or_a_negative_charge(odd):
+    """A usage count that is no whole number of tokens, 0 or more, is left out of the reply's usage (its estimate then
+    stands), on both backends; the reply is still an answer, and the other count is kept."""
+    from semgrad.backends import anthropic, openai_compatible
+
+    openai = openai_compatible("http://127.0.0.1:9/v1", model="m")
+    reply = openai.parse(
+        {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": odd, "completion_tokens": 3}},
+        "m",
+    )  # fmt: skip
+    assert reply.text == "hi" and reply.usage.get("output_tokens") == 3
+    assert "input_tokens" not in reply.usage or (reply.usage["input_tokens"] == odd and odd >= 0)
+    claude = anthropic("c", api_key="k", base_url="http://127.0.0.1:9")
+    reply = claude.parse(
+        {"content": [{"type": "text", "text": "hi"}], "usage": {"input_tokens": 5, "output_tokens": odd}}, "c"
+    )
+    assert reply.text == "hi" and reply.usage.get("input_tokens") == 5
+    assert "output_tokens" not in reply.usage or (reply.usage["output_tokens"] == odd and odd >= 0)
