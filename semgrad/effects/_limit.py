@@ -220,6 +220,8 @@ def limited(
             raise ValueError(f"{name} must be positive and finite (or None for no limit), got {value!r}")
     if max_concurrency is not None and int(max_concurrency) != max_concurrency:
         raise ValueError(f"max_concurrency must be a whole number, got {max_concurrency}")
+    if tokens_per_minute is not None and tokens_per_minute < 1:  # a call's estimate is capped at a whole minute's
+        raise ValueError(f"tokens_per_minute must be at least 1 (or None for no limit), got {tokens_per_minute!r}")
     requests = Bucket(requests_per_minute / 60.0, 1, clock=clock) if requests_per_minute else None
     tokens = Bucket(tokens_per_minute / 60.0, tokens_per_minute, clock=clock) if tokens_per_minute else None
     concurrency = int(max_concurrency) if max_concurrency is not None else None

@@ -30,6 +30,15 @@ def test_a_rate_limit_must_be_a_positive_number(name, value):
         limited(HashLLM(), **{name: value})
 
 
+@pytest.mark.parametrize("value", [0.5, 0.999])
+def test_a_token_rate_below_one_token_a_minute_is_refused(value):
+    """limited(tokens_per_minute=0.5) is refused: each call's estimate is capped at a minute's whole tokens, 0 here,
+    so it limited nothing; requests_per_minute=0.5 (one call every two minutes) stays allowed."""
+    with pytest.raises(ValueError, match="tokens_per_minute must be at least 1"):
+        limited(HashLLM(), tokens_per_minute=value)
+    limited(HashLLM(), requests_per_minute=value)
+
+
 def test_a_retry_delay_must_not_be_nan():
     """RetryPolicy refuses a NaN delay, which failed every retry later."""
     with pytest.raises(ValueError, match="max_delay must be >= 0"):
