@@ -27,16 +27,21 @@ Clock = Callable[[], float]
 
 
 def estimate_tokens(request: LLMRequest) -> int:
-    """A rough token count for `request`: its characters / 4, plus ``max_tokens`` if set.
+    """A rough token count for `request`: its characters / 4, plus the output cap if one is set
+    (``max_tokens``, or ``max_completion_tokens`` as OpenAI's API names it; the larger of the two).
 
     Examples:
         >>> from semgrad.core import Message
         >>> estimate_tokens(LLMRequest((Message("user", "x" * 40),), options={"max_tokens": 10}))
         20
+        >>> estimate_tokens(LLMRequest((Message("user", "x" * 40),), options={"max_completion_tokens": 4096}))
+        4106
     """
     chars = sum(len(m.content) for m in request.messages)
-    reserved = request.options.get("max_tokens", 0)
-    return math.ceil(chars / 4) + (int(reserved) if isinstance(reserved, int) else 0)
+    options = request.options
+    caps = [options.get(name) for name in ("max_tokens", "max_completion_tokens")]
+    reserved = max((cap for cap in caps if type(cap) is int and cap > 0), default=0)
+    return math.ceil(chars / 4) + reserved
 
 
 class Bucket:

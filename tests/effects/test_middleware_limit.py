@@ -53,9 +53,13 @@ def test_a_bucket_never_lets_more_than_capacity_plus_rate_times_time(steps):
 
 
 def test_estimate_counts_four_characters_a_token_plus_max_tokens():
-    """The estimate is ceil(chars / 4) plus the max_tokens option."""
+    """The estimate is ceil(chars / 4) plus the output cap: max_tokens, or OpenAI's max_completion_tokens (the
+    larger when both are set); a cap that is no positive whole number adds nothing."""
     assert estimate_tokens(request(41)) == 11
     assert estimate_tokens(request(40, max_tokens=100)) == 110
+    assert estimate_tokens(request(40, max_completion_tokens=4096)) == 4106
+    assert estimate_tokens(request(40, max_tokens=100, max_completion_tokens=50)) == 110
+    assert estimate_tokens(request(40, max_tokens=True)) == estimate_tokens(request(40, max_tokens=-5)) == 10
 
 
 async def test_concurrency_never_exceeds_the_limit():
