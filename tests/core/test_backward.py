@@ -527,3 +527,20 @@ def test_neighbor_aware_backward_through_a_second_graph_with_other_input_names()
         assert run_sync(backward(graph, params, trace, FEEDBACK, rules.neighbor_aware()), rec).ok
     (request,) = rec.requests
     assert "[1] ticket (the support ticket):" in request.prompt and "question" not in request.prompt
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_params_serving_two_graphs_that_differ_only_in_their_output_backpropagate_through_each_ones_own(gp, data, llm):
+    """Two graphs with the same nodes but another output node have other fingerprints, and one params value (its
+    memo filled by the first) backpropagates through each from that graph's own output."""
+    graph_a, params = gp
+    computed = [n for n in graph_a.topological_order if graph_a[n].computed and n != graph_a.output]
+    assume(computed)
+    graph_b = Graph(graph_a.nodes, data.draw(st.sampled_from(computed)))
+    assert graph_a.fingerprint != graph_b.fingerprint
+    inputs = data.draw(inputs_for(graph_a))
+    for graph in (graph_a, graph_b):
+        _, _, rec = _forward_and_backward(graph, params, inputs, llm)
+        assert sorted(r.node for r in rec.requests) == sorted(
+            n for n in expected_steps(graph, params) if graph[n].kind == "llm"
+        )
