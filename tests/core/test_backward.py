@@ -544,3 +544,18 @@ def test_params_serving_two_graphs_that_differ_only_in_their_output_backpropagat
         assert sorted(r.node for r in rec.requests) == sorted(
             n for n in expected_steps(graph, params) if graph[n].kind == "llm"
         )
+
+
+@given(graphs(), st.booleans())
+def test_a_plans_targets_are_the_inputs_needing_a_gradient_in_input_order_then_the_own_instruction(gp, instructions):
+    """`plan_backward` gives each node as targets its inputs that need a gradient, in input order, then (with
+    `include_instructions`) its own trainable instruction, and steps exactly at the contributing nodes."""
+    graph, params = gp
+    plan = plan_backward(graph, params, include_instructions=instructions)
+    for name in graph.topological_order:
+        node = graph[name]
+        own = node.kind == "llm" and instructions and params[node.instruction].trainable
+        needing = tuple(i for i in node.inputs if trainable_sources(graph, params, i))
+        assert plan.targets[name] == needing + ((node.instruction,) if own else ())
+    if not instructions:
+        assert set(plan.steps) == expected_steps(graph, params)
