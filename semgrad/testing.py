@@ -82,7 +82,9 @@ def graphs(
     specs: list[tuple[str, str, tuple[str, ...], bool]] = []
     for i in range(n_computed):
         kind = "function" if functions and draw(st.integers(0, 4)) == 0 else "llm"
-        inputs = draw(st.lists(st.sampled_from(names), min_size=1, max_size=min(4, len(names)), unique=True))
+        # Latest names first: hypothesis favours a list's first elements, and a node reading only the inputs
+        # (which came first) left most outputs with nothing to backpropagate to.
+        inputs = draw(st.lists(st.sampled_from(names[::-1]), min_size=1, max_size=min(4, len(names)), unique=True))
         trainable = kind == "function" or not frozen or draw(st.integers(0, 3)) > 0
         specs.append((name_of("f" if kind == "function" else "n", i), kind, tuple(inputs), trainable))
         names.append(specs[-1][0])
