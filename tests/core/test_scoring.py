@@ -48,3 +48,44 @@ def test_an_answer_lines_number_keeps_its_sign(n, form):
     assert _scored(numeric_match(), output, str(n)) == 1.0
     if ":" in form or " - " in form:
         assert _scored(normalized_match(), output, str(n)) == 1.0
+
+
+_WORD = st.text(st.sampled_from("abcXYZ0123456789()"), min_size=1, max_size=8)
+
+
+@given(st.lists(_WORD, min_size=2, max_size=4), _WORD)
+def test_the_last_answer_line_is_the_answer(answers, prose):
+    """With several 'Answer:' lines, extract_answer and the losses read the last one."""
+    from semgrad.core import exact_match, extract_answer
+
+    output = "\n".join(f"{prose}\nAnswer: {a}" for a in answers)
+    assert extract_answer(output) == answers[-1]
+    assert _scored(exact_match(), output, answers[-1]) == 1.0
+
+
+@given(st.integers(10**7, 10**12), st.floats(-0.9, 0.9))
+def test_numeric_match_tolerance_is_relative_to_a_large_target(target, share):
+    """numeric_match(tolerance=t) takes an answer within t times the target's size (for targets above 1) as right."""
+    got = target + share * 1e-6 * target
+    assert _scored(numeric_match(), f"Answer: {got:.4f}", str(target)) == 1.0
+    assert _scored(numeric_match(), f"Answer: {target * (1 + 3e-6):.4f}", str(target)) == 0.0
+
+
+@given(st.sampled_from(["", " ", "None", "0"]) | st.text(max_size=5))
+def test_no_output_scores_zero_under_every_built_in_loss(target):
+    """A trace whose output is None scores 0 under exact, normalized and numeric match, feedback saying there was no
+    output, whatever the target (an empty one included)."""
+    from semgrad.core import exact_match
+
+    trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value=None)})
+    for loss in (exact_match(), normalized_match(), numeric_match()):
+        score = run_sync(loss(Example({}, target), trace), lambda request: "")
+        assert (score.value, score.answer) == (0.0, None) and "no output" in score.feedback
+
+
+@given(_WORD, st.sampled_from([" ", "  ", "\n", "\t "]))
+def test_exact_match_strips_the_target(answer, pad):
+    """exact_match scores right an answer equal to the target once the target's surrounding whitespace is stripped."""
+    from semgrad.core import exact_match
+
+    assert _scored(exact_match(), f"Answer: {answer}", f"{pad}{answer}{pad}") == 1.0
