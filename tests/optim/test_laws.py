@@ -6,7 +6,7 @@ import hashlib
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
@@ -80,7 +80,7 @@ def test_chain_equals_applying_each_stage_by_hand(data):
 
 @given(steps(), st.data())
 def test_masked_never_updates_masked_parameters(data, draw):
-    """masked(t, names) proposes and updates only the named parameters."""
+    """masked(t, names) proposes and updates only the named parameters, each as t alone updates it."""
     step, params, llm = data
     trainable = params.trainable()
     allowed = draw.draw(st.lists(st.sampled_from(trainable), unique=True) if trainable else st.just([]))
@@ -89,6 +89,9 @@ def test_masked_never_updates_masked_parameters(data, draw):
     assert set(new.proposals or {}) <= set(allowed)
     assert all(r.node in allowed for r in requests if r.purpose == "rewrite")
     assert new.active is None
+    unmasked, _ = observe(chain(*_pipeline()), step, params, llm)
+    assert dict(new.updates or {}) == {k: v for k, v in (unmasked.updates or {}).items() if k in allowed}
+    event(f"masked away {len(set(unmasked.updates or {}) - set(allowed))} of {len(unmasked.updates or {})} updates")
 
 
 @given(steps(), st.integers(0, 100))
