@@ -252,3 +252,29 @@ def test_building_a_gather_or_a_bind_of_forward_passes_renders_nothing_until_rea
     assert sorted(set(log)) == ["Q0", "Q1", "Q2"]
     assert [request.sample for _, request in chained.emitted] == [9, 9]
     assert "Q9" in log
+
+
+@given(graphs(), st.data(), pure_llms(), st.sampled_from([None, 0, "s"]))
+def test_forward_requests_equal_the_public_renderer_and_come_in_topological_order(gp, data, llm, sample):
+    """Every forward request is `render_forward` of its node's instruction and its inputs' names, roles and traced
+    values; the requests made ready together are emitted in topological order, whatever order replies came in."""
+    from semgrad.core import render_forward
+
+    graph, params = gp
+    state = forward(graph, params, data.draw(inputs_for(graph)), sample=sample)
+    pending, requests = [], []
+    while True:
+        positions = [graph.position(request.node) for _, request in state.emitted]
+        assert positions == sorted(positions)
+        pending.extend(state.emitted)
+        requests += [request for _, request in state.emitted]
+        if state.done:
+            break
+        token, request = pending.pop(data.draw(st.integers(0, len(pending) - 1)))
+        state = state.feed(token, Success(LLMResponse(llm(request))))
+    trace = state.value
+    assert len(requests) == len(graph.of_kind("llm"))
+    for request in requests:
+        node = graph[request.node]
+        shown = [(name, graph[name].role, trace.value(name)) for name in node.inputs]
+        assert request == render_forward(node.name, params.value(node.instruction), shown, sample=sample)
