@@ -278,3 +278,30 @@ def test_forward_requests_equal_the_public_renderer_and_come_in_topological_orde
         node = graph[request.node]
         shown = [(name, graph[name].role, trace.value(name)) for name in node.inputs]
         assert request == render_forward(node.name, params.value(node.instruction), shown, sample=sample)
+
+
+@given(graphs(), st.data(), pure_llms())
+def test_a_node_with_failed_inputs_fails_naming_its_first_failed_input_and_is_never_asked(gp, data, llm):
+    """With a random set of LLM nodes' calls failing, a node with a failed input is never asked and records that its
+    first failed input, in input order, failed; every other LLM node is asked once."""
+    from semgrad.core import LLMFailure
+
+    graph, params = gp
+    failing = set(data.draw(st.sets(st.sampled_from(graph.of_kind("llm"))) if graph.of_kind("llm") else st.just(set())))
+
+    def flaky(request):
+        if request.node in failing:
+            raise LLMFailure(LLMError("server", "boom", False))
+        return llm(request)
+
+    rec = RecordingLLM(flaky)
+    trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), rec)
+    broken = set()
+    for name in graph.topological_order:
+        failed_inputs = [i for i in graph.predecessors(name) if i in broken]
+        if failed_inputs:
+            assert trace[name].error == f"input {failed_inputs[0]!r} failed"
+        if failed_inputs or name in failing:
+            broken.add(name)
+    asked = [n for n in graph.of_kind("llm") if not any(i in broken for i in graph.predecessors(n))]
+    assert sorted(r.node for r in rec.requests) == sorted(asked)
