@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semgrad.core import LLMError, LLMFailure, LLMRequest, Message, forward, gather
+from semgrad.core import LLMError, LLMFailure, LLMRequest, Message, forward, gather, request_key
 from semgrad.effects import RetryPolicy, retrying, run_sync
 from semgrad.testing import flaky_llms, graphs, inputs_for
 
@@ -119,14 +119,38 @@ async def test_retry_after_is_honoured_and_an_absurd_one_gives_up():
     assert inner.calls == 1
 
 
+@given(
+    st.floats(0, 50),
+    st.lists(st.one_of(st.none(), st.floats(0, 60), st.sampled_from([0.0, 30.0, 60.0, 61.0])), min_size=1, max_size=5),
+)
+async def test_each_wait_is_the_longer_of_the_backoff_and_retry_after_up_to_the_cap(base, retry_afters):
+    """Each wait is the longer of the (unjittered) backoff and the error's retry_after; the first retry_after above
+    max_retry_after (one equal to it is waited for) ends the retries, raising that error."""
+    policy = RetryPolicy(max_attempts=6, base_delay=base, max_delay=1000, jitter=False, max_retry_after=60)
+    delays = policy.delays(request_key(REQUEST))
+    sleep, inner = Waits(), Failing(*[retryable("rate_limit", retry_after=r) for r in retry_afters])
+    expected = []
+    for delay, retry_after in zip(delays, retry_afters):
+        if retry_after is not None and retry_after > 60:
+            break
+        expected.append(max(delay, retry_after or 0.0))
+    if len(expected) < len(retry_afters):
+        with pytest.raises(LLMFailure):
+            await retrying(inner, policy, sleep=sleep)(REQUEST)
+    else:
+        await retrying(inner, policy, sleep=sleep)(REQUEST)
+    assert sleep.waits == expected
+
+
 async def test_a_kind_cap_limits_its_attempts():
-    """max_attempts_by_kind caps one kind: by default a malformed reply is retried once."""
+    """max_attempts_by_kind caps one kind (by default a malformed reply is retried once), never above max_attempts."""
     inner = Failing(*[retryable("malformed")] * 3)
     with pytest.raises(LLMFailure):
         await retrying(inner, sleep=Waits())(REQUEST)
     assert inner.calls == 2
-    inner = Failing(*[retryable("server")] * 3)
-    await retrying(inner, RetryPolicy(max_attempts_by_kind={"server": 5}), sleep=Waits())(REQUEST)
+    inner = Failing(*[retryable("server")] * 5)  # a cap above max_attempts: max_attempts (4) still bounds it
+    with pytest.raises(LLMFailure):
+        await retrying(inner, RetryPolicy(max_attempts_by_kind={"server": 5}), sleep=Waits())(REQUEST)
     assert inner.calls == 4
 
 
