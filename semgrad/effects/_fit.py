@@ -406,7 +406,7 @@ def _in_its_own_loop(coroutine: Callable[P, Awaitable[R]]) -> Callable[[Callable
         in_its_own_loop.__signature__ = shared.replace(parameters=[*shared.parameters.values(), *own])  # type: ignore[attr-defined]
         in_its_own_loop.__annotations__ = {**coroutine.__annotations__, **template.__annotations__}
         del in_its_own_loop.__wrapped__  # its signature is the one above, not the template's
-        return in_its_own_loop  # type: ignore[return-value]
+        return in_its_own_loop
 
     return decorate
 
