@@ -17,9 +17,8 @@ import json
 import sys
 from typing import Any
 
+from ._workloads import W6_FIELDS as FIELDS
 from ._workloads import Settings, w6_scale
-
-FIELDS = ("w6_sizes", "w6_samples", "w6_rounds", "w6_budget_s", "w6_mem_samples", "w6_seed")
 
 
 def settings_from_json(text: str) -> Settings:

@@ -81,6 +81,8 @@ LINEAR_SLACK = 1.25
 SCALE_TARGET_S = 10.0
 
 FEEDBACK = "The expected output is {answer}."
+#: The `Settings` fields W6 reads: all that `w6_scale_fresh` hands its fresh interpreter (`benchmarks._fresh`).
+W6_FIELDS = ("w6_sizes", "w6_samples", "w6_rounds", "w6_budget_s", "w6_mem_samples", "w6_seed")
 
 
 def default_loops() -> tuple[str, ...]:
@@ -675,9 +677,7 @@ def w6_scale_fresh(settings: Settings) -> dict[str, Any]:
     collector also traverses what those left behind, and the same code measured 1.4x slower.
     A failed or silent child raises `RuntimeError` with the end of its stderr.
     """
-    from ._fresh import FIELDS
-
-    fields = {name: getattr(settings, name) for name in FIELDS}
+    fields = {name: getattr(settings, name) for name in W6_FIELDS}
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks._fresh", json.dumps(fields)],

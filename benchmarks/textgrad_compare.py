@@ -476,7 +476,7 @@ def add_rows(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ._suite import format_comparison, format_table
+    from ._tables import format_comparison, format_table
     from ._workloads import Settings
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.textgrad_compare", description=__doc__.splitlines()[0])

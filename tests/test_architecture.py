@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,159 @@ def test_tests_cannot_reach_beyond_loopback():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         with pytest.raises(ConnectionRefusedError, match="only connect to loopback"):
             sock.connect(("192.0.2.1", 80))
+
+
+# --------------------------------------------------------------------------- import circles and layers
+
+
+def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, tuple[Path, bool]]:
+    """Every module of `packages` under `root` by dotted name, with whether it is a package's __init__."""
+    found = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def _targets(name: str, is_package: bool, node: ast.AST, modules: dict[str, Any]) -> list[str]:
+    """The absolute names an import statement of module `name` reaches (``from X import y``: X.y when that is a
+    module, else X)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    if node.level:
+        base = base[: len(base) - node.level + 1]
+        module = ".".join([*base, *([node.module] if node.module else [])])
+    else:
+        module = node.module or ""
+    return [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module for alias in node.names]
+
+
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the modules of the tree it imports: every import, those inside functions (lazy) included."""
+    modules = _modules(root, packages)
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, (path, is_package) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            for target in _targets(name, is_package, node, modules):
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges[name].add(target)
+    return edges
+
+
+def package_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same imports between packages (a module's first two name parts: semgrad.core, benchmarks._suite)."""
+    packages: dict[str, set[str]] = {}
+    for source, targets in edges.items():
+        for target in targets:
+            a, b = ".".join(source.split(".")[:2]), ".".join(target.split(".")[:2])
+            packages.setdefault(a, set())
+            if a != b:
+                packages[a].add(b)
+    return packages
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each group of nodes that import one another (directly or around a circle), as one sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                other = stack.pop()
+                group.append(other)
+                if other == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_among_modules_or_packages():
+    """No module of semgrad/ or benchmarks/ imports itself around a circle, counting imports inside functions, and
+    neither does a package (semgrad.report -> semgrad.experiments -> semgrad.report is one)."""
+    edges = import_graph(ROOT, ("semgrad", "benchmarks"))
+    assert not cycles(edges), f"import circles among modules: {cycles(edges)}"
+    assert not cycles(package_graph(edges)), f"import circles among packages: {cycles(package_graph(edges))}"
+
+
+def test_the_circle_finder_sees_lazy_relative_and_package_circles(tmp_path):
+    """The finder above reports a circle closed by an import inside a function, one through a package's __init__,
+    and one between packages; a tree without circles has none."""
+    files = {
+        "p/__init__.py": "from .a import x\n",
+        "p/a.py": "x = 1\ndef f():\n    from . import b\n",
+        "p/b.py": "from .a import x\n",
+        "p/c.py": "from p import x\n",
+        "p/q/__init__.py": "",
+        "p/q/d.py": "def g():\n    import p.r.e\n",
+        "p/r/__init__.py": "",
+        "p/r/e.py": "from ..q import d\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges = import_graph(tmp_path, ("p",))
+    assert cycles(edges) == [["p.a", "p.b"], ["p.q.d", "p.r.e"]]
+    assert ["p.q", "p.r"] in cycles(package_graph(edges))
+    (tmp_path / "p" / "a.py").write_text("x = 1\n")
+    (tmp_path / "p" / "r" / "e.py").write_text("y = 2\n")
+    assert cycles(import_graph(tmp_path, ("p",))) == []
+
+
+#: The layers of semgrad, lowest first (DESIGN.md section 2): a module imports only its own package and the
+#: packages of lower layers. Report never imports experiments; sweeps sit above experiments; cli on top.
+LAYERS = (
+    ("semgrad.core",),
+    ("semgrad._files", "semgrad._loaded", "semgrad._samples", "semgrad.graphviz", "semgrad.topologies"),
+    ("semgrad.effects",),
+    ("semgrad.backends", "semgrad"),
+    ("semgrad.tasks", "semgrad.report", "semgrad.testing", "semgrad._demo"),
+    ("semgrad.experiments",),
+    ("semgrad.sweeps",),
+    ("semgrad.cli",),
+    ("semgrad.__main__",),
+)
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    """Every import between semgrad's packages goes down the layers (lazy imports included): tasks and report
+    import no experiments, experiments no sweeps or cli, sweeps no cli, and nothing below imports the product."""
+    rank = {package: i for i, layer in enumerate(LAYERS) for package in layer}
+    graph = package_graph(import_graph(ROOT, ("semgrad",)))
+    unplaced = sorted(set(graph) - set(rank))
+    assert not unplaced, f"packages in no layer of LAYERS (place them there): {unplaced}"
+    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if rank[b] >= rank[a])
+    assert not upward, f"imports that do not go down the layers: {upward}"
+
+
+def test_the_layer_rule_sees_an_import_up_the_layers(tmp_path):
+    """A report module that imports experiments inside a function is an edge report -> experiments."""
+    (tmp_path / "semgrad" / "report").mkdir(parents=True)
+    (tmp_path / "semgrad" / "experiments").mkdir()
+    (tmp_path / "semgrad" / "report" / "_fit.py").write_text("def f():\n    from ..experiments._run import g\n")
+    (tmp_path / "semgrad" / "experiments" / "_run.py").write_text("g = 1\n")
+    graph = package_graph(import_graph(tmp_path, ("semgrad",)))
+    assert graph["semgrad.report"] == {"semgrad.experiments"}

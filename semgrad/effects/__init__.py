@@ -17,6 +17,7 @@ from ._protocol import LLM, AsyncLLM, SyncLLM, is_async_llm
 from ._retry import RetryPolicy, retrying
 from ._routing import by_engine
 from ._runner import Runner, RunStatistics, run, run_sync
+from ._state_types import register_state_type, registered_state_types
 
 __all__ = [
     "LLM",
@@ -41,6 +42,8 @@ __all__ = [
     "is_async_llm",
     "limited",
     "recorded",
+    "register_state_type",
+    "registered_state_types",
     "replayed",
     "retrying",
     "run",

@@ -2,19 +2,23 @@
 
 Values are encoded by a small codec: JSON scalars as themselves, tuples and
 `FrozenMap`s tagged so they come back as the same types, and frozen attrs
-classes tagged with their name. Only the run-state types on an explicit
-allow-list are ever constructed on load: each module that defines run state
-lists its types in a module constant ``CHECKPOINT_TYPES``, and `_MODULES` below
-names those modules. A user's own stage keeps its state in types the caller
-names in code (`fit`'s ``state_types``), which join the list for that run. A
-file never decides what gets imported or called: a tag that is not on the list,
-a field that is not the class's, or a field value of the wrong type is refused
+classes tagged with a stable name. Only the run-state types in the registry
+(`semgrad.effects.register_state_type`; semgrad's own are registered by
+`semgrad.effects._state_types` and `semgrad.effects._fit_state`) are ever
+constructed on load, found by their tag: a tag is a name, never a module path,
+so a class may move without breaking a checkpoint, and the module-path tags
+older checkpoints hold are registered as aliases. A user's own stage may also
+keep its state in types the caller names in code (`fit`'s ``state_types``),
+which join the registry for that run under their ``module:QualName``. A file
+never decides what gets imported or called: a tag that is not registered, a
+field that is not the class's, or a field value of the wrong type is refused
 with a `CheckpointError` naming the file.
+
+This module imports no module that defines run state: it reads the registry.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import types
@@ -28,6 +32,7 @@ import attrs
 
 from .._files import read_regular_text, write_text_atomically
 from ..core import FrozenMap
+from ._state_types import registered_state_types, state_type, tag_of
 
 __all__ = [
     "CheckpointError",
@@ -50,23 +55,18 @@ class CheckpointError(ValueError):
 
 
 def _tag(cls: type) -> str:
+    """The ``module:QualName`` tag a caller's own (unregistered) state type is written under."""
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-@functools.cache
 def allowed_types() -> FrozenMap[str, type]:
-    """The run-state types a checkpoint may hold, by tag: the ``CHECKPOINT_TYPES`` of the modules that define them.
+    """The run-state types a checkpoint may hold, by tag (`registered_state_types`).
 
     Examples:
-        >>> "semgrad.core._graph:Params" in allowed_types()
+        >>> "params" in allowed_types() and "fit-state" in allowed_types()
         True
     """
-    from ..core import _graph
-    from ..core.optim import _base, _combining, _copro, _stages
-    from . import _fit
-
-    modules: tuple[types.ModuleType, ...] = (_graph, _base, _stages, _combining, _copro, _fit)
-    return FrozenMap((_tag(cls), cls) for module in modules for cls in module.CHECKPOINT_TYPES)
+    return registered_state_types()
 
 
 _NONE: FrozenMap[str, type] = FrozenMap()
@@ -96,7 +96,16 @@ def state_types(types: Any) -> FrozenMap[str, type]:
 
 
 def _known(tag: str, types: Mapping[str, type]) -> type | None:
-    return allowed_types().get(tag) or types.get(tag)
+    """The class `tag` names: a registered one (by tag or old alias), else one of the caller's `types`."""
+    return state_type(tag) or types.get(tag)
+
+
+def _tag_for(cls: type, types: Mapping[str, type]) -> str | None:
+    """The tag `cls` is written under: its registered one, else the caller's; None when it is neither."""
+    tag = tag_of(cls)
+    if tag is None and types.get(_tag(cls)) is cls:
+        tag = _tag(cls)
+    return tag
 
 
 def encode(value: Any, types: Mapping[str, type] = _NONE) -> Any:
@@ -121,18 +130,19 @@ def encode(value: Any, types: Mapping[str, type] = _NONE) -> Any:
         return {"$dict": [[encode(k, types), encode(v, types)] for k, v in value.items()]}
     if attrs.has(type(value)):
         cls = type(value)
-        if _known(_tag(cls), types) is not cls:
+        tag = _tag_for(cls, types)
+        if tag is None:
             raise TypeError(
                 f"cannot checkpoint {cls.__qualname__}: not a run-state type "
                 f"(a stage of your own keeps its state in types you name: fit(..., state_types=[{cls.__name__}]))"
             )
         fields = {f.alias: encode(getattr(value, f.name), types) for f in attrs.fields(cls) if f.init and f.eq}
-        return {"$attrs": _tag(cls), "fields": fields}
+        return {"$attrs": tag, "fields": fields}
     raise TypeError(f"cannot checkpoint a value of type {type(value).__name__}")
 
 
 def decode(data: Any, types: Mapping[str, type] = _NONE) -> Any:
-    """The value `encode` encoded; `CheckpointError` for anything else (nothing outside `allowed_types`
+    """The value `encode` encoded; `CheckpointError` for anything else (nothing outside the registry
     and the caller's `types` is called).
 
     Examples:

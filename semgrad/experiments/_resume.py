@@ -34,7 +34,7 @@ Examples:
     >>> resumed_config(saved, {"seed": 1}, "runs/x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    semgrad.experiments._run.SetupError: cannot resume runs/x: its config.json has seed 0, not 1; --resume may only ...
+    semgrad.experiments._errors.SetupError: cannot resume runs/x: its config.json has seed 0, not 1; ...
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import attrs
 
 from .._files import read_regular_text
 from ._config import RunConfig
-from ._run import SetupError
+from ._errors import SetupError
 
 __all__ = ["load_saved_config", "resumed_config"]
 

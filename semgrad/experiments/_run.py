@@ -17,11 +17,13 @@ from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
-from ..graphviz import to_dot, to_mermaid
+from ..report import graph_json as _graph_json
+from ..report import iteration_json as _record
 from ..report import write_report
 from ..tasks import Task, load_tasks
 from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
+from ._errors import SetupError
 from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, model_for, price_of
@@ -42,10 +44,6 @@ __all__ = [
 
 #: The paper's published figures (test accuracy).
 PUBLISHED = {"gsm8k": 0.932, "bbh_nlp": 0.825, "bbh_algorithmic": 0.856, "textgrad_gsm8k": 0.782}
-
-
-class SetupError(ValueError):
-    """The run cannot start: a missing key, an unreachable server, a changed config."""
 
 
 class RunFailed(RuntimeError):
@@ -466,30 +464,6 @@ def _custom_loss(config: RunConfig) -> Loss:
     from ._custom import custom_loss
 
     return custom_loss(config)
-
-
-def _record(r: Any) -> dict[str, Any]:
-    return {
-        "iteration": r.iteration + 1,
-        "train_score": r.train_score,
-        "validation_score": r.validation_score,
-        "accepted": r.accepted,
-        "applied": r.applied,
-        "updates": dict(r.updates),
-        "gradients": dict(r.gradients),
-        "report": [[s.stage, list(s.notes)] for s in r.report],
-        "calls": dict(r.calls),
-    }
-
-
-def _graph_json(graph: Any) -> dict[str, Any]:
-    return {
-        "nodes": [{"name": n.name, "kind": n.kind, "role": n.role} for n in graph.nodes.values()],
-        "edges": [[i, n.name] for n in graph.nodes.values() for i in n.inputs],
-        "output": graph.output,
-        "dot": to_dot(graph),
-        "mermaid": to_mermaid(graph),
-    }
 
 
 def _published(task: Task) -> dict[str, Any] | None:

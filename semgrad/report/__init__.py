@@ -19,10 +19,20 @@ Examples:
 .. versionadded:: 0.1.0
 """
 
+from ._fit import graph_json as graph_json
+from ._fit import iteration_json as iteration_json
 from ._fit import write_html as write_html
 from ._html import render_report as render_report
 from ._io import REPORT_NAME as REPORT_NAME
 from ._io import write_report as write_report
 from ._summary import PUBLISHED as PUBLISHED
 
-__all__ = ["PUBLISHED", "REPORT_NAME", "render_report", "write_html", "write_report"]
+__all__ = [
+    "PUBLISHED",
+    "REPORT_NAME",
+    "graph_json",
+    "iteration_json",
+    "render_report",
+    "write_html",
+    "write_report",
+]

@@ -7,10 +7,43 @@ from pathlib import Path
 from typing import Any
 
 from .._files import write_text_atomically
+from ..graphviz import to_dot, to_mermaid
 from ._html import render_report
 from ._samples import errors_json
 
-__all__ = ["fit_results", "write_html"]
+__all__ = ["fit_results", "graph_json", "iteration_json", "write_html"]
+
+
+def iteration_json(record: Any) -> dict[str, Any]:
+    """The ``results.json`` entry of one `IterationRecord` (numbered from 1, as the report shows it).
+
+    Examples:
+        >>> from semgrad.effects import IterationRecord
+        >>> iteration_json(IterationRecord(0, 0.5))["iteration"]
+        1
+    """
+    return {
+        "iteration": record.iteration + 1,
+        "train_score": record.train_score,
+        "validation_score": record.validation_score,
+        "accepted": record.accepted,
+        "applied": record.applied,
+        "updates": dict(record.updates),
+        "gradients": dict(record.gradients),
+        "report": [[s.stage, list(s.notes)] for s in record.report],
+        "calls": dict(record.calls),
+    }
+
+
+def graph_json(graph: Any) -> dict[str, Any]:
+    """The ``results.json`` form of a graph: its nodes, edges and output, with its DOT and Mermaid text."""
+    return {
+        "nodes": [{"name": n.name, "kind": n.kind, "role": n.role} for n in graph.nodes.values()],
+        "edges": [[i, n.name] for n in graph.nodes.values() for i in n.inputs],
+        "output": graph.output,
+        "dot": to_dot(graph),
+        "mermaid": to_mermaid(graph),
+    }
 
 
 def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dict[str, Any]:
@@ -21,8 +54,6 @@ def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dic
         graph: The graph that was optimised (its picture, DOT and Mermaid are then shown).
         name: The title of the run.
     """
-    from ..experiments._run import _graph_json, _record
-
     stats = fit_result.statistics
     task = {
         "task": name,
@@ -30,12 +61,12 @@ def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dic
         "initial_score": fit_result.initial_score,
         "best_score": fit_result.best_score,
         "stopped": fit_result.stopped,
-        "iterations": [_record(r) for r in fit_result.history],
+        "iterations": [iteration_json(r) for r in fit_result.history],
         # best_score is the gate's, on the validation set or (without one) on the training items: a FitResult
         # does not say which, so it is shown as the gate score (below), never as a validation accuracy
         "accuracy": {"train": None, "validation": None, "test": None, "initial_test": None},
         "params": {"initial": dict(fit_result.initial_params.texts()), "final": dict(fit_result.params.texts())},
-        "graph": _graph_json(graph) if graph is not None else None,
+        "graph": graph_json(graph) if graph is not None else None,
         "published": None,
         **errors_json(stats),
     }

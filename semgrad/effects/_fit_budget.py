@@ -1,0 +1,117 @@
+"""`fit`'s budget: a `Budget` value, and the guard around the LLM that keeps a run within it.
+
+The guard is the one place `fit` checks its budget: it refuses a call before it starts
+once the calls or tokens would pass the limit, and notes a budget (or a stop) spent
+further down the LLM's middleware; `fit` ends the run cleanly when the guard says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..core import LLMError, LLMFailure, LLMRequest
+from ._accounting import charged_tokens, failed_tokens
+from ._limit import estimate_tokens
+from ._protocol import is_async_llm
+
+__all__ = ["STOP_KINDS", "Budget", "BudgetGuard", "as_budget"]
+
+
+@attrs.frozen
+class Budget:
+    """Stop the run cleanly once either limit would be passed (None: no limit).
+
+    The budget counts the calls `fit` makes of its `llm`, one per request of its
+    programs, above whatever middleware `llm` holds: a call that a
+    ``retrying(...)`` inside `llm` tries three times counts once, and a call a
+    ``cached(...)`` inside `llm` answers from its cache counts too. To cap what
+    reaches the provider (each retry paid for, cache hits free), put
+    ``budgeted(provider, max_calls=..., max_tokens=...)`` under the retries and
+    the cache instead, as the CLI does: ``cached(retrying(budgeted(provider, ...)))``;
+    the call it refuses stops `fit` the same way. A call this budget refuses
+    reaches no LLM; the run's statistics count it as a failed call of kind
+    ``"budget"`` (see `RunStatistics`).
+
+    Attributes:
+        max_calls: Calls `fit` may make (calls it started; the refused ones are not
+            counted against the limit).
+        max_tokens: Tokens `fit`'s calls may use. Each call reserves its estimate
+            (characters / 4, plus the request's ``max_tokens`` option) before it
+            starts and is refused when the tokens used plus the reservations would
+            pass the limit. A reply's reported usage replaces its estimate; a reply
+            without usage keeps the estimate, so the limit is reached even when
+            the provider reports no usage. A failed call keeps its estimate too,
+            unless its error kind says the model never ran (see ``budgeted``).
+    """
+
+    max_calls: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
+    max_tokens: int | None = attrs.field(default=None, validator=lambda _, a, v: _check_limit(a.name, v))
+
+
+def _check_limit(name: str, value: Any) -> None:
+    if value is not None and not (type(value) is int and value >= 0):  # NaN or 1.5 would be no limit, or a wrong one
+        raise ValueError(f"Budget.{name} must be >= 0 and a whole number (or None for no limit), got {value!r}")
+
+
+#: Error kinds that mean "stop the run": a spent budget anywhere in the LLM's middleware stack, or a
+#: run-level stop (``"halted"``: the calls keep failing). `fit` ends cleanly with ``stopped`` set to the kind.
+STOP_KINDS = ("budget", "halted")
+
+
+class BudgetGuard:
+    """Wraps the LLM: counts calls and tokens; refuses calls past the budget.
+
+    `exceeded` says the run must stop, and `stopped` why: ``"budget"`` (this budget, or a
+    `budgeted` layer of the LLM, refused a call) or another of `STOP_KINDS` a middleware raised.
+    """
+
+    is_async = True
+
+    def __init__(self, llm: Any, budget: Budget | None) -> None:
+        self.llm, self.budget = llm, budget or Budget()
+        self.identity = getattr(llm, "identity", None)
+        self.calls = self.tokens = self.reserved = 0
+        self.exceeded = False
+        self.stopped = "budget"
+
+    async def __call__(self, request: LLMRequest) -> Any:
+        # Reserve before calling (as `budgeted` does), so the calls in flight cannot pass the budget together.
+        estimate = estimate_tokens(request) if self.budget.max_tokens is not None else 0
+        if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
+            self.budget.max_tokens is not None and self.tokens + self.reserved + estimate > self.budget.max_tokens
+        ):
+            self.exceeded = True
+            raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
+        self.calls += 1
+        self.reserved += estimate
+        try:
+            result = self.llm(request)
+            if is_async_llm(self.llm) or hasattr(result, "__await__"):
+                result = await result
+        except LLMFailure as failure:
+            if failure.error.kind in STOP_KINDS:  # a budget (or a stop) further down the stack: end cleanly
+                self.exceeded = True
+                self.stopped = failure.error.kind
+            self.tokens += failed_tokens(failure, estimate)
+            raise
+        except BaseException as exc:  # a paid call that failed otherwise, or a cancellation
+            self.tokens += failed_tokens(exc, estimate)
+            raise
+        finally:
+            self.reserved -= estimate
+        self.tokens += charged_tokens(result, estimate)
+        return result
+
+
+def as_budget(budget: Budget | Mapping[str, int] | None) -> Budget | None:
+    """`fit`'s ``budget`` argument as a `Budget` (a mapping gives its fields), or None for no limit."""
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    if not isinstance(budget, Mapping):
+        raise TypeError(
+            f"budget must be a Budget or a mapping such as {{'max_calls': 100}}, got {type(budget).__name__}"
+        )
+    return Budget(**dict(budget))
