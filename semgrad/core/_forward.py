@@ -189,10 +189,7 @@ def _start(graph: Graph, params: Params) -> _Start:
 
 def _system_message(params: Params, node: Node) -> Message:
     """The node's rendered system message, shared by every sample run with these params."""
-    memo = params._memo
-    systems = memo.get("forward_system")
-    if systems is None:
-        systems = memo["forward_system"] = {}
+    systems = params.memo("forward_system")
     system = systems.get(node.name)
     if system is None:
         system = systems[node.name] = forward_system(params.value(node.instruction))  # type: ignore[arg-type]
@@ -245,9 +242,7 @@ class ForwardMachine(Program[Trace]):
         options: FrozenMap[str, Any],
     ) -> Program[Trace]:
         """The machine's first state; raises `InputError` for missing or unexpected inputs or params."""
-        starts = params._memo.get("forward_start")
-        if starts is None:
-            starts = params._memo["forward_start"] = {}
+        starts = params.memo("forward_start")
         begin = starts.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
         if begin is None:
             begin = starts[graph.fingerprint] = _start(graph, params)
@@ -283,7 +278,7 @@ class ForwardMachine(Program[Trace]):
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         name = token[0] if 0 < len(token) <= 2 else None
-        pos = self.graph._index._data.get(name, -1) if type(name) is str else -1
+        pos = self.graph._index.view.get(name, -1) if type(name) is str else -1
         cells = self._cells
         asked = cells.get(pos) if pos >= 0 else None
         if type(asked) is not _Asked or asked.repair != (len(token) == 2):
@@ -343,7 +338,7 @@ class ForwardMachine(Program[Trace]):
         emitted: list[tuple[int, Token, LLMRequest]] = []
         graph = self.graph
         names = graph._order  # (the property, without the call)
-        nodes = graph.nodes._data  # the FrozenMap's dict: C-speed lookups
+        nodes = graph.nodes.view  # the FrozenMap's dict: C-speed lookups
         roles = graph.roles
         input_positions = graph.input_positions
         while ready:

@@ -120,8 +120,8 @@ class BackwardContext:
 
     def inputs_shown(self) -> tuple[Shown, ...]:
         """All inputs, in order, as a prompt shows them."""
-        nodes = self.graph.nodes._data  # the FrozenMaps' dicts: lookups at C speed on the hot path
-        runs = self.trace.runs._data
+        nodes = self.graph.nodes.view  # the FrozenMaps' dicts: lookups at C speed on the hot path
+        runs = self.trace.runs.view
         return tuple((name, nodes[name].role, runs[name].value) for name in self._spec.inputs)
 
     def siblings(self, target: str) -> tuple[str, ...]:
@@ -240,7 +240,7 @@ class _Base:
 
     def resolve(self, node: Node) -> Rule:
         """The rule for `node`: an override by node name, then by kind, else this rule."""
-        overrides = self.overrides._data  # the FrozenMap's dict: C-speed lookups, on every backward step
+        overrides = self.overrides.view  # the FrozenMap's dict: C-speed lookups, on every backward step
         return overrides.get(node.name) or overrides.get(node.kind) or self  # type: ignore[no-any-return]
 
     def _read(
@@ -270,7 +270,7 @@ class _Base:
         parsed = _parse_backward(text, request.targets, lookup)
         if type(parsed) is Success:
             read = parsed.unwrap()
-            return pure(_result(context, found.update(read) if found._data else read, (), "", siblings))
+            return pure(_result(context, found.update(read) if found.view else read, (), "", siblings))
         error = parsed.failure()
         found = found.update(error.found)
         if self.repair and not repaired:
@@ -288,7 +288,7 @@ def _result(
     siblings: Callable[[str], tuple[str, ...]],
 ) -> NodeResult:
     node, sample = context.node, context.trace.sample
-    text = found._data if type(found) is FrozenMap else found  # C-speed lookups
+    text = found.view if type(found) is FrozenMap else found  # C-speed lookups
     partials = tuple(_partial(t, node, text[t], siblings(t), sample) for t in context.targets if t in text)
     failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
     return _node_result(partials, failures)
@@ -303,15 +303,12 @@ class NeighborAware(_Base):
         # form filled in, split around the per-sample fields; each input's heading; the siblings;
         # the reply's labels -- is worked out once per params and graph. The request is the same one
         # `render_neighbor_aware` builds (a property test compares them).
-        memo = context.params._memo
-        fixed = memo.get("neighbor_aware")
-        if fixed is None:
-            fixed = memo["neighbor_aware"] = {}
+        fixed = context.params.memo("neighbor_aware")
         key = (context.trace.graph, context.node, context.targets)  # the trace's graph fingerprint: the roles shown
         parts = fixed.get(key)
         if parts is None:
             parts = fixed[key] = _NeighborParts.of(context)
-        runs = context.trace.runs._data  # the FrozenMap's dict: lookups at C speed on the hot path
+        runs = context.trace.runs.view  # the FrozenMap's dict: lookups at C speed on the hot path
         # One join of the fixed text and the values: ``lead`` is the text before each input's
         # value (the prompt so far and its heading, or the separator and its heading).
         text: list[str] = []
@@ -358,7 +355,7 @@ class _NeighborParts:
             NEIGHBOR_AWARE_USER, {"task": context.task, "targets": targets_line, "form": form}, _PER_SAMPLE
         )
         before_inputs, before_output, before_feedback, rest = pieces
-        nodes = context.graph.nodes._data
+        nodes = context.graph.nodes.view
         leads = tuple(
             (name, f"{before_inputs if i == 1 else _SEPARATOR}[{i}] {name} ({nodes[name].role}):\n")
             for i, name in enumerate(inputs, 1)

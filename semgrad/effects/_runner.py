@@ -209,7 +209,7 @@ class Runner:
         engines[engine] = engines.get(engine, 0) + 1
         if type(reply) is Success:  # `Success` is final: no isinstance (an ABC check) per call
             usage = reply.unwrap().usage
-            if usage._data if type(usage) is FrozenMap else usage:  # usually empty: skip the look-ups
+            if usage.view if type(usage) is FrozenMap else usage:  # usually empty: skip the look-ups
                 used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
                 if used_in or used_out:
                     self._tokens_in += used_in
