@@ -13,7 +13,21 @@ from ._frozen import FrozenMap, freeze
 from ._gradients import BackwardFailure, Gradients, NodeFeedback, Partial, merge_gradients
 from ._graph import Graph, GraphBuilder, Node, Parameter, Params, instruction_name
 from ._parse import ParseError, parse_backward, parse_tagged
-from ._program import Done, Program, Token, ask, bind, gather, map_, program, pure, traverse
+from ._program import (
+    Bound,
+    Done,
+    Gathered,
+    Program,
+    Token,
+    ask,
+    bind,
+    combinator,
+    gather,
+    map_,
+    program,
+    pure,
+    traverse,
+)
 from ._prompts import render_forward
 from ._requests import (
     ENGINES,
@@ -58,10 +72,12 @@ __all__ = [
     "ENGINES",
     "OFFICIAL_OPTIONS",
     "PURPOSES",
+    "Bound",
     "Done",
     "Example",
     "ForwardMachine",
     "FrozenMap",
+    "Gathered",
     "Graph",
     "GraphBuilder",
     "GraphError",
@@ -97,6 +113,7 @@ __all__ = [
     "ask",
     "bind",
     "check_inputs",
+    "combinator",
     "engine_options",
     "forward",
     "freeze",

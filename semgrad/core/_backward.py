@@ -158,9 +158,7 @@ def backward(
             raise TypeError(f"feedback must be text for {type(rule).__name__}, got {type(feedback).__name__}")
     elif isinstance(rule, Numeric) and not isinstance(feedback, Number):  # the vjps multiply by it
         raise TypeError(f"feedback must be a number for {type(rule).__name__}, got {type(feedback).__name__}")
-    statics = params._memo.get("backward")
-    if statics is None:
-        statics = params._memo["backward"] = {}
+    statics = params.memo("backward")
     key = (graph.fingerprint, rule.include_instructions)
     static = statics.get(key)  # the plan depends only on the structure and the params
     if static is None:
@@ -323,7 +321,7 @@ class BackwardMachine(Program[Gradients]):
 
     def feed(self, token: Token, reply: Reply) -> Program[Gradients]:
         node = token[0] if token else None
-        pos = self.graph._index._data.get(node, -1) if isinstance(node, str) else -1
+        pos = self.graph._index.view.get(node, -1) if isinstance(node, str) else -1
         cell = self._cells.get(pos) if pos >= 0 else (None,)
         current = cell[0]
         if not isinstance(current, Program):
@@ -427,11 +425,11 @@ class BackwardMachine(Program[Gradients]):
             received = tuple(sorted(launch.partials, key=lambda p: positions[p.source]))
             if not received:
                 return Done((None, NodeResult()))
-            return map_(self.rule.aggregate(node, self.graph.nodes._data[node].role, received), _collected)
+            return map_(self.rule.aggregate(node, self.graph.nodes.view[node].role, received), _collected)
         targets = self._static.plan.targets[node]
         sample = self.trace.sample
-        run = self.trace.runs._data[node]  # the FrozenMaps' dicts: C-speed lookups on the hot path
-        spec = self.graph.nodes._data[node]
+        run = self.trace.runs.view[node]  # the FrozenMaps' dicts: C-speed lookups on the hot path
+        spec = self.graph.nodes.view[node]
         if run.error is not None:
             reason = f"node {node!r} has no output (its forward step failed)"
             return Done((None, NodeResult((), (BackwardFailure(node, targets, reason, sample),))))

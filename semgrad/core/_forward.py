@@ -28,7 +28,7 @@ at a time, sends the first sample's calls before rendering the next sample's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 from returns.result import Success
@@ -128,6 +128,27 @@ class _Asked:
         self.repair = repair
 
 
+class _Source(NamedTuple):
+    """One input of a node ready at the start, as its request shows it."""
+
+    position: int
+    name: str
+    role: str
+
+
+class _FirstAsk(NamedTuple):
+    """What the first step needs to render one ready LLM node's request (see `_Start.first`)."""
+
+    position: int
+    token: tuple[str]
+    name: str
+    system: Message
+    sources: tuple[_Source, ...]
+    #: The index of the first earlier `_FirstAsk` with the very same sources (-1 if none),
+    #: whose user message (the formatted inputs) this one shares: nodes that read only the question, say.
+    like: int
+
+
 @attrs.frozen
 class _Start:
     """What every sample's forward pass starts from, for one graph and its params:
@@ -137,15 +158,13 @@ class _Start:
     cells: tuple[Any, ...]
     ready: tuple[int, ...]
     unfinished: int
+    #: Each graph input's ``(name, position)``.
     inputs: tuple[tuple[str, int], ...]
     #: Only LLM nodes are ready at the start (at least one): the first step renders their
     #: requests and nothing else, so it can wait until they are first asked for.
     lazy: bool
-    #: When `lazy`, what that step needs per ready node, in topological order: its position,
-    #: token, name, system message, its inputs' ``(position, name, role)``, and the index of
-    #: the first earlier node with the very same inputs (-1 if none), whose user message
-    #: (the formatted inputs) it shares: nodes that read only the question, say.
-    first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...], int], ...]
+    #: When `lazy`, what that step needs per ready node, in topological order.
+    first: tuple[_FirstAsk, ...]
 
 
 def _start(graph: Graph, params: Params) -> _Start:
@@ -168,14 +187,14 @@ def _start(graph: Graph, params: Params) -> _Start:
     inputs = tuple((name, graph.position(name)) for name in graph.inputs)
     order = graph.topological_order
     lazy = bool(ready) and all(graph.nodes[order[pos]].kind == "llm" for pos in ready)
-    first = []
+    first: list[_FirstAsk] = []
     if lazy:
-        seen: dict[tuple[tuple[int, str, str], ...], int] = {}
+        seen: dict[tuple[_Source, ...], int] = {}
         for pos in sorted(ready):
-            sources = tuple((p, order[p], graph.roles[p]) for p in graph.input_positions[pos])
+            sources = tuple(_Source(p, order[p], graph.roles[p]) for p in graph.input_positions[pos])
             like = seen.setdefault(sources, len(first))
             first.append(
-                (
+                _FirstAsk(
                     pos,
                     graph._tokens[pos],
                     order[pos],
@@ -189,10 +208,7 @@ def _start(graph: Graph, params: Params) -> _Start:
 
 def _system_message(params: Params, node: Node) -> Message:
     """The node's rendered system message, shared by every sample run with these params."""
-    memo = params._memo
-    systems = memo.get("forward_system")
-    if systems is None:
-        systems = memo["forward_system"] = {}
+    systems = params.memo("forward_system")
     system = systems.get(node.name)
     if system is None:
         system = systems[node.name] = forward_system(params.value(node.instruction))  # type: ignore[arg-type]
@@ -245,9 +261,7 @@ class ForwardMachine(Program[Trace]):
         options: FrozenMap[str, Any],
     ) -> Program[Trace]:
         """The machine's first state; raises `InputError` for missing or unexpected inputs or params."""
-        starts = params._memo.get("forward_start")
-        if starts is None:
-            starts = params._memo["forward_start"] = {}
+        starts = params.memo("forward_start")
         begin = starts.get(graph.fingerprint)  # the fingerprint names the structure _start depends on
         if begin is None:
             begin = starts[graph.fingerprint] = _start(graph, params)
@@ -283,7 +297,7 @@ class ForwardMachine(Program[Trace]):
 
     def feed(self, token: Token, reply: Reply) -> Program[Trace]:
         name = token[0] if 0 < len(token) <= 2 else None
-        pos = self.graph._index._data.get(name, -1) if type(name) is str else -1
+        pos = self.graph._index.view.get(name, -1) if type(name) is str else -1
         cells = self._cells
         asked = cells.get(pos) if pos >= 0 else None
         if type(asked) is not _Asked or asked.repair != (len(token) == 2):
@@ -340,10 +354,10 @@ class ForwardMachine(Program[Trace]):
         `changes` are cells not yet written into `cells` (read through them); they and this
         call's own are written at the end, in one copy of the array's paths.
         """
-        emitted: list[tuple[int, Token, LLMRequest]] = []
+        emitted: list[tuple[int, Token, LLMRequest]] = []  # (position, token, request): sorted by position
         graph = self.graph
         names = graph._order  # (the property, without the call)
-        nodes = graph.nodes._data  # the FrozenMap's dict: C-speed lookups
+        nodes = graph.nodes.view  # the FrozenMap's dict: C-speed lookups
         roles = graph.roles
         input_positions = graph.input_positions
         while ready:
@@ -381,7 +395,8 @@ class ForwardMachine(Program[Trace]):
             runs = FrozenMap(zip(names, cells.tolist()))
             return Done(Trace(self.sample, graph.fingerprint, graph.output, runs, params=self.params.digest))
         if len(emitted) == 1:
-            ready_requests: Emitted = ((emitted[0][1], emitted[0][2]),)
+            ((_, token, request),) = emitted
+            ready_requests: Emitted = ((token, request),)
         else:
             emitted.sort(key=_first)
             ready_requests = tuple((token, request) for _, token, request in emitted)
@@ -420,7 +435,7 @@ class _Unstarted(ForwardMachine):
         options: FrozenMap[str, Any],
         cells: list[Any],
         unfinished: int,
-        first: tuple[tuple[int, tuple[str], str, Message, tuple[tuple[int, str, str], ...], int], ...],
+        first: tuple[_FirstAsk, ...],
     ) -> None:
         self.graph = graph
         self.params = params

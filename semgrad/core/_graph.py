@@ -191,6 +191,26 @@ class Params(Mapping[str, Parameter]):
     def __len__(self) -> int:
         return len(self.items_)
 
+    def memo(self, kind: str) -> dict[Any, Any]:
+        """The params' memo for one kind of derived value (an empty dict the first time).
+
+        What the engines derive from these immutable params and reuse across samples --
+        rendered system messages, start cells, backward plans, prompt parts -- is kept
+        here, one dict per kind, keyed by whatever it depends on besides the params (a
+        graph's fingerprint, a node). It is never compared, hashed, pickled or copied.
+
+        Examples:
+            >>> b = GraphBuilder(); q = b.input("q"); _ = b.llm("a", inputs=[q], instruction="Solve.")
+            >>> _, params = b.build(output="a")
+            >>> params.memo("mine")["x"] = 1
+            >>> params.memo("mine"), params.with_values({}).memo("mine")
+            ({'x': 1}, {})
+        """
+        found = self._memo.get(kind)
+        if found is None:
+            found = self._memo[kind] = {}
+        return found  # type: ignore[no-any-return]
+
     def value(self, name: str) -> Any:
         """The current value of parameter `name`."""
         return self[name].value

@@ -20,6 +20,16 @@ Programs never perform I/O: they can be driven by a pure function (tests,
 doctests, dry runs that count calls) or by the concurrent anyio runner, and the
 results are the same.
 
+An interpreter may also take the two combinators apart instead of feeding every
+reply through their states: `combinator` says whether a state is a `bind`
+(`Bound`: a program, then a continuation of its value) or a `gather`
+(`Gathered`: the children's current states and how many are not done), and
+anything else is stepped with `emitted` and `feed`. Running a `Bound`'s program
+to its value and then ``then(value)``, or each of a `Gathered`'s children to its
+value and collecting the values in order, makes the same calls and gives the same
+value as feeding the whole program (the runners' property tests compare them);
+what an interpreter saves is rebuilding the combinators' states per reply.
+
 Examples:
     >>> from semgrad.core import LLMRequest, Message
     >>> req = LLMRequest((Message("user", "2+2?"),))
@@ -37,18 +47,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Generator, Hashable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from ._errors import ProtocolError
 from ._persistent import PVec
 from ._requests import LLMRequest, Reply
 
 __all__ = [
+    "Bound",
     "Done",
+    "Gathered",
     "Program",
     "Token",
     "ask",
     "bind",
+    "combinator",
     "gather",
     "map_",
     "program",
@@ -192,6 +205,45 @@ class _Gather(Program[tuple[Any, ...]]):
         elif emitted:
             emitted = tuple(((index, *t), r) for t, r in emitted)
         return _Gather(children, self.size, self.waiting, emitted)
+
+
+class Bound(NamedTuple):
+    """A `bind` state taken apart (see `combinator`): run `program`, then the program
+    `then` builds from its value."""
+
+    program: Program[Any]
+    then: Callable[[Any], Program[Any]]
+
+
+class Gathered(NamedTuple):
+    """A `gather` state taken apart (see `combinator`): its children's current states, in
+    argument order, and how many of them are not done yet."""
+
+    children: tuple[Program[Any], ...]
+    waiting: int
+
+
+def combinator(program: Program[Any]) -> Bound | Gathered | None:
+    """The combinator `program`'s current state is made of, taken apart for an interpreter:
+    a `Bound` for a `bind`, a `Gathered` for a `gather`, else None (a machine, `ask`, or
+    `Done`: step it with `emitted` and `feed`). See the module's theory of operation.
+
+    Examples:
+        >>> from semgrad.core import LLMRequest, Message
+        >>> asked = ask(LLMRequest((Message("user", "2+2?"),)))
+        >>> combinator(bind(asked, pure)).program is asked
+        True
+        >>> combinator(gather(asked, pure(1)))
+        Gathered(children=(ask(node=None, purpose='forward'), Done(1)), waiting=1)
+        >>> combinator(asked) is None
+        True
+    """
+    kind = type(program)
+    if kind is _Bind:
+        return Bound(program.inner, program.then)  # type: ignore[attr-defined]
+    if kind is _Gather:
+        return Gathered(tuple(program.children.tolist()), program.waiting)  # type: ignore[attr-defined]
+    return None
 
 
 def pure(value: T) -> Program[T]:

@@ -6,8 +6,11 @@ place and golden-tested; renderers only fill them in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import string
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import attrs
 
 from ._frozen import FrozenMap, freeze
 from ._requests import _NO_OPTIONS, LLMRequest, Message, SampleId, _message, _request
@@ -16,8 +19,7 @@ __all__ = [
     "Shown",
     "feedback_form",
     "format_inputs",
-    "neighbor_aware_parts",
-    "neighbor_aware_request",
+    "NeighborAwarePrompt",
     "forward_request",
     "forward_system",
     "forward_user",
@@ -240,46 +242,96 @@ def render_neighbor_aware(
     options: Mapping[str, Any] | None = None,
 ) -> LLMRequest:
     """One backward request for a whole node: its task, ALL its inputs, its output and feedback."""
-    targets_line = _numbered(targets, [name for name, _, _ in shown])
-    return neighbor_aware_request(
-        node,
-        task,
-        shown,
-        output,
-        feedback,
-        tuple(targets),
-        targets_line,
-        feedback_form(targets),
-        sample,
-        engine,
-        options,
-    )
+    prompt = NeighborAwarePrompt.of(task, targets, [(name, role) for name, role, _ in shown])
+    user = prompt.fill([value for _, _, value in shown], output, feedback)
+    return _backward_request(user, node, tuple(targets), sample, engine, options)
 
 
-def neighbor_aware_request(
-    node: str,
-    task: str,
-    shown: Sequence[Shown],
-    output: Any,
-    feedback: Any,
-    targets: tuple[str, ...],
-    targets_line: str,
-    form: str,
-    sample: SampleId,
-    engine: str,
-    options: Mapping[str, Any] | None,
-) -> LLMRequest:
-    """`render_neighbor_aware` with the parts that depend only on the node (its numbered
-    targets line and the reply form) already rendered, so callers can reuse them across samples."""
-    user = NEIGHBOR_AWARE_USER.format(
-        task=task, inputs=format_inputs(shown), output=output, feedback=feedback, targets=targets_line, form=form
-    )
-    return _backward_request(user, node, targets, sample, engine, options)
+@attrs.frozen(eq=False)
+class NeighborAwarePrompt:
+    """A neighbour-aware prompt with what depends only on the node filled in -- its task,
+    its numbered targets, the reply form and each input's heading -- split around what
+    each sample brings: the inputs' values, the output and the feedback.
+
+    The text is ``leads[i]`` and input i's value for each input, then `before_output`,
+    the output, `before_feedback`, the feedback and `rest` (a node without inputs has no
+    leads: `before_output` then holds the whole text before the output). Build it once
+    per node and fill it per sample; `render_neighbor_aware` does both.
+
+    Examples:
+        >>> prompt = NeighborAwarePrompt.of("Solve it.", ["hint"], [("hint", "a step")])
+        >>> prompt.fill(["Add them."], "Answer: 8", "Wrong.").splitlines()[5:8]
+        ['It read these inputs:', '[1] hint (a step):', 'Add them.']
+    """
+
+    leads: tuple[str, ...]
+    before_output: str
+    before_feedback: str
+    rest: str
+
+    @classmethod
+    def of(cls, task: str, targets: Sequence[str], inputs: Sequence[tuple[str, str]]) -> NeighborAwarePrompt:
+        """The prompt of a node with this `task`, asking about `targets`, whose `inputs` are
+        ``(name, role)`` pairs in input order."""
+        targets_line = _numbered(targets, [name for name, _ in inputs])
+        fixed = {"task": task, "targets": targets_line, "form": feedback_form(targets)}
+        before_inputs, before_output, before_feedback, rest = _split_template(NEIGHBOR_AWARE_USER, fixed, _PER_SAMPLE)
+        leads = tuple(
+            f"{before_inputs if i == 1 else _SEPARATOR}[{i}] {name} ({role}):\n"
+            for i, (name, role) in enumerate(inputs, 1)
+        )
+        if not leads:
+            before_output = f"{before_inputs}{NO_INPUTS}{before_output}"
+        return cls(leads, before_output, before_feedback, rest)
+
+    def fill(self, values: Iterable[Any], output: Any, feedback: Any) -> str:
+        """The prompt's text for one sample: the inputs' `values` (in input order), its output
+        and the feedback on it, each shown as ``str.format`` shows it."""
+        text: list[str] = []
+        for lead, value in zip(self.leads, values):
+            text += (lead, value if type(value) is str else f"{value}")
+        text += (
+            self.before_output,
+            output if type(output) is str else f"{output}",
+            self.before_feedback,
+            feedback if type(feedback) is str else f"{feedback}",
+            self.rest,
+        )
+        return "".join(text)
 
 
-def neighbor_aware_parts(targets: Sequence[str], input_names: Sequence[str]) -> tuple[str, str]:
-    """The node-only parts of a neighbour-aware prompt: the numbered targets line and the reply form."""
-    return _numbered(targets, input_names), feedback_form(targets)
+#: What separates two inputs in a neighbour-aware prompt (as in `format_inputs`).
+_SEPARATOR = "\n\n"
+#: The fields of `NEIGHBOR_AWARE_USER` each sample fills in, in the template's order.
+_PER_SAMPLE = ("inputs", "output", "feedback")
+
+
+def _split_template(template: str, fixed: Mapping[str, str], holes: tuple[str, ...]) -> tuple[str, ...]:
+    """`template` with the `fixed` fields filled in, split around the `holes` (in that order):
+    ``"".join(interleave(pieces, values)) == template.format(**fixed, **dict(zip(holes, values)))``
+    for values that are text.
+
+    Examples:
+        >>> _split_template("{a}:{x}-{{b}}{y}.", {"a": "A{"}, ("x", "y"))
+        ('A{:', '-{b}', '.')
+    """
+    pieces, current, seen = [], [], []
+    for literal, field, spec, conversion in string.Formatter().parse(template):
+        current.append(literal)
+        if field is None:
+            continue
+        if spec or conversion:
+            raise ValueError(f"field {field!r} of the template has a format spec or conversion")
+        if field in holes:
+            pieces.append("".join(current))
+            current = []
+            seen.append(field)
+        else:
+            current.append(fixed[field])
+    if tuple(seen) != holes:
+        raise ValueError(f"the template's fields {seen} are not {list(holes)} in that order")
+    pieces.append("".join(current))
+    return tuple(pieces)
 
 
 def render_per_edge(

@@ -21,7 +21,6 @@ How a node's incoming partials become its gradient is the rule's `aggregate`.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -35,15 +34,7 @@ from ._gradients import BackwardFailure, Partial, _partial
 from ._graph import Graph, Node, Params
 from ._parse import _backward_lookup, _parse_backward
 from ._program import Emitted, Program, Token, ask, bind, gather, map_, pure
-from ._prompts import (
-    NEIGHBOR_AWARE_USER,
-    NO_INPUTS,
-    Shown,
-    _backward_request,
-    neighbor_aware_parts,
-    render_per_edge,
-    render_repair,
-)
+from ._prompts import NeighborAwarePrompt, Shown, _backward_request, render_per_edge, render_repair
 from ._requests import LLMRequest, Reply, SampleId
 from ._trace import Trace
 
@@ -120,8 +111,8 @@ class BackwardContext:
 
     def inputs_shown(self) -> tuple[Shown, ...]:
         """All inputs, in order, as a prompt shows them."""
-        nodes = self.graph.nodes._data  # the FrozenMaps' dicts: lookups at C speed on the hot path
-        runs = self.trace.runs._data
+        nodes = self.graph.nodes.view  # the FrozenMaps' dicts: lookups at C speed on the hot path
+        runs = self.trace.runs.view
         return tuple((name, nodes[name].role, runs[name].value) for name in self._spec.inputs)
 
     def siblings(self, target: str) -> tuple[str, ...]:
@@ -240,7 +231,7 @@ class _Base:
 
     def resolve(self, node: Node) -> Rule:
         """The rule for `node`: an override by node name, then by kind, else this rule."""
-        overrides = self.overrides._data  # the FrozenMap's dict: C-speed lookups, on every backward step
+        overrides = self.overrides.view  # the FrozenMap's dict: C-speed lookups, on every backward step
         return overrides.get(node.name) or overrides.get(node.kind) or self  # type: ignore[no-any-return]
 
     def _read(
@@ -270,7 +261,7 @@ class _Base:
         parsed = _parse_backward(text, request.targets, lookup)
         if type(parsed) is Success:
             read = parsed.unwrap()
-            return pure(_result(context, found.update(read) if found._data else read, (), "", siblings))
+            return pure(_result(context, found.update(read) if found.view else read, (), "", siblings))
         error = parsed.failure()
         found = found.update(error.found)
         if self.repair and not repaired:
@@ -288,7 +279,7 @@ def _result(
     siblings: Callable[[str], tuple[str, ...]],
 ) -> NodeResult:
     node, sample = context.node, context.trace.sample
-    text = found._data if type(found) is FrozenMap else found  # C-speed lookups
+    text = found.view if type(found) is FrozenMap else found  # C-speed lookups
     partials = tuple(_partial(t, node, text[t], siblings(t), sample) for t in context.targets if t in text)
     failures = (BackwardFailure(context.node, missing, reason, context.sample),) if missing else ()
     return _node_result(partials, failures)
@@ -299,34 +290,18 @@ class NeighborAware(_Base):
     """The paper's rule; build it with `neighbor_aware`."""
 
     def backward(self, context: BackwardContext) -> Program[NodeResult]:
-        # What depends only on the node -- the prompt with its task, numbered targets and reply
-        # form filled in, split around the per-sample fields; each input's heading; the siblings;
-        # the reply's labels -- is worked out once per params and graph. The request is the same one
-        # `render_neighbor_aware` builds (a property test compares them).
-        memo = context.params._memo
-        fixed = memo.get("neighbor_aware")
-        if fixed is None:
-            fixed = memo["neighbor_aware"] = {}
+        # What depends only on the node -- the prompt with its task, numbered targets, reply form
+        # and input headings filled in (`NeighborAwarePrompt`, the one `render_neighbor_aware`
+        # fills), the siblings, the reply's labels -- is worked out once per params and graph.
+        fixed = context.params.memo("neighbor_aware")
         key = (context.trace.graph, context.node, context.targets)  # the trace's graph fingerprint: the roles shown
         parts = fixed.get(key)
         if parts is None:
             parts = fixed[key] = _NeighborParts.of(context)
-        runs = context.trace.runs._data  # the FrozenMap's dict: lookups at C speed on the hot path
-        # One join of the fixed text and the values: ``lead`` is the text before each input's
-        # value (the prompt so far and its heading, or the separator and its heading).
-        text: list[str] = []
-        for name, lead in parts.leads:
-            value = runs[name].value
-            text += (lead, value if type(value) is str else f"{value}")
-        output, gradient = runs[context.node].value, context.gradient
-        text += (
-            parts.before_output,
-            output if type(output) is str else f"{output}",
-            parts.before_feedback,
-            gradient if type(gradient) is str else f"{gradient}",
-            parts.rest,
+        runs = context.trace.runs.view
+        user = parts.prompt.fill(
+            [runs[name].value for name in context.spec.inputs], runs[context.node].value, context.gradient
         )
-        user = "".join(text)
         request = _backward_request(
             user, context.node, context.targets, context.trace.sample, self.engine, self.options
         )
@@ -335,74 +310,21 @@ class NeighborAware(_Base):
 
 @attrs.frozen(eq=False)
 class _NeighborParts:
-    """The node-only parts of a neighbour-aware step (kept in the params' memo, compared by identity).
+    """The node-only parts of a neighbour-aware step (kept in the params' memo, compared by
+    identity): its prompt, each target's siblings, and the labels a reply may use."""
 
-    The prompt, with the task, targets line and reply form filled in, is ``lead`` and the
-    input's value for each ``(input, lead)`` of `leads`, then `before_output`, the output,
-    `before_feedback`, the feedback and `rest`. (A node without inputs has one lead-in of
-    its own, `before_output`, which holds the whole text before the output.)
-    """
-
-    leads: tuple[tuple[str, str], ...]
-    before_output: str
-    before_feedback: str
-    rest: str
+    prompt: NeighborAwarePrompt
     siblings_of: Callable[[str], tuple[str, ...]]
     lookup: dict[str, str]
 
     @classmethod
     def of(cls, context: BackwardContext) -> _NeighborParts:
         inputs = context.spec.inputs
-        targets_line, form = neighbor_aware_parts(context.targets, inputs)
-        pieces = _split_template(
-            NEIGHBOR_AWARE_USER, {"task": context.task, "targets": targets_line, "form": form}, _PER_SAMPLE
-        )
-        before_inputs, before_output, before_feedback, rest = pieces
-        nodes = context.graph.nodes._data
-        leads = tuple(
-            (name, f"{before_inputs if i == 1 else _SEPARATOR}[{i}] {name} ({nodes[name].role}):\n")
-            for i, name in enumerate(inputs, 1)
-        )
-        if not leads:
-            before_output = f"{before_inputs}{NO_INPUTS}{before_output}"
+        nodes = context.graph.nodes.view
+        prompt = NeighborAwarePrompt.of(context.task, context.targets, [(name, nodes[name].role) for name in inputs])
         siblings = {t: tuple(n for n in inputs if n != t) for t in context.targets}
         lookup = _backward_lookup(context.targets, dict(enumerate(inputs, 1)))
-        return cls(leads, before_output, before_feedback, rest, siblings.__getitem__, lookup)  # type: ignore[arg-type]
-
-
-#: What separates two inputs in a neighbour-aware prompt (as in `format_inputs`).
-_SEPARATOR = "\n\n"
-
-
-_PER_SAMPLE = ("inputs", "output", "feedback")
-
-
-def _split_template(template: str, fixed: Mapping[str, str], holes: tuple[str, ...]) -> tuple[str, ...]:
-    """`template` with the `fixed` fields filled in, split around the `holes` (in that order):
-    ``"".join(interleave(pieces, values)) == template.format(**fixed, **dict(zip(holes, values)))``
-    for values that are text.
-
-    Examples:
-        >>> _split_template("{a}:{x}-{{b}}{y}.", {"a": "A{"}, ("x", "y"))
-        ('A{:', '-{b}', '.')
-    """
-    pieces, current, seen = [], [], []
-    for literal, field, spec, conversion in string.Formatter().parse(template):
-        current.append(literal)
-        if field is None:
-            continue
-        if spec or conversion:
-            raise ValueError(f"field {field!r} of the template has a format spec or conversion")
-        if field in holes:
-            pieces.append("".join(current))
-            current = []
-            seen.append(field)
-        else:
-            current.append(fixed[field])
-    if tuple(seen) != holes:
-        raise ValueError(f"the template's fields {seen} are not {list(holes)} in that order")
-    pieces.append("".join(current))
-    return tuple(pieces)
+        return cls(prompt, siblings.__getitem__, lookup)  # type: ignore[arg-type]
 
 
 class _NeighborStep(Program[NodeResult]):

@@ -337,3 +337,17 @@ def test_graphs_that_differ_have_different_fingerprints_whatever_their_names_hol
     for graph in (split, joined, split):  # one params value, its memo filled by the other graph first
         trace = run_sync(forward(graph, params, values), HashLLM())
         assert [name for name, _ in trace["x"].inputs] == list(graph["x"].inputs)
+
+
+@settings(max_examples=25)
+@given(graphs(), st.data())
+def test_params_memo_keeps_one_dict_per_kind_for_this_params_value_only(gp, data):
+    """Params.memo(kind) gives the same dict on every call for a kind, another dict for another kind, and an empty
+    one for params rebuilt from the same values (a memo is never shared or copied)."""
+    graph, params = gp
+    kind = data.draw(st.text(min_size=1, max_size=8).filter(lambda k: k != "digest"))
+    other = data.draw(st.text(min_size=1, max_size=8).filter(lambda k: k not in (kind, "digest")))
+    params.memo(kind)["key"] = 1
+    assert params.memo(kind) is params.memo(kind) and params.memo(kind) == {"key": 1}
+    assert params.memo(other) == {} and params.memo(other) is not params.memo(kind)
+    assert params.with_values({}) == params and params.with_values({}).memo(kind) == {}

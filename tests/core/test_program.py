@@ -7,7 +7,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import LLMRequest, Message, ProtocolError, ask, bind, gather, map_, program, pure
+from semgrad.core import (
+    Bound,
+    Gathered,
+    LLMRequest,
+    Message,
+    ProtocolError,
+    as_reply,
+    ask,
+    bind,
+    combinator,
+    gather,
+    map_,
+    program,
+    pure,
+)
 from semgrad.effects import run_sync
 
 texts = st.text(min_size=1, max_size=10)
@@ -99,3 +113,55 @@ def test_generator_programs_match_bind_and_refuse_double_resume():
     state.feed((), Success(LLMResponse("once")))
     with pytest.raises(ProtocolError, match="resumed twice"):
         state.feed((), Success(LLMResponse("twice")))
+
+
+def _fed(prog, llm, asked):
+    """The value of feeding `prog` (the whole state, combinators and all) its replies, oldest request first."""
+    queue = list(prog.emitted)
+    while not prog.done:
+        token, request = queue.pop(0)
+        asked.append(request.prompt)
+        prog = prog.feed(token, as_reply(llm(request)))
+        queue.extend(prog.emitted)
+    return prog.value
+
+
+def _taken_apart(prog, llm, asked):
+    """The value of running `prog` through `combinator`: a bind's program then its continuation,
+    a gather's children one by one, anything else fed."""
+    shape = combinator(prog)
+    if isinstance(shape, Bound):
+        return _taken_apart(shape.then(_taken_apart(shape.program, llm, asked)), llm, asked)
+    if isinstance(shape, Gathered):
+        assert shape.waiting == sum(1 for child in shape.children if not child.done)
+        return tuple(_taken_apart(child, llm, asked) for child in shape.children)
+    return _fed(prog, llm, asked)
+
+
+@given(st.lists(st.one_of(texts, st.integers()), max_size=5), st.text(max_size=4), st.booleans())
+def test_running_the_combinators_taken_apart_asks_and_gives_what_feeding_them_does(items, salt, bound):
+    """A program run through `combinator` (bind: program then continuation; gather: each child) makes the
+    same requests and gives the same value as feeding the whole program."""
+
+    def build():
+        children = [asks(x) if isinstance(x, str) else pure(x) for x in items]
+        batch = gather(*children)
+        return (
+            bind(batch, lambda values: map_(ask(req(repr(values))), lambda r: (values, r.unwrap().text)))
+            if bound
+            else batch
+        )
+
+    llm = HashLLM(salt)
+    fed, apart = [], []
+    assert _taken_apart(build(), llm, apart) == _fed(build(), llm, fed)
+    assert sorted(apart) == sorted(fed)
+
+
+def test_combinator_names_a_bind_and_a_gather_and_nothing_else():
+    """combinator gives a bind's program and continuation, a gather's children and count waiting, else None."""
+    asked = ask(req("q"))
+    then = pure
+    assert combinator(bind(asked, then)) == Bound(asked, then)
+    assert combinator(gather(asked, pure(1), asked)) == Gathered((asked, pure(1), asked), 2)
+    assert combinator(asked) is None and combinator(pure(1)) is None

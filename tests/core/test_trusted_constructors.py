@@ -166,3 +166,12 @@ def test_kept_gradients_cost_the_cyclic_collector_nothing():
         gc.collect()
     assert not gc.is_tracked(grads._partial_rows) and not gc.is_tracked(grads._feedback_rows)
     assert grads.for_node("hint_1")[0].source == "answer"
+
+
+@given(st.dictionaries(st.text(max_size=4), st.integers(), max_size=8), st.text(max_size=4))
+def test_a_frozen_maps_view_reads_its_items_in_order(items, key):
+    """FrozenMap.view has the map's items in insertion order, and its look-ups answer as the map's own do."""
+    frozen = FrozenMap(items)
+    assert list(frozen.view.items()) == list(items.items()) == list(frozen.items())
+    assert frozen.view.get(key, -1) == frozen.get(key, -1) and (key in frozen.view) == (key in frozen)
+    assert frozen.set(key, 7).view[key] == 7 and frozen.view == items
