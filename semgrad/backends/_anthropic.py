@@ -145,10 +145,11 @@ def anthropic(
             ``https://api.anthropic.com``.
         timeout: Seconds for connecting, and between bytes of the reply (not for the
             whole call: a server that sends a byte now and then holds it longer).
-        deadline: Seconds for the whole call, sending and reading included (None: no
-            bound but `timeout`'s); past it the call fails with a retryable ``timeout``
-            error. ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call
-            from outside too, retries included.
+        deadline: Seconds for the whole call, sending and reading included; past it the
+            call fails with a retryable ``timeout`` error. None (the default): 600 s
+            (``DEFAULT_DEADLINE``, as the providers' own SDKs), or `timeout` if longer.
+            ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call from
+            outside too, retries included.
         max_tokens: The reply length cap when a request's options set none
             (the API requires one).
         models: A model per engine ("forward", "backward", "optimizer");

@@ -80,6 +80,12 @@ __all__ = [
     "usage_counts",
 ]
 
+#: Seconds a call may take as a whole when a backend is built without ``deadline=`` (or a longer
+#: ``timeout``, when one is given): as long as OpenAI's and Anthropic's own SDKs wait. The
+#: ``timeout`` bounds each read only, so without it a server that sends a byte every half
+#: second would hold a call for ever.
+DEFAULT_DEADLINE = 600.0
+
 
 class Secret:
     """A credential that never shows itself.
@@ -409,7 +415,9 @@ class HTTPBackend:
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
         if deadline is not None and not (type(deadline) in (int, float) and 0 < deadline < math.inf):
             raise ValueError(f"deadline must be positive seconds (or None), got {deadline!r}")
-        self.deadline = None if deadline is None else float(deadline)
+        #: Seconds for each call as a whole (each attempt, under `retrying`): `DEFAULT_DEADLINE`, or
+        #: `timeout` when that is longer, unless ``deadline=`` says otherwise.
+        self.deadline = max(DEFAULT_DEADLINE, float(timeout)) if deadline is None else float(deadline)
         self.base_url = base_url.rstrip("/")
         #: Credentials in the URL itself (``https://user:password@host/v1``): sent, never shown.
         self._userinfo = Secret(_userinfo(self.base_url))
@@ -463,8 +471,6 @@ class HTTPBackend:
         error: LLMError
         try:
             model = self.model_for(request)
-            if self.deadline is None:
-                return await self._post(self.body(request, model), model)
             with anyio.fail_after(self.deadline):
                 return await self._post(self.body(request, model), model)
         except LLMFailure as failure:

@@ -166,10 +166,11 @@ def openai_compatible(
             ``Authorization`` header is sent (fine for local servers).
         timeout: Seconds for connecting, and between bytes of the reply (not for the
             whole call: a server that sends a byte now and then holds it longer).
-        deadline: Seconds for the whole call, sending and reading included (None: no
-            bound but `timeout`'s); past it the call fails with a retryable ``timeout``
-            error. ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call
-            from outside too, retries included.
+        deadline: Seconds for the whole call, sending and reading included; past it the
+            call fails with a retryable ``timeout`` error. None (the default): 600 s
+            (``DEFAULT_DEADLINE``, as the providers' own SDKs), or `timeout` if longer.
+            ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call from
+            outside too, retries included.
         models: A model per engine, e.g. ``{"forward": "gpt-4o-mini",
             "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}`` (the
             paper's small forward model and strong optimizer); engines not
