@@ -106,6 +106,18 @@ def _userinfo(base_url: str) -> str | None:
     return netloc.rpartition("@")[0] or None
 
 
+def _without_userinfo(base_url: str) -> str:
+    """`base_url` without the credentials before its host: they go in an ``auth=``, which httpx never logs (its
+    log line of every request shows the URL, credentials and all)."""
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+    except ValueError:
+        return base_url
+    if "@" not in parts.netloc:
+        return base_url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 class HTTPBackend:
     """An async LLM over one JSON HTTP endpoint: a `Codec` for the wire format, this for the I/O.
 
@@ -140,6 +152,8 @@ class HTTPBackend:
         self.base_url = base_url.rstrip("/")
         #: Credentials in the URL itself (``https://user:password@host/v1``): sent, never shown.
         self._userinfo = Secret(_userinfo(self.base_url))
+        #: Where requests are sent: `base_url` without those credentials, which go as ``auth=``.
+        self._target = _without_userinfo(self.base_url)
         self.timeout = float(timeout)
         check_key(api_key, self.key_env)
         self._key = Secret(api_key)
@@ -222,15 +236,20 @@ class HTTPBackend:
         """Send `sent` with the key put in; its status, headers and whole body, or an LLMFailure."""
         import httpx
 
-        url = self.base_url + sent.path
+        url = self.base_url + sent.path  # as messages name it (scrubbed of its credentials)
         error: LLMError | None = None
         try:
             headers = {name: value.replace(KEY, self._key.reveal() or "") for name, value in sent.headers.items()}
+            user, _, password = (self._userinfo.reveal() or "").partition(":")
+            auth = (urllib.parse.unquote(user), urllib.parse.unquote(password)) if self._userinfo else None
+            target = self._target + sent.path
             if self._client is not None:
-                response = await self._client.request(sent.method, url, content=sent.body, headers=headers)
+                response = await self._client.request(
+                    sent.method, target, content=sent.body, headers=headers, auth=auth
+                )
             else:
                 async with self._new_client() as client:
-                    response = await client.request(sent.method, url, content=sent.body, headers=headers)
+                    response = await client.request(sent.method, target, content=sent.body, headers=headers, auth=auth)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             error = _transport_error(exc, url)
         except (UnicodeError, ValueError, TypeError) as exc:  # a header httpx cannot encode: say what, not the value
