@@ -2,21 +2,25 @@
 
 One POST to ``{base_url}/v1/messages`` per request. System messages go into
 the top-level ``system`` field; consecutive messages of one role are merged
-(the API wants user and assistant turns to alternate). A reply without text is
-a failure, not an empty answer (see `_http`): ``truncated`` when it stopped at
+(the API wants user and assistant turns to alternate). The wire format is a pure
+codec, `AnthropicCodec` (see ``_codec``), under the one transport (``_http``). A reply without text is
+a failure, not an empty answer: ``truncated`` when it stopped at
 ``max_tokens`` (extended thinking can spend the whole cap), else ``malformed``;
 one that stopped with ``stop_reason: "refusal"`` is ``refused``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import attrs
 
 from ..core import FrozenMap, LLMRequest, LLMResponse, Message
-from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated, usage_counts
+from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
+from ._http import HTTPBackend, setting
 
-__all__ = ["AnthropicMessages", "anthropic"]
+__all__ = ["AnthropicCodec", "AnthropicMessages", "anthropic"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -48,44 +52,43 @@ def _usage(data: Mapping[str, Any]) -> dict[str, int]:
     return usage_counts(data.get("usage"), {"input_tokens": "input_tokens", "output_tokens": "output_tokens"})
 
 
-class AnthropicMessages(HTTPBackend):
-    """An async LLM over the Anthropic Messages API; see `anthropic`."""
+def _unchanged(text: str) -> str:
+    return text
 
-    provider = "anthropic"
-    factory = "anthropic"
-    key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(self, *, max_tokens: int, **config: Any) -> None:
-        super().__init__(**config)
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        self.max_tokens = max_tokens
+@attrs.frozen
+class AnthropicCodec(Codec):
+    """The Messages wire format: a POST to ``/v1/messages``, and its replies. Pure.
+
+    Attributes:
+        max_tokens: The reply length cap when a request's options set none (the API requires one).
+    """
+
+    max_tokens: int = 1024
+
+    path: ClassVar[str] = "/v1/messages"
+    key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
 
     def settings(self) -> FrozenMap[str, Any]:
         """The default ``max_tokens`` and the API version: they go into every request, so they key caches.
 
         Examples:
-            >>> anthropic("m", api_key="k", max_tokens=5).identity["settings"]
+            >>> AnthropicCodec("m", max_tokens=5).settings()
             FrozenMap({'max_tokens': 5, 'api_version': '2023-06-01'})
         """
         return FrozenMap({"max_tokens": self.max_tokens, "api_version": API_VERSION})
 
-    def url(self) -> str:
-        """The messages endpoint."""
-        return f"{self.base_url}/v1/messages"
-
     def headers(self) -> dict[str, str]:
-        """The API version, and ``x-api-key`` when there is a key."""
-        key = self._key.reveal()
-        return {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
+        """The API version, and ``x-api-key`` when there is a key (the key left out)."""
+        return {"anthropic-version": API_VERSION, **({"x-api-key": KEY} if self.keyed else {})}
 
     def body(self, request: LLMRequest, model: str) -> dict[str, Any]:
         """The JSON body: model, max_tokens, system, merged turns and the options the API takes.
 
         Examples:
-            >>> llm = anthropic("m", base_url="http://127.0.0.1:9", api_key="k", max_tokens=64)
+            >>> codec = AnthropicCodec("m", max_tokens=64)
             >>> messages = (Message("system", "Be brief."), Message("user", "hi"))
-            >>> body = llm.body(LLMRequest(messages, options={"stop": "\\n", "seed": 1}), "m")
+            >>> body = codec.body(LLMRequest(messages, options={"stop": "\\n", "seed": 1}), "m")
             >>> body["system"], body["messages"], body["max_tokens"], body["stop_sequences"], "seed" in body
             ('Be brief.', [{'role': 'user', 'content': 'hi'}], 64, ['\\n'], False)
         """
@@ -103,9 +106,9 @@ class AnthropicMessages(HTTPBackend):
         body.update({name: jsonable(request.options[name]) for name in OPTIONS if name in request.options})
         return body
 
-    def parse(self, data: Any, model: str) -> LLMResponse:
+    def parse(self, data: Any, model: str, scrub: Callable[[str], str] = _unchanged) -> LLMResponse:
         """Text (the text blocks, joined), usage and model from a message; a message without text, or one
-        that stopped with a refusal, is a failure that says why (see `_http`)."""
+        that stopped with a refusal, is a failure that says why (see ``_codec``)."""
         blocks = data["content"]
         if not isinstance(blocks, list):
             raise TypeError(f"content is {type(blocks).__name__}, not a list of blocks")
@@ -119,6 +122,35 @@ class AnthropicMessages(HTTPBackend):
         if stop == "max_tokens":
             raise truncated(answered)
         raise malformed(f"{answered} replied with no text (stop_reason {stop!r})")
+
+
+class AnthropicMessages(HTTPBackend):
+    """An async LLM over the Anthropic Messages API; see `anthropic`."""
+
+    provider = "anthropic"
+    factory = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        models: Mapping[str, str] | None,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        codec = AnthropicCodec(model, models or {}, max_tokens=max_tokens)
+        super().__init__(base_url=base_url, codec=codec, api_key=api_key, timeout=timeout, deadline=deadline)
+
+    @property
+    def max_tokens(self) -> int:
+        """The reply length cap when a request's options set none."""
+        return self.codec.max_tokens  # type: ignore[attr-defined, no-any-return]
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", max_tokens={self.max_tokens})"
@@ -145,10 +177,11 @@ def anthropic(
             ``https://api.anthropic.com``.
         timeout: Seconds for connecting, and between bytes of the reply (not for the
             whole call: a server that sends a byte now and then holds it longer).
-        deadline: Seconds for the whole call, sending and reading included (None: no
-            bound but `timeout`'s); past it the call fails with a retryable ``timeout``
-            error. ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call
-            from outside too, retries included.
+        deadline: Seconds for the whole call, sending and reading included; past it the
+            call fails with a retryable ``timeout`` error. None (the default): 600 s
+            (``DEFAULT_DEADLINE``, as the providers' own SDKs), or `timeout` if longer.
+            ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call from
+            outside too, retries included.
         max_tokens: The reply length cap when a request's options set none
             (the API requires one).
         models: A model per engine ("forward", "backward", "optimizer");

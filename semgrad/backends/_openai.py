@@ -9,7 +9,8 @@ exception: on OpenAI's own API (``https://api.openai.com``) and Azure OpenAI's
 reasoning models (o-series, GPT-5) require: they refuse ``max_tokens`` with an
 HTTP 400. Other servers get ``max_tokens``, which they all know.
 
-A reply without text is a failure, not an empty answer (see `_http`): cut at
+The wire format is a pure codec, `OpenAICodec` (see ``_codec``), under the one
+transport (``_http``). A reply without text is a failure, not an empty answer: cut at
 that cap before any text (a reasoning model may spend all of it on reasoning),
 ``truncated``; a refusal or a content filter's stop, ``refused``; otherwise
 ``malformed``. An error inside a choice (OpenRouter's, when the provider fails
@@ -22,13 +23,16 @@ OpenAI words it (leave temperature out of the options: ``semgrad run
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ._http import HTTPBackend, jsonable, malformed, refused, setting, truncated, usage_counts
+from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
+from ._http import HTTPBackend, setting
 
-__all__ = ["OpenAICompatible", "openai_compatible"]
+__all__ = ["OpenAICodec", "OpenAICompatible", "openai_compatible"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RESERVED = ("model", "messages", "stream")
@@ -41,40 +45,37 @@ def _usage(data: Mapping[str, Any]) -> dict[str, int]:
     return usage_counts(data.get("usage"), {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"})
 
 
-class OpenAICompatible(HTTPBackend):
-    """An async LLM over an OpenAI-compatible ``/chat/completions`` endpoint; see `openai_compatible`."""
+def _unchanged(text: str) -> str:
+    return text
 
-    provider = "openai_compatible"
-    factory = "openai_compatible"
-    key_env = "OPENAI_API_KEY"
 
-    def __init__(self, **config: Any) -> None:
-        super().__init__(**config)
-        try:
-            host = urllib.parse.urlsplit(self.base_url).hostname
-        except ValueError:  # a base_url that does not parse: its first call fails and says so
-            host = None
-        #: What a request's ``max_tokens`` is sent as: ``max_completion_tokens`` on OpenAI's and Azure OpenAI's API.
-        self.max_tokens_field = "max_completion_tokens" if _takes_completion_tokens(host) else "max_tokens"
+@attrs.frozen
+class OpenAICodec(Codec):
+    """The chat completions wire format: a POST to ``/chat/completions``, and its replies. Pure.
 
-    def url(self) -> str:
-        """The chat completions endpoint."""
-        return f"{self.base_url}/chat/completions"
+    Attributes:
+        max_tokens_field: What a request's ``max_tokens`` is sent as (``max_completion_tokens`` on
+            OpenAI's and Azure OpenAI's API).
+    """
+
+    max_tokens_field: str = "max_tokens"
+
+    path: ClassVar[str] = "/chat/completions"
+    key_env: ClassVar[str] = "OPENAI_API_KEY"
 
     def headers(self) -> dict[str, str]:
-        """An ``Authorization: Bearer`` header when there is a key (local servers need none)."""
-        key = self._key.reveal()
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        """An ``Authorization: Bearer`` header when there is a key (local servers need none), the key left out."""
+        return {"Authorization": f"Bearer {KEY}"} if self.keyed else {}
 
     def body(self, request: LLMRequest, model: str) -> dict[str, Any]:
         """The JSON body: model, messages, and the request's options (``max_tokens`` as `max_tokens_field`).
 
         Examples:
             >>> from semgrad.core import Message
-            >>> llm = openai_compatible("http://127.0.0.1:8000/v1", model="m")
-            >>> llm.body(LLMRequest((Message("user", "hi"),), options={"temperature": 0, "stop": ("\\n",)}), "m")
+            >>> codec = OpenAICodec("m")
+            >>> codec.body(LLMRequest((Message("user", "hi"),), options={"temperature": 0, "stop": ("\\n",)}), "m")
             {'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}], 'temperature': 0, 'stop': ['\\n']}
-            >>> official = openai_compatible("https://api.openai.com/v1", model="gpt-5-mini", api_key="sk-x")
+            >>> official = OpenAICodec("gpt-5-mini", max_tokens_field="max_completion_tokens")
             >>> official.body(LLMRequest((Message("user", "hi"),), options={"max_tokens": 9}), "gpt-5-mini")
             {'model': 'gpt-5-mini', 'messages': [{'role': 'user', 'content': 'hi'}], 'max_completion_tokens': 9}
         """
@@ -95,7 +96,7 @@ class OpenAICompatible(HTTPBackend):
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         return {"model": model, "messages": messages, **body}
 
-    def parse(self, data: Any, model: str) -> LLMResponse:
+    def parse(self, data: Any, model: str, scrub: Callable[[str], str] = _unchanged) -> LLMResponse:
         """Text, usage and model from a chat completion; a reply without text is a failure that says why.
 
         ``content`` may be a string or a list of parts (Mistral's): its text parts are joined.
@@ -105,7 +106,7 @@ class OpenAICompatible(HTTPBackend):
         failed = choice.get("error")
         if failed:  # OpenRouter: the provider failed after the reply had begun
             said = failed.get("message") if isinstance(failed, Mapping) else failed
-            said = self.scrub(str(said))[:300]  # scrubbed before it is cut short, which could cut the key
+            said = scrub(str(said)[:12_000])[:300]  # scrubbed before it is cut short, which could cut the key
             raise LLMFailure(LLMError("server", f"the reply failed part-way ({said})", retryable=True))
         message = choice["message"]
         content = _text(message["content"])
@@ -118,13 +119,44 @@ class OpenAICompatible(HTTPBackend):
             details = (data.get("usage") or {}).get("completion_tokens_details") or {}
             raise truncated(answered, details.get("reasoning_tokens") if isinstance(details, Mapping) else None)
         if message.get("refusal"):
-            raise refused(answered, str(message["refusal"]))
+            raise refused(answered, str(message["refusal"]), scrub)
         if message.get("reasoning_content") or message.get("reasoning"):
             raise malformed(
                 f"{answered} replied with reasoning but no text (finish_reason {finish!r}): "
                 "a server's reasoning parser may have kept the whole reply as reasoning"
             )
         raise malformed(f"{answered} replied with no text (finish_reason {finish!r})")
+
+
+class OpenAICompatible(HTTPBackend):
+    """An async LLM over an OpenAI-compatible ``/chat/completions`` endpoint; see `openai_compatible`."""
+
+    provider = "openai_compatible"
+    factory = "openai_compatible"
+    key_env = "OPENAI_API_KEY"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        models: Mapping[str, str] | None,
+        deadline: float | None = None,
+    ) -> None:
+        try:
+            host = urllib.parse.urlsplit(base_url).hostname
+        except ValueError:  # a base_url that does not parse: its first call fails and says so
+            host = None
+        field = "max_completion_tokens" if _takes_completion_tokens(host) else "max_tokens"
+        codec = OpenAICodec(model, models or {}, max_tokens_field=field)
+        super().__init__(base_url=base_url, codec=codec, api_key=api_key, timeout=timeout, deadline=deadline)
+
+    @property
+    def max_tokens_field(self) -> str:
+        """What a request's ``max_tokens`` is sent as: ``max_completion_tokens`` on OpenAI's and Azure OpenAI's API."""
+        return self.codec.max_tokens_field  # type: ignore[attr-defined, no-any-return]
 
 
 def _takes_completion_tokens(host: str | None) -> bool:
@@ -166,10 +198,11 @@ def openai_compatible(
             ``Authorization`` header is sent (fine for local servers).
         timeout: Seconds for connecting, and between bytes of the reply (not for the
             whole call: a server that sends a byte now and then holds it longer).
-        deadline: Seconds for the whole call, sending and reading included (None: no
-            bound but `timeout`'s); past it the call fails with a retryable ``timeout``
-            error. ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call
-            from outside too, retries included.
+        deadline: Seconds for the whole call, sending and reading included; past it the
+            call fails with a retryable ``timeout`` error. None (the default): 600 s
+            (``DEFAULT_DEADLINE``, as the providers' own SDKs), or `timeout` if longer.
+            ``Runner(..., timeout=...)`` and ``fit(..., timeout=...)`` bound a call from
+            outside too, retries included.
         models: A model per engine, e.g. ``{"forward": "gpt-4o-mini",
             "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}`` (the
             paper's small forward model and strong optimizer); engines not

@@ -208,6 +208,8 @@ async def test_a_missing_proxy_transport_is_a_bad_request_not_an_import_error(pr
         async def post(self, *args, **kwargs):
             raise ImportError("Using SOCKS proxy, but the 'socksio' package is not installed.")
 
+        request = post  # the transport sends an HttpRequest's method with request()
+
     monkeypatch.setattr(llm, "_new_client", Client)
     with pytest.raises(LLMFailure) as caught:
         await llm(QUESTION)
