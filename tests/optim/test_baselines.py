@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward
-from semgrad.core import Example, backward, exact_match, forward, optim, plan_backward, rules
+from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward, reply_rewrite
+from semgrad.core import Example, FrozenMap, backward, exact_match, forward, optim, plan_backward, rules
 from semgrad.core.optim import Step
 from semgrad.core.optim._named import format_named, parse_named
 from semgrad.effects import run_sync
@@ -144,7 +145,8 @@ def test_optoprime_keeps_what_the_reply_leaves_out():
 @settings(max_examples=8)
 @given(st.integers(2, 4), st.integers(1, 3), st.integers(1, 3))
 def test_copro_rounds_make_dspys_calls(breadth, depth, n):
-    """Per round: one generation per parameter; every candidate so far scored on the training set (3 calls an item)."""
+    """Per round and parameter: one proposal request per new candidate (breadth - 1 in the first round, then
+    breadth); every candidate so far scored on the training set (3 calls an item)."""
     graph, params = paper_graph()
     llm = HashLLM()
     step = scored_step(graph, params, llm, n)
@@ -153,7 +155,8 @@ def test_copro_rounds_make_dspys_calls(breadth, depth, n):
     for d in range(depth):
         step2, state, counts = observe(opt, step, params, llm, state)
         candidates = breadth * (d + 1)  # DSPy re-scores all candidates so far when there are several predictors
-        assert counts == {"rewrite": 3, "forward": 3 * candidates * n * 3}
+        new = breadth - 1 if d == 0 else breadth
+        assert counts == {"rewrite": 3 * new, "forward": 3 * candidates * n * 3}
         assert state.round == d + 1
     _, _, counts = observe(opt, step, params, llm, state)
     assert counts == {}
@@ -166,7 +169,7 @@ def test_copro_takes_the_best_candidate_and_shows_attempts_in_increasing_order()
 
     def llm(request):
         if request.purpose == "rewrite":
-            return format_named("improved", {t: f"Try {t}." for t in request.targets})
+            return reply_rewrite(request, f"Try candidate {request.draw + 1}.")
         value = right if "Try candidate 2." in request.system and request.node == "answer" else "Answer: 5"
         return reply_forward(request, value)
 
@@ -195,6 +198,7 @@ def test_copro_state_survives_a_checkpoint():
         FrozenMap({"a.instruction": ("y",)}),
         FrozenMap({"a.instruction": (("x", 0.5), ("y", 1.0))}),
         FrozenMap({"a.instruction": "y"}),
+        FrozenMap({"a.instruction": FrozenMap({"y": FrozenMap({"a.instruction": "y", "b.instruction": "z"})})}),
     )
     assert decode(json.loads(json.dumps(encode(state)))) == state
 
@@ -213,3 +217,38 @@ def test_textgrad_partials_name_as_siblings_the_other_inputs_their_request_showe
         (request,) = [r for r in rec.requests if r.node == partial.source and r.targets == (partial.target,)]
         shown = tuple(name for name in source.inputs if f"] {name} (" in request.prompt)
         assert partial.siblings == tuple(name for name in shown if name != partial.target)
+
+
+def test_copro_returns_the_program_of_its_single_best_evaluation():
+    """When a hint_1 candidate makes every answer right, COPRO returns that evaluation's program: the nodes
+    scored after it tie and stay as they were, not set to their first tied candidate (DSPy's compile)."""
+    graph, params = paper_graph()
+
+    def llm(request):
+        if request.purpose == "rewrite":
+            return reply_rewrite(request, f"Try {request.node} {request.draw + 1}.")
+        if request.node == "hint_1":
+            return reply_forward(request, "RIGHT" if "Try hint_1.instruction 2." in request.system else "step")
+        return reply_forward(request, "Answer: 4" if request.node == "answer" and "RIGHT" in request.prompt else "x")
+
+    step = scored_step(graph, params, llm, 1)
+    step = Step(graph, 0, (Example({"question": "What is 0 + 0?"}, "4", id=0),), step.traces, step.scores,
+                loss=exact_match())  # fmt: skip
+    new, state, counts = observe(optim.copro(breadth=3, depth=1), step, params, llm)
+    assert dict(new.updates) == {"hint_1.instruction": "Try hint_1.instruction 2."}
+    assert state.current["hint_2.instruction"] == "Try hint_2.instruction 1."  # the search goes on from the bests
+
+
+def test_copro_draws_each_candidate_as_its_own_completion_at_its_temperature():
+    """Each proposal is one request: draws 0..n-1 of one prompt per parameter, at init_temperature over the
+    run's options."""
+    graph, params = paper_graph()
+    step = scored_step(graph, params, HashLLM(), 1)
+    step = attrs.evolve(step, options=FrozenMap({"optimizer": FrozenMap({"temperature": 0.0, "max_tokens": 9})}))
+    rec = RecordingLLM(HashLLM())
+    opt = optim.copro(breadth=4, depth=1, init_temperature=0.7)
+    run_sync(opt.update(step, opt.init(params), params), rec)
+    for name in params.trainable():
+        mine = [r for r in rec.requests if r.purpose == "rewrite" and r.node == name]
+        assert [r.draw for r in mine] == [0, 1, 2] and len({r.prompt for r in mine}) == 1
+        assert all(dict(r.options) == {"temperature": 0.7, "max_tokens": 9} for r in mine)
