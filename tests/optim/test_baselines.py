@@ -252,3 +252,65 @@ def test_copro_draws_each_candidate_as_its_own_completion_at_its_temperature():
         mine = [r for r in rec.requests if r.purpose == "rewrite" and r.node == name]
         assert [r.draw for r in mine] == [0, 1, 2] and len({r.prompt for r in mine}) == 1
         assert all(dict(r.options) == {"temperature": 0.7, "max_tokens": 9} for r in mine)
+
+
+@settings(max_examples=30)
+@given(st.integers(1, 9), st.integers(1, 4), st.integers(0, 3), st.integers(0, 2))
+def test_textgrad_batches_hand_out_every_item_once_per_epoch(n, k, seed, epoch):
+    """TextGrad's batches of k, right answers included, cover each item exactly once per epoch (a shuffled
+    loader), the last batch of an epoch possibly shorter."""
+    graph, params = paper_graph()
+    step = scored_step(graph, params, HashLLM(), n)
+    per_epoch = -(-n // k)
+    seen = []
+    for b in range(per_epoch):
+        at = attrs.evolve(step, iteration=epoch * per_epoch + b)
+        new, _, _ = observe(optim.sample_batch(k, seed=seed), at, params, HashLLM())
+        assert len(new.selected) == min(k, n - b * k)
+        seen.extend(new.selected)
+    assert sorted(seen) == list(range(n))
+
+
+def _one_right_of_three(instruction=None):
+    """A step on three items whose answers carry reasoning outside the result; only the second is right."""
+    graph, params = paper_graph()
+    if instruction is not None:
+        params = params.with_values({"answer.instruction": instruction})
+
+    def llm(request):
+        if request.purpose == "forward" and request.node == "answer":
+            right = "What is 1 + 1?" in request.prompt
+            return reply_forward(request, "2" if right else "-1", reasoning=f"REASONING of {request.sample}")
+        return HashLLM()(request)
+
+    examples = [Example({"question": f"What is {i} + {i}?"}, str(2 * i), id=i) for i in range(3)]
+    results = run_sync(optim.evaluate(graph, params, examples, exact_match()), llm)
+    step = Step(graph, 0, tuple(examples), tuple(t for t, _ in results), tuple(s for _, s in results),
+                loss=exact_match())  # fmt: skip
+    assert [s.correct for s in step.scores] == [False, True, False]
+    return graph, params, step, llm
+
+
+def test_textgrad_backpropagates_every_item_of_its_batch():
+    """A batch of 3 with one right answer makes 18 backward calls (6 an item), not 12; errors_only keeps 12."""
+    graph, params, step, llm = _one_right_of_three()
+    _, _, counts = observe(optim.textgrad(), step, params, llm)
+    assert counts == {"backward": 18, "rewrite": 3}
+    _, _, counts = observe(optim.textgrad(k=3, errors_only=True), step, params, llm)
+    assert counts == {"backward": 12, "rewrite": 3}
+
+
+def test_textgrad_shows_the_whole_reply_and_short_variables():
+    """TextGrad's backward and update prompts show the answer node's whole reply, reasoning included; the
+    variable criticised is shown as TextGrad shows it: over 20 words, its first and last ten words."""
+    graph, params, step, llm = _one_right_of_three(" ".join(f"w{i}" for i in range(30)))
+    rec = RecordingLLM(llm)
+    run_sync(optim.textgrad().update(step, optim.textgrad().init(params), params), rec)
+    shown = [r for r in rec.requests if r.node == "answer" and r.targets != ("answer",)]
+    assert shown and all("REASONING of" in r.prompt for r in shown)
+    update = next(r for r in rec.requests if r.purpose == "rewrite" and r.node == "answer.instruction")
+    assert update.prompt.count("REASONING of") == 3  # one gradient per item, each with its whole reply
+    short = "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 (...) w20 w21 w22 w23 w24 w25 w26 w27 w28 w29"
+    variable = next(r for r in shown if r.targets == ("answer.instruction",))
+    assert f"<variable>\n{short}\n</variable>" in variable.prompt
+    assert f"<variable>\n{short}\n</variable>" in update.prompt
