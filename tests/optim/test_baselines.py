@@ -314,3 +314,26 @@ def test_textgrad_shows_the_whole_reply_and_short_variables():
     variable = next(r for r in shown if r.targets == ("answer.instruction",))
     assert f"<variable>\n{short}\n</variable>" in variable.prompt
     assert f"<variable>\n{short}\n</variable>" in update.prompt
+
+
+def test_optoprime_asks_for_the_packages_json_in_json_mode_and_reads_it():
+    """OptoPrime's call asks for JSON mode and at most 4,096 tokens over the run's options, its prompt adds no
+    sentence the package lacks, and a JSON reply's suggestion becomes the updates (reasoning and answer ignored)."""
+    import json
+
+    graph, params = paper_graph()
+    step = scored_step(graph, params, HashLLM(), 2)
+    step = attrs.evolve(step, options=FrozenMap({"optimizer": FrozenMap({"temperature": 0.0, "max_tokens": 1024})}))
+    reply = json.dumps({"reasoning": "r", "answer": "", "suggestion": {"answer.instruction": "Be exact."}})
+    rec = RecordingLLM(ScriptedLLM([], default=reply))
+    new, _ = run_sync(optim.optoprime().update(step, optim.optoprime().init(params), params), rec)
+    (request,) = rec.requests
+    assert dict(request.options) == {"temperature": 0.0, "max_tokens": 4096, "response_format": {"type": "json_object"}}
+    assert "general improvements" not in request.prompt and '"suggestion"' in request.prompt
+    assert dict(new.updates) == {"answer.instruction": "Be exact."}
+    rec = RecordingLLM(HashLLM())
+    run_sync(optim.optoprime(json_mode=False).update(step, optim.optoprime().init(params), params), rec)
+    assert "response_format" not in rec.requests[0].options
+    from semgrad.core import request_key
+
+    assert request_key(request) != request_key(attrs.evolve(request, options={"max_tokens": 4096}))  # keyable
