@@ -296,3 +296,26 @@ def test_long_values_are_cut_as_textgrad_cuts_them(runs: Any) -> None:
     mine = "\n".join(r.prompt for r in ours["fake"].requests if r.purpose == "backward")
     assert all(v in mine for v in cut)
     assert any("(...)" in v for v in cut) == ("(...)" in mine)
+
+
+def test_no_momentum_as_tgd_keeps_no_gradient_memory(runs: Any) -> None:
+    """TGD keeps no past gradients by default (gradient_memory=0), so our chain has no momentum stage and
+    its update shows no history even when a step carries one."""
+    import inspect
+
+    from textgrad.optimizer import TextualGradientDescent
+
+    assert inspect.signature(TextualGradientDescent).parameters["gradient_memory"].default == 0
+    _, ours = runs
+    opt = optim.textgrad(k=2)
+    assert "momentum" not in opt.name
+    graph, params = ours["graph"], ours["params"]
+    fake = _Fake(graph, params)
+    train = tuple(Example({"question": q}, t, id=i) for q, t, i in SAMPLES)
+    traces = tuple(run_sync(forward(graph, params, e.inputs, sample=e.id), fake) for e in train)
+    scores = tuple(run_sync(exact_match()(e, t), fake) for e, t in zip(train, traces))
+    past = {name: ("PAST GRADIENT of an earlier iteration",) for name in params.trainable()}
+    step = Step(graph, 1, train, traces, scores, (), exact_match(), history=past)
+    fake.requests.clear()
+    run_sync(opt.update(step, opt.init(params), params), fake)
+    assert all("PAST GRADIENT" not in r.prompt for r in fake.requests)
