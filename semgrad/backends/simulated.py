@@ -45,6 +45,7 @@ from typing import Any
 
 from ..core import FrozenMap, LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
+from ..core.optim._copro import COPRO_SYSTEM
 from ..core.optim._named import format_named
 from .fake import HashLLM, reply_backward, reply_forward
 
@@ -251,6 +252,8 @@ class SimulatedLLM:
     def _rewrite(self, request: LLMRequest) -> str:
         if request.targets:
             return self._rewrite_each(request)
+        if request.system == COPRO_SYSTEM:  # one COPRO candidate per request, its draw the candidate's index
+            return format_tagged("improved", self._copro_candidate(request.node or "", request.prompt, request.draw))
         current = parse_tagged(request.prompt, ["current"]).value_or("")
         return format_tagged("improved", self._improve(request.node or "", current, self._text(request)))
 
@@ -278,6 +281,17 @@ class SimulatedLLM:
         kept = kept[-CAPACITY:]
         return " ".join([base, *kept]).strip()
 
+    def _copro_candidate(self, name: str, prompt: str, index: int) -> str:
+        """COPRO's `index`-th candidate for `name` (shown the current instruction or the attempts, never
+        the questions): a guessed skill added (a hint) or, every other candidate, `VERIFY` (a final node)."""
+        current = parse_tagged(prompt, ["current"]).value_or("")
+        tried = re.findall(r"(?m)^Instruction: (.*)$", prompt)
+        base = current or (tried[-1] if tried else "")
+        if name.removesuffix(".instruction") in self.final_nodes:
+            return self._improve(name, base, "expected output is" if index % 2 else "")
+        guess = self.skills[_digest(f"candidate:{self.seed}:{name}:{base}:{index}") % len(self.skills)]
+        return self._improve(name, base, _ASK + guess)
+
     def _rewrite_each(self, request: LLMRequest) -> str:
         """A reply with one value per target (named blocks).
 
@@ -291,16 +305,7 @@ class SimulatedLLM:
         text = self._text(request)
         name = request.node or ""
         if all(t.startswith("candidate ") for t in request.targets):
-            current = parse_tagged(request.prompt, ["current"]).value_or("")
-            tried = re.findall(r"(?m)^Instruction: (.*)$", request.prompt)
-            base = current or (tried[-1] if tried else "")
-            values = {}
-            for index, target in enumerate(request.targets):
-                if name.removesuffix(".instruction") in self.final_nodes:
-                    values[target] = self._improve(name, base, "expected output is" if index % 2 else "")
-                    continue
-                guess = self.skills[_digest(f"candidate:{self.seed}:{name}:{base}:{index}") % len(self.skills)]
-                values[target] = self._improve(name, base, _ASK + guess)
+            values = {t: self._copro_candidate(name, request.prompt, i) for i, t in enumerate(request.targets)}
             return format_named("improved", values)
         current = {}
         for target in request.targets:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -136,8 +137,17 @@ def _canonical(request: LLMRequest) -> dict[str, Any]:
         "sample": request.sample,
         "draw": request.draw,
         "targets": list(request.targets),
-        "options": dict(sorted(request.options.items())),
+        "options": {k: _plain(v) for k, v in sorted(request.options.items())},
     }
+
+
+def _plain(value: Any) -> Any:
+    """An option's value as JSON holds it: a mapping (``response_format``'s) as a dict, a tuple as a list."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def request_key(request: LLMRequest) -> str:

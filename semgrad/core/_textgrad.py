@@ -12,7 +12,12 @@ the evaluation (prediction, ground truth, result) into the output's feedback.
 
 * one request per (target, sample), the instruction included, for each LLM node;
 * on the output node, first one request for the loss's backward call (the seed
-  feedback plays the evaluation's result), whose reply becomes the output's gradient.
+  feedback plays the evaluation's result), whose reply becomes the output's gradient;
+* the output shown is the node's whole reply, reasoning included (TextGrad's output
+  variable is the whole completion), while its inputs are the values its forward call
+  was shown; the variable criticised, and the loss call's prediction, are shown as
+  TextGrad's ``get_short_value`` shows them: whole up to 20 words, else the first and
+  last ten words around ``(...)`` (`short_value`).
 
 On the paper's graph with an exact-match loss that is 1 + 3 + 1 + 1 = 6 backward
 calls per sample, as TextGrad makes. `per_edge()` is the formal special case: one
@@ -41,7 +46,9 @@ __all__ = [
     "TextGrad",
     "render_textgrad",
     "render_textgrad_loss",
+    "short_value",
     "textgrad",
+    "whole_output",
 ]
 
 TEXTGRAD_SYSTEM = (
@@ -99,6 +106,31 @@ Say how {node} should change so that the evaluation improves. Reply exactly in t
 _SYSTEM = Message("system", TEXTGRAD_SYSTEM)
 
 
+def short_value(value: Any, n_words_offset: int = 10) -> str:
+    """`value` as TextGrad's ``Variable.get_short_value`` shows it: whole when it has at most
+    ``2 * n_words_offset`` space-separated words, else the first and last `n_words_offset` around ``(...)``.
+
+    Examples:
+        >>> short_value("one two three", 1)
+        'one (...) three'
+        >>> short_value("one two", 1)
+        'one two'
+    """
+    text = str(value)
+    words = text.split(" ")
+    if len(words) <= 2 * n_words_offset:
+        return text
+    return " ".join(words[:n_words_offset]) + " (...) " + " ".join(words[-n_words_offset:])
+
+
+def whole_output(trace: Any, node: str) -> str:
+    """The whole reply of `node`'s forward call in `trace`, reasoning included (its value when it has none)."""
+    run = trace.runs.get(node)
+    if run is not None and run.raw:
+        return str(run.raw)
+    return str(trace.value(node))
+
+
 def _request(user: str, node: str, target: str, sample: SampleId, engine: str, options: Any) -> LLMRequest:
     return LLMRequest(
         (_SYSTEM, Message("user", user)),
@@ -122,19 +154,20 @@ def render_textgrad(
     """TextGrad's backward request for one target of one LLM node.
 
     It shows the node's instruction (the system prompt), its whole input as the
-    forward call formatted it, its output, the role of its output, the feedback on
-    the output (`gradient`, default ``context.gradient``), and the target's role and value.
+    forward call formatted it, its whole reply (reasoning included), the role of its output,
+    the feedback on the output (`gradient`, default ``context.gradient``), and the target's
+    role and value (its `short_value`, as TextGrad shows the variable).
     """
     _, role, value = context.shown(target)
     user = TEXTGRAD_USER.format(
         target_role=role,
         instruction=context.task,
         inputs=format_inputs(context.inputs_shown()),
-        output=context.output,
+        output=whole_output(context.trace, context.node),
         node_role=context.spec.role,
         feedback=context.gradient if gradient is None else gradient,
         target=target,
-        value=value,
+        value=short_value(value),
         form=feedback_form([target]),
     )
     return _request(user, context.node, target, context.sample, engine, options)
@@ -147,11 +180,12 @@ def render_textgrad_loss(
     engine: str = "backward",
     options: Mapping[str, Any] | None = None,
 ) -> LLMRequest:
-    """The loss's own backward request: the prediction (the output) and its evaluation (the seed feedback)."""
+    """The loss's own backward request: the prediction (the output's whole reply, as its `short_value`,
+    which is how TextGrad's loss shows its inputs and the variable) and its evaluation (the seed feedback)."""
     user = TEXTGRAD_LOSS_USER.format(
         role=context.spec.role,
         loss=loss,
-        output=context.output,
+        output=short_value(whole_output(context.trace, context.node)),
         feedback=context.gradient,
         node=context.node,
         form=feedback_form([context.node]),

@@ -1,18 +1,17 @@
 """`optim.optoprime()` against the real Trace OptoPrime (PyPI ``trace-opt`` 0.1.3.8), offline, on the paper's graph.
 
-CI does not install ``trace-opt``: its install pulls xgboost, scikit-learn and NVIDIA's NCCL
-(about 1 GB, none of which OptoPrime uses), which is unreasonable for the test extra. Without it
-these tests compare against the calls and prompt recorded from that package's source
-(``recorded/trace-opt-0.1.3.8-optoprime.json``, written by this module's `record`); with it
-(``pip install "semgrad[baselines]"``) they run the package itself.
+CI installs ``trace-opt`` (the ``test`` extra; about a minute) and these tests run the package
+itself; where it is missing they compare against the calls, options and prompt recorded from it
+(``recorded/trace-opt-0.1.3.8-optoprime.json``, written by this module's `record`).
 
 Trace side: each LLM node is a `bundle` whose body asks a recording fake; the
 instructions are trainable `node`s (their role as the constraint); the two error
 samples' answers are joined by a ``batchify`` bundle and given one feedback text
 with a line per sample (how Trace steps on a batch: later Trace versions ship this
 ``batchify``); then ``zero_feedback, backward, step`` with a fake OptoPrime LLM. Our
-side: the same samples through ``optim.optoprime(k=2)``. We compare the calls per
-purpose and check that every value OptoPrime's prompt shows is in ours.
+side: the same samples through ``optim.optoprime(k=2)`` with a fake that replies in the package's JSON
+shape. We compare the calls per purpose and their options (JSON mode, the 4,096-token cap),
+and check that every value OptoPrime's prompt shows is in ours.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from semgrad.core import Example, exact_match, forward, optim
+from semgrad.core import Example, LLMRequest, exact_match, forward, optim
 from semgrad.core.optim import Step
 from semgrad.effects import run_sync
 
@@ -82,6 +81,7 @@ def _trace_run() -> dict[str, Any]:
     graph, params, _, _, _, scores = _semgrad_scores()
     calls: list[tuple[str, str]] = []
     system: list[str] = []
+    options: list[dict[str, Any]] = []
 
     def model(instruction: str, question: str) -> str:
         calls.append(("forward", instruction))
@@ -108,6 +108,7 @@ def _trace_run() -> dict[str, Any]:
         def __call__(self, messages: list[dict[str, str]], **kwargs: Any) -> Any:
             user = messages[1]["content"]
             calls.append(("rewrite", user))
+            options.append(dict(kwargs))
             system.append(messages[0]["content"])
             roles = _entries(_section(user, "#Constraints"), ": ")
             suggestion = {n: new_value(r) for n, r in roles.items()}
@@ -130,7 +131,8 @@ def _trace_run() -> dict[str, Any]:
     optimizer.zero_feedback()
     optimizer.backward(batchify(*answers), feedback)
     optimizer.step()
-    return {"calls": calls, "system": system[0], "new": {n: v.data for n, v in instructions.items()}}
+    new = {n: v.data for n, v in instructions.items()}
+    return {"calls": calls, "system": system[0], "options": options[0], "new": new}
 
 
 def record() -> None:
@@ -146,6 +148,7 @@ def record() -> None:
         "as run by tests/conformance/test_baseline_optoprime.py::_trace_run",
         "calls": run["calls"],
         "system": run["system"],
+        "options": run["options"],
         "new": run["new"],
     }
     RECORDED.parent.mkdir(exist_ok=True)
@@ -158,12 +161,24 @@ def _theirs() -> dict[str, Any]:
         return _trace_run()
     data = json.loads(RECORDED.read_text("utf-8"))
     assert (data["package"], data["version"]) == ("trace-opt", "0.1.3.8")
-    return {"calls": [tuple(c) for c in data["calls"]], "system": data["system"], "new": data["new"]}
+    calls = [tuple(c) for c in data["calls"]]
+    return {"calls": calls, "system": data["system"], "options": data["options"], "new": data["new"]}
+
+
+class _JsonFake(SemgradFake):
+    """Our fake for OptoPrime: the same forward outputs; the optimizer call answered in the package's JSON."""
+
+    def __call__(self, request: LLMRequest) -> str:
+        if request.purpose != "rewrite":
+            return super().__call__(request)
+        self.requests.append(request)
+        suggestion = {t: new_value(self.role(t)) for t in request.targets}
+        return json.dumps({"reasoning": "", "answer": "", "suggestion": suggestion})
 
 
 def _semgrad_run() -> dict[str, Any]:
-    graph, params, fake, train, traces, scores = _semgrad_scores()
-    fake.requests.clear()
+    graph, params, _, train, traces, scores = _semgrad_scores()
+    fake = _JsonFake(graph, params)
     opt = optim.optoprime(k=2)
     step, _ = run_sync(opt.update(Step(graph, 0, train, traces, scores, (), exact_match()), opt.init(params), params),
                        fake)  # fmt: skip
@@ -217,3 +232,21 @@ def test_the_prompt_shows_what_optoprimes_shows(runs: Any) -> None:
 
 if __name__ == "__main__":
     record()
+
+
+def test_the_call_has_optoprimes_options(runs: Any) -> None:
+    """Like OptoPrime's call, ours asks for JSON mode with a 4,096-token cap, from the optimizer's model."""
+    theirs, ours = runs
+    (request,) = ours["fake"].requests
+    assert theirs["options"] == {"response_format": {"type": "json_object"}, "max_tokens": 4096}
+    assert {k: request.options[k] for k in theirs["options"]} == theirs["options"]
+    assert request.engine == "optimizer"
+
+
+def test_the_prompts_add_no_sentence_the_package_lacks(runs: Any) -> None:
+    """Neither prompt tells the optimizer to write general improvements rather than answers to the runs."""
+    theirs, ours = runs
+    (request,) = ours["fake"].requests
+    for text in (theirs["system"], *(p for _, p in theirs["calls"])):
+        assert "general improvement" not in text.lower()
+    assert "general improvement" not in "\n".join(m.content for m in request.messages).lower()

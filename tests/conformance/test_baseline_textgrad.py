@@ -4,9 +4,14 @@ TextGrad side: the graph as `FormattedLLMCall`s with trainable system prompts, a
 exact-match `StringBasedFunction` loss per error sample, ``tg.sum(losses).backward()``
 and one `TextualGradientDescent.step()`, all on a recording `EngineLM` (no network;
 TextGrad's logs go to a scratch folder through ``$TEXTGRAD_LOG_DIR``). Our side: the
-same two error samples through ``optim.textgrad(k=2)`` with a fake that gives the same
-forward outputs and the same feedback texts. We compare the calls per purpose and
-check that every piece of information each TextGrad prompt shows is in ours.
+same two samples as one batch through ``optim.textgrad(k=2)`` with a fake that gives the same
+forward outputs and the same feedback texts. Two scenarios: ``errors`` (both answers wrong,
+every value short) and ``right_long`` (the second answer right, as TextGrad's script
+backpropagates it too; the hints write over 20 words, which TextGrad shows cut to their first
+and last ten as the variable criticised; the answer reasons before its result, and its whole
+reply is the output shown). We compare the calls per purpose, which engine (forward, backward,
+optimizer) and options each call gets, and check that every piece of information each TextGrad
+prompt shows is in ours.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from semgrad.backends.fake import reply_forward
 from semgrad.core import Example, exact_match, forward, optim
 from semgrad.core.optim import Step
 from semgrad.effects import run_sync
@@ -41,13 +47,38 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 CONSTRAINTS = ("Keep the instruction under 60 words.",)
 TAGS = ("<IMPROVED_VARIABLE>", "</IMPROVED_VARIABLE>")
 NODE_OF = {HINT_1: "hint_1", HINT_2: "hint_2", SOLVE: "answer"}
+SCENARIOS = ("errors", "right_long")
+FILLER = " ".join(f"word{i}" for i in range(24))
+
+
+def value_of(scenario: str, node: str, question: str) -> tuple[str, str]:
+    """Both fakes' forward reply for `node` as ``(reasoning, result)``; TextGrad's completion is both, one line each."""
+    qid = next(i for q, _, i in SAMPLES if q == question)
+    if scenario == "errors":
+        return "", forward_value(node, question)
+    if node != "answer":
+        return "", f"{forward_value(node, question)} {FILLER}"
+    return f"reasoning for {qid}", "Answer: " + (
+        next(t for q, t, _ in SAMPLES if q == question) if qid == "q1" else f"wrong-{qid}"
+    )
+
+
+def completion(scenario: str, node: str, question: str) -> str:
+    """TextGrad's engine reply: the whole completion."""
+    reasoning, result = value_of(scenario, node, question)
+    return f"{reasoning}\n{result}" if reasoning else result
+
+
+def _lines(texts: list[str]) -> list[str]:
+    """Each line of `texts`: a whole completion's reasoning and result, which our reply puts around its tags."""
+    return [line for text in texts for line in text.splitlines()]
 
 
 def _span(tag: str, text: str) -> list[str]:
     return [s.strip() for s in re.findall(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)]
 
 
-def _textgrad_run() -> dict[str, Any]:
+def _textgrad_run(scenario: str) -> dict[str, Any]:
     """Forward both samples, backward their exact-match losses, one TGD step; the recorded calls."""
     tg = import_peer("textgrad")
     from textgrad.autograd import FormattedLLMCall
@@ -58,30 +89,36 @@ def _textgrad_run() -> dict[str, Any]:
 
     graph, params = paper_graph()
 
-    class RecordingEngine(EngineLM):
-        """Answers like our fake; records (purpose, prompt, system prompt) per call."""
+    calls: list[tuple[str, str, str | None]] = []
+    used: list[tuple[str, str, dict[str, Any]]] = []
 
-        def __init__(self) -> None:
-            self.model_string = "recording-fake"
-            self.calls: list[tuple[str, str, str | None]] = []
+    class RecordingEngine(EngineLM):
+        """Answers like our fake; records (purpose, prompt, system prompt) per call, and its engine and options."""
+
+        def __init__(self, label: str) -> None:
+            self.model_string = f"recording-{label}"
+            self.label = label
+            self.calls = calls
 
         def generate(self, prompt: str, system_prompt: str | None = None, **kwargs: Any) -> str:
             if system_prompt == BACKWARD_SYSTEM_PROMPT:
                 role = _span("ROLE", prompt)[0]
-                self.calls.append(("backward", prompt, system_prompt))
-                return feedback_text(role, question_in(prompt))
-            if system_prompt in NODE_OF:
-                self.calls.append(("forward", prompt, system_prompt))
+                calls.append(("backward", prompt, system_prompt))
+                answer = feedback_text(role, question_in(prompt))
+            elif system_prompt in NODE_OF:
+                calls.append(("forward", prompt, system_prompt))
                 question = next(q for q, _, _ in SAMPLES if q in prompt)
-                return forward_value(NODE_OF[system_prompt], question)
-            self.calls.append(("rewrite", prompt, system_prompt))
-            role = _span("ROLE", prompt)[0]
-            return f"{TAGS[0]}{new_value(role)}{TAGS[1]}"
+                answer = completion(scenario, NODE_OF[system_prompt], question)
+            else:
+                calls.append(("rewrite", prompt, system_prompt))
+                answer = f"{TAGS[0]}{new_value(_span('ROLE', prompt)[0])}{TAGS[1]}"
+            used.append((calls[-1][0], self.label, dict(kwargs)))
+            return answer
 
         def __call__(self, prompt: str, **kwargs: Any) -> str:
             return self.generate(prompt, **kwargs)
 
-    engine = RecordingEngine()
+    engine, backward_engine, optimizer_engine = (RecordingEngine(e) for e in ("forward", "backward", "optimizer"))
     instructions = {
         name: tg.Variable(params.value(f"{name}.instruction"), requires_grad=True,
                           role_description=params[f"{name}.instruction"].role)
@@ -112,31 +149,47 @@ def _textgrad_run() -> dict[str, Any]:
         )
         y = tg.Variable(target, requires_grad=False, role_description="the expected output")
         losses.append(loss_fn(inputs={"prediction": answer, "ground_truth_answer": y}))
-    assert [v.value for v in losses] == ["0", "0"]
-    tg.sum(losses).backward(engine)
-    TextualGradientDescent(engine=engine, parameters=list(instructions.values()), constraints=list(CONSTRAINTS)).step()
-    return {"calls": engine.calls, "graph": graph, "params": params}
+    assert [v.value for v in losses] == (["0", "0"] if scenario == "errors" else ["0", "1"])
+    tg.sum(losses).backward(backward_engine)
+    parameters = list(instructions.values())
+    TextualGradientDescent(engine=optimizer_engine, parameters=parameters, constraints=list(CONSTRAINTS)).step()
+    return {"calls": calls, "used": used, "graph": graph, "params": params}
 
 
-def _semgrad_run() -> dict[str, Any]:
-    """The same two error samples through ``optim.textgrad(k=2)``; the recorded requests."""
+class _Fake(SemgradFake):
+    """Our fake: forward replies as `value_of` gives them (reasoning, then the tagged result)."""
+
+    scenario = "errors"
+
+    def __call__(self, request: Any) -> str:
+        if request.purpose != "forward":
+            return super().__call__(request)
+        self.requests.append(request)
+        question = next(q for q, _, _ in SAMPLES if q in request.prompt)
+        reasoning, result = value_of(self.scenario, str(request.node), question)
+        return reply_forward(request, result, reasoning=reasoning)
+
+
+def _semgrad_run(scenario: str) -> dict[str, Any]:
+    """The same two samples as one batch through ``optim.textgrad(k=2)``; the recorded requests."""
     graph, params = paper_graph()
-    fake = SemgradFake(graph, params)
+    fake = _Fake(graph, params)
+    fake.scenario = scenario
     train = tuple(Example({"question": q}, t, id=i) for q, t, i in SAMPLES)
     traces = tuple(run_sync(forward(graph, params, e.inputs, sample=e.id), fake) for e in train)
     loss = exact_match()
     scores = tuple(run_sync(loss(e, t), fake) for e, t in zip(train, traces))
-    assert not any(s.correct for s in scores)
+    assert [s.correct for s in scores] == [False, scenario != "errors"]
     fake.requests.clear()
     opt = optim.textgrad(k=2, constraints=CONSTRAINTS)
     run_sync(opt.update(Step(graph, 0, train, traces, scores, (), loss), opt.init(params), params), fake)
     return {"fake": fake, "graph": graph, "params": params}
 
 
-@pytest.fixture(scope="module")
-def runs() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Both runs, once for the module."""
-    return _textgrad_run(), _semgrad_run()
+@pytest.fixture(scope="module", params=SCENARIOS)
+def runs(request: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both runs of a scenario, once for the module."""
+    return _textgrad_run(request.param), _semgrad_run(request.param)
 
 
 def _counts(calls: list[tuple[str, str, str | None]]) -> dict[str, int]:
@@ -147,7 +200,8 @@ def _counts(calls: list[tuple[str, str, str | None]]) -> dict[str, int]:
 
 
 def test_same_calls_per_purpose(runs: Any) -> None:
-    """Ours makes TextGrad's backward and update calls: 6 backward per error sample, one update per instruction."""
+    """Ours makes TextGrad's backward and update calls: 6 backward per item of the batch (a right one too),
+    one update per instruction."""
     theirs, ours = runs
     counts = _counts(theirs["calls"])
     assert counts == {"forward": 6, "backward": 12, "rewrite": 3}
@@ -184,9 +238,9 @@ def test_every_backward_prompt_shows_what_textgrads_shows(runs: Any) -> None:
     for prompt, _ in backward:
         role, qid = _span("ROLE", prompt)[0], question_in(prompt)
         mine = _our_backward(ours, role, qid)
-        pieces = [role, *_span("VARIABLE", prompt)]
+        pieces = [role, *_lines(_span("VARIABLE", prompt))]
         if "<LM_SYSTEM_PROMPT>" in prompt:  # an LLM call's backward
-            pieces += _span("LM_SYSTEM_PROMPT", prompt) + _span("LM_OUTPUT", prompt)
+            pieces += _span("LM_SYSTEM_PROMPT", prompt) + _lines(_span("LM_OUTPUT", prompt))
             for span in _span("LM_INPUT", prompt):
                 pieces += _input_values(span)
             pieces += re.findall(r"The <LM_OUTPUT> was later used as (.*?)\.\n", prompt)
@@ -195,7 +249,7 @@ def test_every_backward_prompt_shows_what_textgrads_shows(runs: Any) -> None:
             shown = r"\*\*[^*]*\(role: ([^)]*)\)\*\*: (.*?)(?:\n\n|</INPUTS_TO_FUNCTION>|$)"
             inputs = re.findall(shown, prompt, re.DOTALL)
             assert len(inputs) == 2
-            pieces += [inputs[0][0]] + [value.strip() for _, value in inputs]
+            pieces += [inputs[0][0]] + _lines([value.strip() for _, value in inputs])
         assert pieces_missing(pieces, mine) == [], (role, qid)
 
 
@@ -211,10 +265,57 @@ def test_every_update_prompt_shows_what_tgd_shows(runs: Any) -> None:
         assert len(mine) == 1, role
         text = "\n".join(m.content for m in mine[0].messages)
         pieces = [role, *_span("VARIABLE", prompt), *_span("FEEDBACK", prompt)]
-        pieces += _span("LM_SYSTEM_PROMPT", prompt) + _span("LM_OUTPUT", prompt)
+        pieces += _span("LM_SYSTEM_PROMPT", prompt) + _lines(_span("LM_OUTPUT", prompt))
         for span in _span("LM_INPUT", prompt):
             pieces += _input_values(span)
         pieces += re.findall(r"The output is used as (.*?)\n", prompt)
         pieces += [c.split(": ", 1)[1] for c in _span("CONSTRAINTS", prompt)[0].splitlines()]
         assert len(_span("FEEDBACK", prompt)) == 2  # one gradient per error sample
         assert pieces_missing(pieces, text) == [], role
+
+
+def test_each_call_goes_to_its_engine_with_textgrads_options(runs: Any) -> None:
+    """TextGrad's forward, backward and update calls go to its forward, backward and optimizer engines with no
+    options of their own; ours to the same engines, adding no options to the run's (none here)."""
+    theirs, ours = runs
+    assert {(purpose, label) for purpose, label, _ in theirs["used"]} == {
+        ("forward", "forward"),
+        ("backward", "backward"),
+        ("rewrite", "optimizer"),
+    }
+    assert all(options == {} for _, _, options in theirs["used"])
+    engine = {"backward": "backward", "rewrite": "optimizer"}
+    assert all(r.engine == engine[r.purpose] and dict(r.options) == {} for r in ours["fake"].requests)
+
+
+def test_long_values_are_cut_as_textgrad_cuts_them(runs: Any) -> None:
+    """A value over 20 words is the variable of a backward prompt as TextGrad shows it (its first and last ten
+    words around "(...)"), in ours exactly when in TextGrad's."""
+    theirs, ours = runs
+    cut = _lines([_span("VARIABLE", p)[0] for purpose, p, _ in theirs["calls"] if purpose == "backward"])
+    mine = "\n".join(r.prompt for r in ours["fake"].requests if r.purpose == "backward")
+    assert all(v in mine for v in cut)
+    assert any("(...)" in v for v in cut) == ("(...)" in mine)
+
+
+def test_no_momentum_as_tgd_keeps_no_gradient_memory(runs: Any) -> None:
+    """TGD keeps no past gradients by default (gradient_memory=0), so our chain has no momentum stage and
+    its update shows no history even when a step carries one."""
+    import inspect
+
+    from textgrad.optimizer import TextualGradientDescent
+
+    assert inspect.signature(TextualGradientDescent).parameters["gradient_memory"].default == 0
+    _, ours = runs
+    opt = optim.textgrad(k=2)
+    assert "momentum" not in opt.name
+    graph, params = ours["graph"], ours["params"]
+    fake = _Fake(graph, params)
+    train = tuple(Example({"question": q}, t, id=i) for q, t, i in SAMPLES)
+    traces = tuple(run_sync(forward(graph, params, e.inputs, sample=e.id), fake) for e in train)
+    scores = tuple(run_sync(exact_match()(e, t), fake) for e, t in zip(train, traces))
+    past = {name: ("PAST GRADIENT of an earlier iteration",) for name in params.trainable()}
+    step = Step(graph, 1, train, traces, scores, (), exact_match(), history=past)
+    fake.requests.clear()
+    run_sync(opt.update(step, opt.init(params), params), fake)
+    assert all("PAST GRADIENT" not in r.prompt for r in fake.requests)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward
-from semgrad.core import Example, backward, exact_match, forward, optim, plan_backward, rules
+from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward, reply_rewrite
+from semgrad.core import Example, FrozenMap, backward, exact_match, forward, optim, plan_backward, rules
 from semgrad.core.optim import Step
 from semgrad.core.optim._named import format_named, parse_named
 from semgrad.effects import run_sync
@@ -144,7 +145,8 @@ def test_optoprime_keeps_what_the_reply_leaves_out():
 @settings(max_examples=8)
 @given(st.integers(2, 4), st.integers(1, 3), st.integers(1, 3))
 def test_copro_rounds_make_dspys_calls(breadth, depth, n):
-    """Per round: one generation per parameter; every candidate so far scored on the training set (3 calls an item)."""
+    """Per round and parameter: one proposal request per new candidate (breadth - 1 in the first round, then
+    breadth); every candidate so far scored on the training set (3 calls an item)."""
     graph, params = paper_graph()
     llm = HashLLM()
     step = scored_step(graph, params, llm, n)
@@ -153,7 +155,8 @@ def test_copro_rounds_make_dspys_calls(breadth, depth, n):
     for d in range(depth):
         step2, state, counts = observe(opt, step, params, llm, state)
         candidates = breadth * (d + 1)  # DSPy re-scores all candidates so far when there are several predictors
-        assert counts == {"rewrite": 3, "forward": 3 * candidates * n * 3}
+        new = breadth - 1 if d == 0 else breadth
+        assert counts == {"rewrite": 3 * new, "forward": 3 * candidates * n * 3}
         assert state.round == d + 1
     _, _, counts = observe(opt, step, params, llm, state)
     assert counts == {}
@@ -166,7 +169,7 @@ def test_copro_takes_the_best_candidate_and_shows_attempts_in_increasing_order()
 
     def llm(request):
         if request.purpose == "rewrite":
-            return format_named("improved", {t: f"Try {t}." for t in request.targets})
+            return reply_rewrite(request, f"Try candidate {request.draw + 1}.")
         value = right if "Try candidate 2." in request.system and request.node == "answer" else "Answer: 5"
         return reply_forward(request, value)
 
@@ -195,6 +198,7 @@ def test_copro_state_survives_a_checkpoint():
         FrozenMap({"a.instruction": ("y",)}),
         FrozenMap({"a.instruction": (("x", 0.5), ("y", 1.0))}),
         FrozenMap({"a.instruction": "y"}),
+        FrozenMap({"a.instruction": FrozenMap({"y": FrozenMap({"a.instruction": "y", "b.instruction": "z"})})}),
     )
     assert decode(json.loads(json.dumps(encode(state)))) == state
 
@@ -213,3 +217,123 @@ def test_textgrad_partials_name_as_siblings_the_other_inputs_their_request_showe
         (request,) = [r for r in rec.requests if r.node == partial.source and r.targets == (partial.target,)]
         shown = tuple(name for name in source.inputs if f"] {name} (" in request.prompt)
         assert partial.siblings == tuple(name for name in shown if name != partial.target)
+
+
+def test_copro_returns_the_program_of_its_single_best_evaluation():
+    """When a hint_1 candidate makes every answer right, COPRO returns that evaluation's program: the nodes
+    scored after it tie and stay as they were, not set to their first tied candidate (DSPy's compile)."""
+    graph, params = paper_graph()
+
+    def llm(request):
+        if request.purpose == "rewrite":
+            return reply_rewrite(request, f"Try {request.node} {request.draw + 1}.")
+        if request.node == "hint_1":
+            return reply_forward(request, "RIGHT" if "Try hint_1.instruction 2." in request.system else "step")
+        return reply_forward(request, "Answer: 4" if request.node == "answer" and "RIGHT" in request.prompt else "x")
+
+    step = scored_step(graph, params, llm, 1)
+    step = Step(graph, 0, (Example({"question": "What is 0 + 0?"}, "4", id=0),), step.traces, step.scores,
+                loss=exact_match())  # fmt: skip
+    new, state, counts = observe(optim.copro(breadth=3, depth=1), step, params, llm)
+    assert dict(new.updates) == {"hint_1.instruction": "Try hint_1.instruction 2."}
+    assert state.current["hint_2.instruction"] == "Try hint_2.instruction 1."  # the search goes on from the bests
+
+
+def test_copro_draws_each_candidate_as_its_own_completion_at_its_temperature():
+    """Each proposal is one request: draws 0..n-1 of one prompt per parameter, at init_temperature over the
+    run's options."""
+    graph, params = paper_graph()
+    step = scored_step(graph, params, HashLLM(), 1)
+    step = attrs.evolve(step, options=FrozenMap({"optimizer": FrozenMap({"temperature": 0.0, "max_tokens": 9})}))
+    rec = RecordingLLM(HashLLM())
+    opt = optim.copro(breadth=4, depth=1, init_temperature=0.7)
+    run_sync(opt.update(step, opt.init(params), params), rec)
+    for name in params.trainable():
+        mine = [r for r in rec.requests if r.purpose == "rewrite" and r.node == name]
+        assert [r.draw for r in mine] == [0, 1, 2] and len({r.prompt for r in mine}) == 1
+        assert all(dict(r.options) == {"temperature": 0.7, "max_tokens": 9} for r in mine)
+
+
+@settings(max_examples=30)
+@given(st.integers(1, 9), st.integers(1, 4), st.integers(0, 3), st.integers(0, 2))
+def test_textgrad_batches_hand_out_every_item_once_per_epoch(n, k, seed, epoch):
+    """TextGrad's batches of k, right answers included, cover each item exactly once per epoch (a shuffled
+    loader), the last batch of an epoch possibly shorter."""
+    graph, params = paper_graph()
+    step = scored_step(graph, params, HashLLM(), n)
+    per_epoch = -(-n // k)
+    seen = []
+    for b in range(per_epoch):
+        at = attrs.evolve(step, iteration=epoch * per_epoch + b)
+        new, _, _ = observe(optim.sample_batch(k, seed=seed), at, params, HashLLM())
+        assert len(new.selected) == min(k, n - b * k)
+        seen.extend(new.selected)
+    assert sorted(seen) == list(range(n))
+
+
+def _one_right_of_three(instruction=None):
+    """A step on three items whose answers carry reasoning outside the result; only the second is right."""
+    graph, params = paper_graph()
+    if instruction is not None:
+        params = params.with_values({"answer.instruction": instruction})
+
+    def llm(request):
+        if request.purpose == "forward" and request.node == "answer":
+            right = "What is 1 + 1?" in request.prompt
+            return reply_forward(request, "2" if right else "-1", reasoning=f"REASONING of {request.sample}")
+        return HashLLM()(request)
+
+    examples = [Example({"question": f"What is {i} + {i}?"}, str(2 * i), id=i) for i in range(3)]
+    results = run_sync(optim.evaluate(graph, params, examples, exact_match()), llm)
+    step = Step(graph, 0, tuple(examples), tuple(t for t, _ in results), tuple(s for _, s in results),
+                loss=exact_match())  # fmt: skip
+    assert [s.correct for s in step.scores] == [False, True, False]
+    return graph, params, step, llm
+
+
+def test_textgrad_backpropagates_every_item_of_its_batch():
+    """A batch of 3 with one right answer makes 18 backward calls (6 an item), not 12; errors_only keeps 12."""
+    graph, params, step, llm = _one_right_of_three()
+    _, _, counts = observe(optim.textgrad(), step, params, llm)
+    assert counts == {"backward": 18, "rewrite": 3}
+    _, _, counts = observe(optim.textgrad(k=3, errors_only=True), step, params, llm)
+    assert counts == {"backward": 12, "rewrite": 3}
+
+
+def test_textgrad_shows_the_whole_reply_and_short_variables():
+    """TextGrad's backward and update prompts show the answer node's whole reply, reasoning included; the
+    variable criticised is shown as TextGrad shows it: over 20 words, its first and last ten words."""
+    graph, params, step, llm = _one_right_of_three(" ".join(f"w{i}" for i in range(30)))
+    rec = RecordingLLM(llm)
+    run_sync(optim.textgrad().update(step, optim.textgrad().init(params), params), rec)
+    shown = [r for r in rec.requests if r.node == "answer" and r.targets != ("answer",)]
+    assert shown and all("REASONING of" in r.prompt for r in shown)
+    update = next(r for r in rec.requests if r.purpose == "rewrite" and r.node == "answer.instruction")
+    assert update.prompt.count("REASONING of") == 3  # one gradient per item, each with its whole reply
+    short = "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 (...) w20 w21 w22 w23 w24 w25 w26 w27 w28 w29"
+    variable = next(r for r in shown if r.targets == ("answer.instruction",))
+    assert f"<variable>\n{short}\n</variable>" in variable.prompt
+    assert f"<variable>\n{short}\n</variable>" in update.prompt
+
+
+def test_optoprime_asks_for_the_packages_json_in_json_mode_and_reads_it():
+    """OptoPrime's call asks for JSON mode and at most 4,096 tokens over the run's options, its prompt adds no
+    sentence the package lacks, and a JSON reply's suggestion becomes the updates (reasoning and answer ignored)."""
+    import json
+
+    graph, params = paper_graph()
+    step = scored_step(graph, params, HashLLM(), 2)
+    step = attrs.evolve(step, options=FrozenMap({"optimizer": FrozenMap({"temperature": 0.0, "max_tokens": 1024})}))
+    reply = json.dumps({"reasoning": "r", "answer": "", "suggestion": {"answer.instruction": "Be exact."}})
+    rec = RecordingLLM(ScriptedLLM([], default=reply))
+    new, _ = run_sync(optim.optoprime().update(step, optim.optoprime().init(params), params), rec)
+    (request,) = rec.requests
+    assert dict(request.options) == {"temperature": 0.0, "max_tokens": 4096, "response_format": {"type": "json_object"}}
+    assert "general improvements" not in request.prompt and '"suggestion"' in request.prompt
+    assert dict(new.updates) == {"answer.instruction": "Be exact."}
+    rec = RecordingLLM(HashLLM())
+    run_sync(optim.optoprime(json_mode=False).update(step, optim.optoprime().init(params), params), rec)
+    assert "response_format" not in rec.requests[0].options
+    from semgrad.core import request_key
+
+    assert request_key(request) != request_key(attrs.evolve(request, options={"max_tokens": 4096}))  # keyable

@@ -41,7 +41,7 @@ from ._stages import (
     select_error_samples,
     validation_gate,
 )
-from ._textgrad import textgrad, textgrad_gradients
+from ._textgrad import sample_batch, textgrad, textgrad_gradients, textgrad_update
 
 __all__ = [
     "ABLATIONS",
@@ -79,11 +79,13 @@ __all__ = [
     "optoprime_update",
     "propose_rewrite",
     "require",
+    "sample_batch",
     "sample_update",
     "select_error_samples",
     "stateless",
     "textgrad",
     "textgrad_gradients",
+    "textgrad_update",
     "tgd",
     "validation_gate",
 ]

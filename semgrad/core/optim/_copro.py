@@ -2,21 +2,28 @@
 
 What `dspy.teleprompt.COPRO.compile` does, per round of `depth`:
 
-* round 1: for every predictor, one call (``n = breadth - 1`` completions) proposes
-  instructions from the current one alone; the current one is a candidate too;
+* round 1: for every predictor, ``breadth - 1`` proposals of an instruction from the
+  current one alone, drawn as that many independent completions at ``init_temperature``
+  (1.4); the current one is a candidate too;
 * every round: predictor by predictor, every candidate is scored by running the
   whole program on the training set with that instruction (the predictors handled
-  before it already set to their best); the predictor then takes its best one.
-  With several predictors, all candidates so far are scored again (the others changed);
-* rounds after the first: for every predictor, one call (``n = breadth``) proposes new
-  instructions from the best ``breadth`` attempts so far, shown with their scores in
-  increasing order.
+  before it already set to their best); the predictor then takes its best one (the
+  first scored among equals). With several predictors, all candidates so far are
+  scored again (the others changed), and a candidate's record (its score and the
+  program it was scored in) is replaced only by a higher score;
+* rounds after the first: for every predictor, ``breadth`` new proposals from the best
+  ``breadth`` attempts so far, shown with their scores in increasing order.
+
+`compile` returns the program of the single best evaluation (the first recorded, predictor
+by predictor, among equal scores), not each predictor's best combined: when one candidate
+makes every answer right, the other instructions stay as they were in that evaluation.
 
 `copro()` makes the same calls: each `fit` iteration is one round (run `fit` with
-``iterations=depth``; later iterations change nothing). A generation call is one
-request whose ``targets`` name the candidates it must return; scoring is ordinary
-forward calls on ``step.train``. DSPy's output-field prefix has no counterpart in a
-semgrad graph, so only instructions are proposed.
+``iterations=depth``; later iterations change nothing), and its update is the program
+`compile` would return after that round. A proposal is one request (``draw`` 0, 1, ...
+tells the independent completions apart, so a cache keeps them apart too); scoring is
+ordinary forward calls on ``step.train``. DSPy's output-field prefix has no counterpart in
+a semgrad graph, so only instructions are proposed.
 """
 
 from __future__ import annotations
@@ -29,17 +36,17 @@ from returns.result import Success
 
 from .._frozen import FrozenMap
 from .._graph import Params
+from .._parse import parse_tagged
 from .._program import Program, ask, bind, gather, map_, pure
 from .._requests import LLMRequest, Message
 from .._sampling import merged_options
 from ._base import Proposal, Step, Transform
-from ._named import named_form, parse_named
 from ._stages import evaluate, mean_score
 
 __all__ = ["COPRO_ATTEMPTS_USER", "COPRO_BASIC_USER", "COPRO_SYSTEM", "CoproState", "copro", "render_copro"]
 
 COPRO_SYSTEM = (
-    "You optimize the instructions given to large language models. You propose instructions that lead a "
+    "You optimize the instructions given to large language models. You propose an instruction that leads a "
     "good language model to carry out its task well. Do not be afraid to be creative."
 )
 COPRO_BASIC_USER = """Here is the instruction of a step of a program, before optimization:
@@ -47,15 +54,19 @@ COPRO_BASIC_USER = """Here is the instruction of a step of a program, before opt
 {current}
 </current>
 
-Propose {n} different improved instructions for it. Reply with one block per instruction, exactly in this form:
-{form}"""
+Propose an improved instruction for it. Reply with the instruction inside tags, exactly in this form:
+<improved>
+the instruction
+</improved>"""
 COPRO_ATTEMPTS_USER = """Here are instructions tried for a step of a program, each with the score it reached; \
 they are in increasing order of score, and a higher score is better:
 {attempts}
 
-Propose {n} new instructions that will lead a good language model to do the task even better. \
-Reply with one block per instruction, exactly in this form:
-{form}"""
+Propose a new instruction that will lead a good language model to do the task even better. \
+Reply with the instruction inside tags, exactly in this form:
+<improved>
+the instruction
+</improved>"""
 
 
 @attrs.frozen
@@ -67,7 +78,9 @@ class CoproState:
         candidates: Every candidate proposed so far, per parameter (DSPy's ``all_candidates``).
         latest: The candidates of the last round, per parameter.
         evaluated: ``(instruction, score)`` per distinct candidate, per parameter, first-scored first.
-        current: The best instruction per parameter (the program being compiled).
+        current: The best instruction per parameter (the program the search goes on from).
+        programs: Per parameter and candidate, the values of every parameter in the evaluation
+            its score comes from (DSPy keeps that program with the score).
     """
 
     round: int = 0
@@ -75,58 +88,83 @@ class CoproState:
     latest: FrozenMap[str, tuple[str, ...]] = FrozenMap()
     evaluated: FrozenMap[str, tuple[tuple[str, float], ...]] = FrozenMap()
     current: FrozenMap[str, str] = FrozenMap()
-
-
-def _labels(n: int) -> tuple[str, ...]:
-    return tuple(f"candidate {i}" for i in range(1, n + 1))
+    programs: FrozenMap[str, FrozenMap[str, FrozenMap[str, str]]] = FrozenMap()
 
 
 def render_copro(
     name: str,
-    n: int,
     *,
     current: str | None = None,
     attempts: Sequence[tuple[str, float]] = (),
+    draw: int = 0,
     engine: str = "optimizer",
     options: Mapping[str, Any] | None = None,
 ) -> LLMRequest:
-    """A COPRO generation request for `n` candidates of parameter `name`.
+    """One COPRO proposal request for parameter `name` (one completion; `draw` tells repeats apart).
 
     With `current`, the first round's request (the instruction alone); otherwise
     the `attempts` ``(instruction, score)``, shown in increasing order of score.
+
+    Examples:
+        >>> request = render_copro("answer.instruction", current="Solve it.", draw=2, options={"temperature": 1.4})
+        >>> request.purpose, request.node, request.draw, dict(request.options), request.targets
+        ('rewrite', 'answer.instruction', 2, {'temperature': 1.4}, ())
     """
-    labels = _labels(n)
-    form = named_form("improved", labels, "an instruction")
     if current is not None:
-        user = COPRO_BASIC_USER.format(current=current, n=n, form=form)
+        user = COPRO_BASIC_USER.format(current=current)
     else:
         shown = "\n".join(
             f"<attempt {i}>\nInstruction: {text}\nScore: {score:g}\n</attempt {i}>"
             for i, (text, score) in enumerate(attempts, 1)
         )
-        user = COPRO_ATTEMPTS_USER.format(attempts=shown, n=n, form=form)
+        user = COPRO_ATTEMPTS_USER.format(attempts=shown)
     return LLMRequest(
         (Message("system", COPRO_SYSTEM), Message("user", user)),
         engine=engine,
         purpose="rewrite",
         node=name,
-        targets=labels,
+        draw=draw,
         options=options or {},
     )
 
 
-def _read_candidates(reply: Any, labels: tuple[str, ...]) -> tuple[str, ...]:
+def _read_candidate(reply: Any) -> tuple[str, ...]:
     if not isinstance(reply, Success):
         return ()
-    parsed = parse_named(reply.unwrap().text, "improved", labels)
+    parsed = parse_tagged(reply.unwrap().text, ["improved"])
     if not isinstance(parsed, Success):
         return ()
-    return tuple(v.strip().strip('"').strip() for v in parsed.unwrap().values())
+    text = parsed.unwrap().strip().strip('"').strip()
+    return (text,) if text else ()
 
 
 def _best_attempts(evaluated: tuple[tuple[str, float], ...], breadth: int) -> tuple[tuple[str, float], ...]:
     ranked = sorted(evaluated, key=lambda pair: pair[1], reverse=True)[: min(len(evaluated), breadth)]
     return tuple(reversed(ranked))
+
+
+def best_evaluation(
+    names: Sequence[str],
+    evaluated: Mapping[str, Sequence[tuple[str, float]]],
+    programs: Mapping[str, Mapping[str, Mapping[str, str]]],
+) -> Mapping[str, str] | None:
+    """The program of the single best evaluation: the highest score, the first parameter's and
+    first-recorded candidate's among equals (DSPy's stable sort of every record), or None.
+
+    Examples:
+        >>> evaluated = {"a": (("x", 1.0), ("y", 0.5)), "b": (("z", 1.0),)}
+        >>> programs = {"a": {"x": {"a": "x", "b": "b0"}, "y": {}}, "b": {"z": {"a": "x", "b": "z"}}}
+        >>> best_evaluation(["a", "b"], evaluated, programs)
+        {'a': 'x', 'b': 'b0'}
+    """
+    best: tuple[float, str, str] | None = None
+    for name in names:
+        for candidate, score in evaluated.get(name, ()):
+            if best is None or score > best[0]:
+                best = (score, name, candidate)
+    if best is None:
+        return None
+    return programs.get(best[1], {}).get(best[2])
 
 
 def copro(
@@ -138,15 +176,17 @@ def copro(
 ) -> Transform:
     """DSPy's COPRO: per parameter, propose `breadth` candidate instructions, score each on
     the training set, and refine from the best ones, one round per `fit` iteration for `depth` rounds
-    (None: one round per iteration, as many as `fit` runs).
+    (None: one round per iteration, as many as `fit` runs); each update is the program of the
+    single best evaluation so far, as DSPy's ``compile`` returns.
 
     Args:
         breadth: Candidates per parameter and round (the first round: breadth - 1 new
-            ones plus the current instruction), as in DSPy; at least 2.
+            ones plus the current instruction), as in DSPy; at least 2. Each new one is
+            its own request (an independent completion), told apart by its ``draw``.
         depth: Rounds; later iterations change nothing. None: no limit, so that a run's iterations
             decide, and a resumed run given more of them goes on as one started with that many.
-        init_temperature: Sampling temperature of the generation calls.
-        engine: The logical engine of the generation calls.
+        init_temperature: Sampling temperature of the proposal calls (DSPy's 1.4).
+        engine: The logical engine of the proposal calls.
 
     Examples:
         >>> copro(breadth=4, depth=2).name
@@ -174,11 +214,19 @@ def copro(
 
         def generate(name: str) -> Program[tuple[str, tuple[str, ...]]]:
             if state.round == 0:
-                request = render_copro(name, breadth - 1, current=str(current[name]), engine=engine, options=asking)
+                requests = [
+                    render_copro(name, current=str(current[name]), draw=d, engine=engine, options=asking)
+                    for d in range(breadth - 1)
+                ]
             else:
                 attempts = _best_attempts(state.evaluated.get(name, ()), breadth)
-                request = render_copro(name, breadth, attempts=attempts, engine=engine, options=asking)
-            return map_(ask(request), lambda reply: (name, _read_candidates(reply, request.targets)))
+                requests = [
+                    render_copro(name, attempts=attempts, draw=d, engine=engine, options=asking) for d in range(breadth)
+                ]
+            return map_(
+                gather(*(map_(ask(r), _read_candidate) for r in requests)),
+                lambda found: (name, tuple(c for one in found for c in one)),
+            )
 
         def scored(generated: tuple[tuple[str, tuple[str, ...]], ...]) -> Program[tuple[Step, CoproState]]:
             latest = {}
@@ -191,6 +239,7 @@ def copro(
                     latest[name] = found
                     candidates[name] = state.candidates.get(name, ()) + found
             evaluated = {n: dict(state.evaluated.get(n, ())) for n in names}
+            programs = {n: dict(state.programs.get(n, FrozenMap())) for n in names}
             notes = [f"{n}: {len(latest[n])} candidates this round" for n in names]
 
             def go(i: int, chosen: dict[str, Any]) -> Program[tuple[Step, CoproState]]:
@@ -208,6 +257,7 @@ def copro(
                     for candidate, value in zip(pool, scores):
                         if candidate not in table or table[candidate] < value:
                             table[candidate] = value
+                            programs[name][candidate] = FrozenMap({**chosen, name: candidate})
                     best = max(table.items(), key=lambda pair: pair[1])[0] if table else chosen[name]
                     notes.append(f"{name}: best of {len(table)} scores {table.get(best, 0.0):.3f}")
                     return go(i + 1, {**chosen, name: best})
@@ -215,13 +265,16 @@ def copro(
                 return bind(gather(*(score(c) for c in pool)), take)
 
             def finish(chosen: dict[str, Any]) -> tuple[Step, CoproState]:
-                changed = {n: v for n, v in chosen.items() if v != params.value(n)}
+                records = {n: tuple(evaluated[n].items()) for n in names}
+                program = best_evaluation(names, records, programs) or chosen
+                changed = {n: v for n, v in program.items() if n in names and v != params.value(n)}
                 new_state = CoproState(
                     state.round + 1,
                     FrozenMap(candidates),
                     FrozenMap(latest),
-                    FrozenMap((n, tuple(evaluated[n].items())) for n in names),
+                    FrozenMap(records),
                     FrozenMap(chosen),
+                    FrozenMap((n, FrozenMap(programs[n])) for n in names),
                 )
                 new = attrs.evolve(
                     step,

@@ -8,36 +8,51 @@ the outputs and the feedback -- and asks for new values of the variables at once
 
 `optoprime()` carries the same information: `optoprime_update` renders the graph as
 code, each LLM node as a call ``node = llm(instruction, inputs...)``, and, for every
-selected sample, its inputs, every node's output and the feedback; the reply holds
-one ``<improved name="...">`` block per variable it changes.
+selected sample, its inputs, every node's output and the feedback; the reply is the
+package's JSON object -- ``reasoning``, ``answer`` and ``suggestion`` (the new value by
+variable name) -- asked for in JSON mode (``response_format``, which OpenAI-compatible
+servers take and other backends leave out) with OptoPrime's 4,096-token cap. A reply that
+is no JSON is read as OptoPrime reads it (its ``"suggestion"`` pairs), and then as
+``<improved name="...">`` blocks.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from returns.result import Success
+from returns.result import Failure, Result, Success
 
 from .._frozen import FrozenMap
 from .._graph import Graph, Params
+from .._parse import ParseError
 from .._program import Program, ask, map_, pure
 from .._requests import LLMRequest, Message
 from .._sampling import merged_options
 from ._base import EmptyState, Proposal, Step, Transform, require
 from ._combining import chain
-from ._named import named_form, parse_named
+from ._named import parse_named
 from ._stages import full_update, select_error_samples, validation_gate
 
-__all__ = ["OPTOPRIME_SYSTEM", "OPTOPRIME_USER", "optoprime", "optoprime_update", "render_optoprime"]
+__all__ = [
+    "OPTOPRIME_OPTIONS",
+    "OPTOPRIME_SYSTEM",
+    "OPTOPRIME_USER",
+    "optoprime",
+    "optoprime_update",
+    "parse_suggestion",
+    "render_optoprime",
+]
 
 OPTOPRIME_SYSTEM = (
     "You improve a program whose trainable variables are texts. You are shown the program as code, "
     "the documentation of the operations it calls, the variables you may change and their constraints, "
     "and, for each run of the program, its inputs, the intermediate values it computed, its output and "
     "the feedback on that output. Work out how the variables caused the feedback, then propose new "
-    "values for the variables that should change. Write general improvements, not answers to the runs shown."
+    "values for the variables that should change."
 )
 OPTOPRIME_USER = """#Instruction
 {objective}
@@ -56,9 +71,17 @@ OPTOPRIME_USER = """#Instruction
 
 {runs}
 
-First explain your reasoning. Then give the new value of each variable you change (leave out the \
-variables that should stay as they are), exactly in this form:
-{form}"""
+Reply with one JSON object and nothing else, in this form:
+{{
+  "reasoning": "how the feedback on the outputs follows from the variables, given the code, the \
+documentation, the inputs and the other values, and what changing them should do",
+  "answer": "an answer, if #Instruction asks for one; otherwise empty",
+  "suggestion": {{
+{form}
+  }}
+}}
+Put in "suggestion" the new value of each variable you change, by its name (leave out the variables \
+that should stay as they are); you may change only the variables in #Variables."""
 RUN_BLOCK = """#Run {index}
 #Inputs
 {inputs}
@@ -74,6 +97,10 @@ RUN_BLOCK = """#Run {index}
 DOCUMENTATION = (
     "[llm] llm(instruction, *inputs) asks a language model: the instruction is its system prompt and "
     "the inputs, numbered and labelled, are its user message; it returns the model's reply."
+)
+#: OptoPrime's call: JSON mode (OpenAI's ``response_format``) and at most 4,096 output tokens.
+OPTOPRIME_OPTIONS: FrozenMap[str, Any] = FrozenMap(
+    {"max_tokens": 4096, "response_format": FrozenMap({"type": "json_object"})}
 )
 OBJECTIVE = (
     "Change the variables so that the program's outputs earn better feedback. The feedback on each run's "
@@ -143,7 +170,7 @@ def render_optoprime(
         variables=variables,
         constraints=constraints,
         runs="\n\n".join(blocks),
-        form=named_form("improved", names, "the new value"),
+        form=",\n".join(f'    {json.dumps(n)}: "its new value"' for n in names),
     )
     return LLMRequest(
         (Message("system", OPTOPRIME_SYSTEM), Message("user", user)),
@@ -154,8 +181,66 @@ def render_optoprime(
     )
 
 
-def optoprime_update(*, engine: str = "optimizer", options: Mapping[str, Any] | None = None) -> Transform:
-    """One optimizer call for all trainable parameters, from the selected samples' whole execution."""
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    span = re.search(r"\{.*\}", text, re.DOTALL)
+    if span:
+        try:
+            return json.loads(span.group(0))
+        except ValueError:
+            pass
+    return None
+
+
+def parse_suggestion(text: str, names: Sequence[str]) -> Result[FrozenMap[str, str], ParseError]:
+    """The new values an OptoPrime reply suggests for `names`, in the order asked.
+
+    The package's JSON object (its ``suggestion``), else its ``"suggestion": {"name": "value", ...}``
+    pairs read one by one (as OptoPrime reads a reply that is no JSON), else ``<improved name=...>``
+    blocks. Names match in any case; unknown names and empty values are left out; a reply with
+    none of them is a `Failure`.
+
+    Examples:
+        >>> parse_suggestion('{"reasoning": "r", "answer": "", "suggestion": {"a": "Be brief."}}', ["a", "b"])
+        <Success: FrozenMap({'a': 'Be brief.'})>
+        >>> parse_suggestion('Sure: "suggestion": {"a": "Be brief."} oops', ["a"])
+        <Success: FrozenMap({'a': 'Be brief.'})>
+    """
+    lookup = {n.casefold(): n for n in names}
+    data = _json_object(text)
+    pairs: list[tuple[Any, Any]] = []
+    if isinstance(data, dict) and isinstance(data.get("suggestion"), dict):
+        pairs = list(data["suggestion"].items())
+    else:
+        block = re.search(r'"suggestion"\s*:\s*\{(.*?)\}', text, re.DOTALL)
+        if block:
+            pairs = re.findall(r'"([^"]+)"\s*:\s*"(.*)"', block.group(1))
+    found: dict[str, str] = {}
+    for key, value in pairs:
+        name = lookup.get(str(key).strip().casefold())
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if name is not None and shown.strip():
+            found[name] = shown.strip()
+    if found:
+        return Success(FrozenMap((n, found[n]) for n in names if n in found))
+    named = parse_named(text, "improved", names)
+    if isinstance(named, Success):
+        return named
+    return Failure(ParseError(f"the reply suggests no new value for {', '.join(names)}", tuple(names)))
+
+
+def optoprime_update(
+    *, engine: str = "optimizer", options: Mapping[str, Any] | None = None, json_mode: bool = True
+) -> Transform:
+    """One optimizer call for all trainable parameters, from the selected samples' whole execution.
+
+    The call carries `OPTOPRIME_OPTIONS` over the run's options (without ``response_format`` unless
+    `json_mode`), and `options` over both.
+    """
+    own = OPTOPRIME_OPTIONS if json_mode else FrozenMap({"max_tokens": OPTOPRIME_OPTIONS["max_tokens"]})
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         selected = require(step, "selected", "optoprime_update", "select_error_samples()")
@@ -164,16 +249,15 @@ def optoprime_update(*, engine: str = "optimizer", options: Mapping[str, Any] | 
         if not names or not runs:
             new = attrs.evolve(step, proposals=FrozenMap()).noted("optoprime_update", "nothing to optimize")
             return pure((new, state))
-        request = render_optoprime(
-            step.graph, params, names, runs, engine=engine, options=merged_options(step.options.get(engine), options)
-        )
+        asking = merged_options(merged_options(step.options.get(engine), own), options)
+        request = render_optoprime(step.graph, params, names, runs, engine=engine, options=asking)
 
         def read(reply: Any) -> tuple[Step, EmptyState]:
             if not isinstance(reply, Success):
                 error = reply.failure()
                 proposals = {n: Proposal(n, None, f"the call failed ({error.kind}: {error.message})") for n in names}
             else:
-                parsed = parse_named(reply.unwrap().text, "improved", names)
+                parsed = parse_suggestion(reply.unwrap().text, names)
                 found = parsed.unwrap() if isinstance(parsed, Success) else FrozenMap()
                 reason = "" if isinstance(parsed, Success) else f"unusable reply: {parsed.failure().reason}"
                 proposals = {
@@ -195,6 +279,7 @@ def optoprime(
     gate: bool = False,
     engine: str = "optimizer",
     options: Mapping[str, Any] | None = None,
+    json_mode: bool = True,
 ) -> Transform:
     """Trace's OptoPrime as a chain: ``select_error_samples(k) -> optoprime_update -> full_update``.
 
@@ -208,12 +293,17 @@ def optoprime(
         seed: Seeds sample selection.
         gate: Add the validation gate (Trace has none; off by default).
         engine, options: The logical engine and sampling options of the call.
+        json_mode: Ask for JSON mode (``response_format``), as OptoPrime does.
 
     Examples:
         >>> optoprime().name
         'chain(select_error_samples, optoprime_update, full_update)'
     """
-    stages = [select_error_samples(k, seed=seed), optoprime_update(engine=engine, options=options), full_update()]
+    stages = [
+        select_error_samples(k, seed=seed),
+        optoprime_update(engine=engine, options=options, json_mode=json_mode),
+        full_update(),
+    ]
     if gate:
         stages.append(validation_gate())
     return chain(*stages)

@@ -1,29 +1,49 @@
-"""TextGrad 0.1.8 as a chain: its backward pass (`rules.textgrad()`) and its TGD update.
+"""TextGrad 0.1.8 as a chain: its prompt-optimization script's batch, its backward pass
+(`rules.textgrad()`) and its TGD update.
 
-TextGrad's `TextualGradientDescent.step()` makes one call per parameter. The call
-shows the parameter's role and value, each gradient it received *with the
-conversation it came from* (the call's system prompt, input and output, and what
-the output is used as) and the feedback, and the constraints. `textgrad_gradients`
-builds exactly that per parameter; `propose_rewrite` then asks once per parameter.
+TextGrad's prompt-optimization script draws a batch of training items (3 by default,
+from a shuffled loader), runs them, sums every item's loss -- right answers included --
+and backpropagates the sum; `TextualGradientDescent.step()` then makes one call per
+parameter. The call shows the parameter's role and value, each gradient it received
+*with the conversation it came from* (the call's system prompt, input and whole output,
+and what the output is used as) and the feedback, and the constraints. `sample_batch`
+draws the batch, `textgrad_gradients` builds exactly that per parameter and
+`textgrad_update` asks once per parameter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
+from returns.result import Success
 
 from .._frozen import FrozenMap
 from .._gradients import Gradients, Partial
 from .._graph import Params
-from .._program import Program, pure
+from .._parse import parse_tagged
+from .._program import Program, ask, gather, map_, pure
 from .._prompts import format_inputs
+from .._requests import LLMRequest, Message
+from .._sampling import merged_options
+from .._textgrad import short_value, whole_output
 from .._textgrad import textgrad as textgrad_rule
-from ._base import EmptyState, ParamGradient, Step, Transform, require
+from ._base import EmptyState, ParamGradient, Proposal, Step, Transform, require
 from ._combining import chain
-from ._stages import backward, full_update, propose_rewrite, select_error_samples, validation_gate
+from ._stages import backward, full_update, select_error_samples, validation_gate
 
-__all__ = ["GRADIENT_BLOCK", "textgrad", "textgrad_gradients"]
+__all__ = [
+    "GRADIENT_BLOCK",
+    "TEXTGRAD_UPDATE_SYSTEM",
+    "TEXTGRAD_UPDATE_USER",
+    "render_textgrad_update",
+    "sample_batch",
+    "textgrad",
+    "textgrad_gradients",
+    "textgrad_update",
+]
 
 GRADIENT_BLOCK = """<gradient {index}>
 The text was used in this call of a language model:
@@ -40,9 +60,62 @@ The call is part of a larger system; its output is used as {role}.
 The feedback on {target_role} in this call:
 {feedback}
 </gradient {index}>"""
+TEXTGRAD_UPDATE_SYSTEM = (
+    "You are the update step of an optimizer that improves the texts (variables) of a system: prompts "
+    "to language models, solutions, code or any other text. You are given a variable, what it is used "
+    "for, and feedback on it from the calls it took part in. The feedback may be noisy: judge what "
+    "matters and what is right. Keep the variable's role and the context it is used in in mind. The "
+    "text you reply between the tags replaces the variable as it is."
+)
+TEXTGRAD_UPDATE_USER = """The variable to improve ({name}) has this role: {role}.
+Its current value:
+<variable>
+{value}
+</variable>
+
+The feedback on it, each with the call it came from:
+{gradients}
+{constraints}
+Improve the variable ({role}) using this feedback. Reply with its new value inside tags, \
+exactly in this form:
+<improved>
+the new value
+</improved>"""
 
 #: TextGrad's validation revert keeps a candidate whose score ties the last one.
 _TIES_KEEP = -1e-9
+
+
+def sample_batch(k: int = 3, *, seed: int = 0) -> Transform:
+    """Choose the `k` items of this iteration's training batch, right answers included, as TextGrad's
+    prompt-optimization script does: its loader shuffles the items each epoch (seeded by `seed` and the
+    epoch) and hands them out `k` at a time, the last batch of an epoch possibly shorter.
+
+    Examples:
+        >>> sample_batch(3).name
+        'sample_batch'
+    """
+    if not (type(k) is int and k >= 1):
+        raise ValueError(f"sample_batch needs a whole number k >= 1, got {k!r}")
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        scores = require(step, "scores", "sample_batch", "fit (which scores the training batch)")
+        n = len(scores)
+        if n == 0:
+            return pure((attrs.evolve(step, selected=()).noted("sample_batch", "no training items"), state))
+        per_epoch = -(-n // k)
+        epoch, index = divmod(step.iteration, per_epoch)
+        order = list(range(n))
+        random.Random(f"{seed}/{epoch}/textgrad-batch").shuffle(order)
+        chosen = tuple(order[index * k : (index + 1) * k])
+        wrong = sum(1 for i in chosen if not scores[i].correct)
+        ids = ", ".join(str(step.traces[i].sample) for i in chosen)
+        new = attrs.evolve(step, selected=chosen).noted(
+            "sample_batch", f"epoch {epoch}, batch {index}: {len(chosen)} items, {wrong} wrong", f"selected: {ids}"
+        )
+        return pure((new, state))
+
+    return Transform(lambda params: EmptyState(), update, "sample_batch")
 
 
 def _context_block(step: Step, params: Params, params_role: str, partial: Partial, index: int) -> str:
@@ -56,7 +129,7 @@ def _context_block(step: Step, params: Params, params_role: str, partial: Partia
         index=index,
         instruction=params.value(spec.instruction),  # type: ignore[arg-type]
         inputs=format_inputs(shown),
-        output=run.value,
+        output=whole_output(trace, partial.source),
         role=spec.role,
         target_role=params_role,
         feedback=partial.text,
@@ -67,12 +140,12 @@ def textgrad_gradients() -> Transform:
     """Per trainable parameter, its gradients with their context, as TGD's update prompt shows them.
 
     Each partial the parameter received becomes one block: the conversation it came
-    from (the source call's instruction, whole input and output), what that output is
+    from (the source call's instruction, whole input and whole reply), what that output is
     used as, and the feedback. Parameters with no partial get no gradient.
     """
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
-        require(step, "selected", "textgrad_gradients", "select_error_samples()")
+        require(step, "selected", "textgrad_gradients", "sample_batch() or select_error_samples()")
         grads: Gradients = require(step, "gradients", "textgrad_gradients", "backward(rules.textgrad())")
         result = {}
         for name in step.trainable(params):
@@ -88,40 +161,121 @@ def textgrad_gradients() -> Transform:
     return Transform(lambda params: EmptyState(), update, "textgrad_gradients")
 
 
+def render_textgrad_update(
+    name: str,
+    role: str,
+    value: Any,
+    gradients: str,
+    *,
+    constraints: Sequence[str] = (),
+    engine: str = "optimizer",
+    options: Mapping[str, Any] | None = None,
+) -> LLMRequest:
+    """TGD's update request for parameter `name`: its role, its value (as its `short_value`, as TGD
+    shows it), its gradients with their conversations, and the `constraints`, one per line."""
+    stated = "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1))
+    user = TEXTGRAD_UPDATE_USER.format(
+        name=name,
+        role=role,
+        value=short_value(value),
+        gradients=gradients,
+        constraints=f"\nThe new value must meet these constraints:\n<constraints>\n{stated}\n</constraints>\n"
+        if constraints
+        else "",
+    )
+    return LLMRequest(
+        (Message("system", TEXTGRAD_UPDATE_SYSTEM), Message("user", user)),
+        engine=engine,
+        purpose="rewrite",
+        node=name,
+        options=options or {},
+    )
+
+
+def _proposal(name: str, reply: Any) -> Proposal:
+    if not isinstance(reply, Success):
+        error = reply.failure()
+        return Proposal(name, None, f"the call failed ({error.kind}: {error.message})")
+    parsed = parse_tagged(reply.unwrap().text, ["improved"])
+    if not isinstance(parsed, Success):
+        return Proposal(name, None, f"unusable reply: {parsed.failure().reason}")
+    return Proposal(name, parsed.unwrap())
+
+
+def textgrad_update(
+    *, constraints: Sequence[str] = (), engine: str = "optimizer", options: Mapping[str, Any] | None = None
+) -> Transform:
+    """TGD's step: one request per parameter with a gradient (`textgrad_gradients`), its reply the new value.
+
+    Raises:
+        TypeError: When `constraints` is a single string: pass a sequence of strings.
+    """
+    if isinstance(constraints, str):
+        raise TypeError(f"constraints: pass a sequence of strings, such as [{constraints!r}], not a single string")
+    constraints = tuple(constraints)
+
+    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+        grads = require(step, "param_gradients", "textgrad_update", "textgrad_gradients()")
+        asking = merged_options(step.options.get(engine), options)
+        names = [n for n in grads if n in step.trainable(params)]
+
+        def one(name: str) -> Program[Proposal]:
+            p = params[name]
+            request = render_textgrad_update(
+                name, p.role, p.value, grads[name].feedback, constraints=constraints, engine=engine, options=asking
+            )
+            return map_(ask(request), lambda reply: _proposal(name, reply))
+
+        def done(proposals: tuple[Proposal, ...]) -> tuple[Step, EmptyState]:
+            notes = [f"{p.param}: {'proposed' if p.ok else 'kept (' + p.reason + ')'}" for p in proposals]
+            new = attrs.evolve(step, proposals=FrozenMap((p.param, p) for p in proposals))
+            return new.noted("textgrad_update", *notes), state
+
+        return map_(gather(*(one(n) for n in names)), done)
+
+    return Transform(lambda params: EmptyState(), update, "textgrad_update")
+
+
 def textgrad(
-    k: int = 2,
+    k: int = 3,
     *,
     seed: int = 0,
     gate: bool = False,
     constraints: Sequence[str] = (),
     loss_call: bool = True,
+    errors_only: bool = False,
 ) -> Transform:
-    """TextGrad 0.1.8's prompt optimization as a chain.
+    """TextGrad 0.1.8's prompt optimization, as its script runs it, as a chain.
 
-    ``select_error_samples(k) -> backward(rules.textgrad()) -> textgrad_gradients ->
-    propose_rewrite -> full_update [-> validation_gate]``: per error sample, one
-    backward call per (variable that requires a gradient) plus the loss's own
-    backward call (6 on the paper's graph); then one TGD update per parameter,
-    showing its role, value, gradients with their conversations, and `constraints`.
+    ``sample_batch(k) -> backward(rules.textgrad()) -> textgrad_gradients ->
+    textgrad_update -> full_update [-> validation_gate]``: every item of the batch, right
+    answers included, is backpropagated -- one backward call per (variable that requires a
+    gradient) plus the loss's own backward call, 6 per item on the paper's graph (18 for a
+    batch of 3) -- then one TGD update per parameter, showing its role, value, gradients
+    with their conversations, and `constraints`.
 
     Args:
-        k: Error samples backpropagated per iteration (TextGrad's batch).
-        seed: Seeds sample selection.
+        k: The batch size (TextGrad's script: 3).
+        seed: Seeds the batches.
         gate: Revert an update whose validation score is lower than the best so far
             (a tie is kept), as TextGrad's prompt-optimization script does with
             ``--run_validation``; off by default, as in TextGrad's optimizer.
         constraints: TGD's constraints, stated in every update prompt.
         loss_call: Make the loss's backward call (TextGrad does).
+        errors_only: Backpropagate up to `k` wrong items only (``select_error_samples(k)``),
+            as the paper's method does, instead of the whole batch.
 
     Examples:
-        >>> textgrad(k=2).name
-        'chain(select_error_samples, backward, textgrad_gradients, propose_rewrite, full_update)'
+        >>> textgrad().name
+        'chain(sample_batch, backward, textgrad_gradients, textgrad_update, full_update)'
+        >>> textgrad(k=2, errors_only=True).name
+        'chain(select_error_samples, backward, textgrad_gradients, textgrad_update, full_update)'
     """
     stages = [
-        select_error_samples(k, seed=seed),
+        select_error_samples(k, seed=seed) if errors_only else sample_batch(k, seed=seed),
         backward(textgrad_rule(loss_call=loss_call)),
         textgrad_gradients(),
-        propose_rewrite(constraints=constraints),
+        textgrad_update(constraints=constraints),
         full_update(),
     ]
     if gate:
