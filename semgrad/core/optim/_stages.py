@@ -22,7 +22,7 @@ from .._graph import Graph, Params
 from .._parse import parse_tagged
 from .._program import Program, ask, bind, gather, map_, pure
 from .._prompts import render_critique, render_examples, render_rewrite
-from .._requests import LLMRequest, LLMResponse
+from .._requests import LLMRequest, LLMResponse, request_key
 from .._rules import Rule, neighbor_aware
 from .._sampling import merged_options
 from .._scoring import Loss, Score, check_loss
@@ -188,8 +188,8 @@ class BackwardState:
 
 
 def _request_key(request: LLMRequest) -> str:
-    """A digest of everything a request says (its prompt, sampling options, engine, node and sample)."""
-    return hashlib.sha256(repr(request).encode("utf-8", "surrogatepass")).hexdigest()
+    """A digest of everything a request says (`request_key`: what a cache keys it by)."""
+    return hashlib.sha256(request_key(request).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class _Reusing(Program[tuple[Any, tuple[tuple[str, str], ...]]]):
@@ -422,11 +422,11 @@ def critique(*, engine: str = "optimizer", options: Mapping[str, Any] | None = N
     return Transform(lambda params: EmptyState(), update, "critique")
 
 
-def _tagged(reply: Any, tag: str) -> Any:
+def _tagged(reply: Any, tag: str, *, first: bool = False) -> Any:
     if not isinstance(reply, Success):
         error = reply.failure()
         return Failure(f"the call failed ({error.kind}: {error.message})")
-    return parse_tagged(reply.unwrap().text, [tag]).alt(lambda e: e.reason)
+    return parse_tagged(reply.unwrap().text, [tag], first=first).alt(lambda e: e.reason)
 
 
 def propose_rewrite(
@@ -471,10 +471,14 @@ def propose_rewrite(
                 constraints=constraints,
                 engine=engine,
                 options=merged_options(step.options.get(engine), options),
+                failed=failed,
             )
-            return map_(ask(request), lambda reply: _proposal(name, _tagged(reply, "improved"), max_chars))
+            # A reply with several blocks (a draft, then the text): the first is the answer, as the paper's
+            # optimizer reads it.
+            return map_(ask(request), lambda reply: _proposal(name, _tagged(reply, "improved", first=True), max_chars))
 
         names = [n for n in grads if n in step.trainable(params)]
+        failed = not step.scores or not any(step.scores[i].correct for i in step.selected or ())
 
         def done(proposals: tuple[Proposal, ...]) -> tuple[Step, EmptyState]:
             notes = [f"{p.param}: {'proposed' if p.ok else 'kept (' + p.reason + ')'}" for p in proposals]
