@@ -11,18 +11,37 @@ is a deliberate new draw.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
+import anyio
+
 from ..core import LLMRequest, LLMResponse
-from ._cache import cached
 from ._routing import call, identity_of
 
-__all__ = ["memoized"]
+__all__ = ["memo_key", "memoized"]
 
 
 def _deterministic(request: LLMRequest) -> bool:
     temperature = dict(request.options).get("temperature")
     return isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature == 0
+
+
+def memo_key(request: LLMRequest) -> str:
+    """What a provider is sent: the messages, sampling options, engine and draw (not the node, sample or
+    purpose, which never reach it) -- so two nodes asking the very same question are answered once, as
+    the paper's chat (keyed by its messages and model) answers them."""
+    blob = json.dumps(
+        [
+            [[m.role, m.content] for m in request.messages],
+            sorted((k, repr(v)) for k, v in dict(request.options).items()),
+            request.engine,
+            request.draw,
+        ],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class _Memoized:
@@ -33,29 +52,35 @@ class _Memoized:
     def __init__(self, inner: Any, every_temperature: bool) -> None:
         self.inner = inner
         self.every_temperature = every_temperature
-        self._memo = cached(inner)
-        self._passed = 0
+        self.hits = 0
+        self.calls = 0
+        self._known: dict[str, LLMResponse] = {}
+        self._pending: dict[str, anyio.Event] = {}
 
     @property
     def identity(self) -> Any:
         """The wrapped LLM's identity."""
         return identity_of(self.inner)
 
-    @property
-    def hits(self) -> int:
-        """Requests answered from the memo (or from an identical call in flight): no call each."""
-        return int(self._memo.hits)
-
-    @property
-    def calls(self) -> int:
-        """Requests passed on to the wrapped LLM."""
-        return int(self._memo.misses) + self._passed
-
     async def __call__(self, request: LLMRequest) -> LLMResponse:
-        if self.every_temperature or _deterministic(request):
-            return await self._memo(request)  # type: ignore[no-any-return]
-        self._passed += 1
-        return await call(self.inner, request)
+        if not (self.every_temperature or _deterministic(request)):
+            self.calls += 1
+            return await call(self.inner, request)
+        key = memo_key(request)
+        while key in self._pending:  # an identical call in flight: wait for it
+            await self._pending[key].wait()
+        if key in self._known:
+            self.hits += 1
+            return self._known[key]
+        event = self._pending[key] = anyio.Event()
+        try:
+            self.calls += 1
+            response = await call(self.inner, request)
+            self._known[key] = response
+            return response
+        finally:
+            del self._pending[key]
+            event.set()
 
     def __repr__(self) -> str:
         return f"memoized({self.inner!r})"
@@ -64,9 +89,10 @@ class _Memoized:
 def memoized(llm: Any, *, every_temperature: bool = False) -> Any:
     """Wrap `llm` so an identical request is answered once for as long as the wrapper lives (one run).
 
-    A failed call is not remembered (it is asked again). ``.hits`` counts the answers
-    from memory, ``.calls`` the requests passed on; put it *outside* any counting
-    middleware so a memo hit is never counted as a call.
+    Identical means what the provider is sent (see `memo_key`). A failed call is not
+    remembered (it is asked again). ``.hits`` counts the answers from memory, ``.calls``
+    the requests passed on; put it *outside* any counting middleware so a memo hit is
+    never counted as a call.
 
     Args:
         llm: A sync or async LLM.
