@@ -282,3 +282,25 @@ def test_memo_answers_an_identical_deterministic_request_once():
     for request in (cold, cold, hot, hot):
         anyio.run(llm, request)
     assert (len(seen), llm.hits, llm.calls) == (3, 1, 3)
+
+
+def test_a_resumed_run_draws_what_an_uninterrupted_one_draws(tmp_path):
+    """Point 1: the official draw's generator lives in the checkpoint (the draws so far), so a run stopped after
+    two iterations and resumed draws the same items in iterations 2 and 3 as one run straight through."""
+    from semgrad.core import Example
+    from semgrad.effects import fit_sync
+
+    from ._semgrad import SemgradSide
+
+    items = navigate_items(8)
+    train = [Example(dict(i.fields), i.target, id=i.key) for i in items]
+
+    def run(iterations: int, **kwargs) -> list[tuple[str, ...]]:
+        graph, params = paper_graph()
+        side = SemgradSide(BBH_WORLD, items)
+        result = fit_sync(graph, params, library_optimizer(), train=train, llm=side, iterations=iterations, **kwargs)
+        return selected(result, items)
+
+    straight = run(BBH_ITERATIONS)
+    run(2, checkpoint=tmp_path / "c.json")
+    assert run(BBH_ITERATIONS, resume=tmp_path / "c.json") == straight
