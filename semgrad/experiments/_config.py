@@ -286,10 +286,12 @@ def official_shuffles(config: RunConfig) -> tuple[int, ...]:
 
 
 def _protocol_options(config: RunConfig) -> dict[str, Any]:
-    """How error samples are drawn and fed back: the paper's way under the official protocol (one generator
-    seeded once after the split's shuffles, no fallback, a redrawn sample's feedback reused), ours otherwise."""
+    """How error samples are drawn: the paper's way under the official protocol (one generator seeded once
+    after the split's shuffles, no fallback), ours otherwise. A redrawn sample's feedback is not reused here
+    yet (``optim.neighbor_sgd(reuse=True)`` does it): a dry run, which answers every item wrong, would then
+    plan fewer calls than a run makes."""
     if config.protocol == "official":
-        return {"draw": "official", "fallback": False, "reuse": True, "shuffled": official_shuffles(config)}
+        return {"draw": "official", "fallback": False, "reuse": False, "shuffled": official_shuffles(config)}
     return {"draw": "per-iteration", "fallback": True, "reuse": False}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward, normalized_match, numeric_match
 from ..core.optim import evaluate, mean_score
-from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, memoized, run_loop
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
 from ..tasks import Task, load_tasks
@@ -388,9 +388,7 @@ async def _run_task(
         make_optimizer(config),
         train=task.split.train,
         validation=task.split.validation if config.protocol == "heldout" else (),
-        # The official protocol answers an identical temperature-0 request of the training loop once, as the
-        # paper's memoised chat does (a memo hit reaches no counter of the stack: it is no call).
-        llm=memoized(stack.llm) if config.protocol == "official" else stack.llm,
+        llm=stack.llm,
         iterations=config.iterations,
         loss=loss,
         checkpoint=ckpt,
