@@ -54,8 +54,8 @@ def format_tagged(tag: str, text: str) -> str:
     return f"<{tag}>\n{text}\n</{tag}>"
 
 
-def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
-    """The content of the last ``<tag>...</tag>`` block for any of `tags`.
+def parse_tagged(text: str, tags: Sequence[str], *, first: bool = False) -> Result[str, ParseError]:
+    """The content of the last (with `first`, the first) non-empty ``<tag>...</tag>`` block for any of `tags`.
 
     Tags match in any case and with spaces inside the brackets; a final opening
     tag whose closing tag was cut off takes the rest of the reply.
@@ -67,6 +67,8 @@ def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
         <Failure: ParseError(reason='the reply has no <improved> block', missing=(), found=FrozenMap({}))>
         >>> parse_tagged("<improved> </improved>", ["improved"]).failure().reason
         'the <improved> block is empty'
+        >>> parse_tagged("<improved>A</improved> or <improved>B</improved>", ["improved"], first=True)
+        <Success: A>
     """
     names = "|".join(re.escape(t) for t in tags)
     closed = re.findall(rf"<\s*(?:{names})\s*>(.*?)<\s*/\s*(?:{names})\s*>", text, re.IGNORECASE | re.DOTALL)
@@ -79,7 +81,7 @@ def parse_tagged(text: str, tags: Sequence[str]) -> Result[str, ParseError]:
     if not filled:
         shown = " or ".join(f"<{t}>" for t in tags)
         return Failure(ParseError(f"the {shown} block is empty" if candidates else f"the reply has no {shown} block"))
-    return Success(filled[-1])
+    return Success(filled[0] if first else filled[-1])
 
 
 RESULT_TAG = "result"

@@ -423,7 +423,10 @@ Current text:
 {current}
 </current>
 {sections}
-{constraints}Write the improved text. Reply with it inside tags, exactly in this form:
+{constraints}Think it through before you write: say, step by step, what went wrong and what the text \
+should change. Then write the improved text. It must not contain the word "feedback", nor anything \
+that only fits these particular examples. End your reply with the improved text inside tags, \
+exactly in this form (only the first such block is read):
 <improved>
 the improved text
 </improved>"""
@@ -482,10 +485,17 @@ def render_rewrite(
     constraints: Sequence[str] = (),
     engine: str = "optimizer",
     options: Mapping[str, Any] | None = None,
+    failed: bool = True,
 ) -> LLMRequest:
-    """The request that asks for an improved value of one parameter."""
+    """The request that asks for an improved value of one parameter.
+
+    `failed` says the examples are ones the component did not handle well (the error
+    samples); False shows them as plain examples (a fallback draw of right answers).
+    """
     sections = []
-    if examples:
+    if examples and failed:
+        sections.append(f"Examples the component did not handle well, each with the feedback it got:\n{examples}")
+    elif examples:
         sections.append(f"How the component did on some examples:\n{examples}")
     if feedback:
         sections.append(f"Feedback on this text from the rest of the system:\n<feedback>\n{feedback}\n</feedback>")

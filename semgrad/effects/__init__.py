@@ -13,6 +13,7 @@ from ._checkpoint import CheckpointError
 from ._fit import Budget, FitProgress, FitResult, IterationRecord, fit, fit_sync
 from ._limit import limited
 from ._loop import run_loop, uvloop_available, uvloop_enabled
+from ._memo import memoized
 from ._protocol import LLM, AsyncLLM, SyncLLM, is_async_llm
 from ._retry import RetryPolicy, retrying
 from ._routing import by_engine
@@ -41,6 +42,7 @@ __all__ = [
     "fit_sync",
     "is_async_llm",
     "limited",
+    "memoized",
     "recorded",
     "register_state_type",
     "registered_state_types",

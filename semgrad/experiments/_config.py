@@ -256,12 +256,52 @@ def _field_types() -> dict[str, tuple[type, ...]]:
     return {f.name: tuple(typing.get_args(hints[f.name]) or (hints[f.name],)) for f in attrs.fields(RunConfig)}
 
 
+def official_shuffles(config: RunConfig) -> tuple[int, ...]:
+    """The sizes of the lists the paper's script for `config`'s task shuffles before its first error-sample
+    draw (its module-level generator's only other use): BBH the task file twice (once per split), GSM8K the
+    train file then the test file, LIAR the filtered train file once; () when the files are not at hand.
+
+    Examples:
+        >>> official_shuffles(RunConfig("gsm8k"))  # no data directory
+        ()
+    """
+    from ..tasks import liar_official_keep, load_bbh, load_gsm8k, load_liar
+
+    if config.data or not config.data_dir:
+        return ()
+    family, _, name = config.task.partition(":")
+    try:
+        if family == "bbh" and name and name != "all":
+            n = len(load_bbh(config.data_dir, name))
+            return (n, n)
+        if family == "gsm8k":
+            return (len(load_gsm8k(config.data_dir, "train")), len(load_gsm8k(config.data_dir, "test")))
+        if family == "liar":
+            return (
+                sum(1 for e in load_liar(config.data_dir, "train", drop_incomplete=False) if liar_official_keep(e)),
+            )
+    except Exception:  # the run's own loading reports a missing or malformed file
+        return ()
+    return ()
+
+
+def _protocol_options(config: RunConfig) -> dict[str, Any]:
+    """How error samples are drawn: the paper's way under the official protocol (one generator seeded once
+    after the split's shuffles, no fallback), ours otherwise. A redrawn sample's feedback is not reused here
+    yet (``optim.neighbor_sgd(reuse=True)`` does it): a dry run, which answers every item wrong, would then
+    plan fewer calls than a run makes."""
+    if config.protocol == "official":
+        return {"draw": "official", "fallback": False, "reuse": False, "shuffled": official_shuffles(config)}
+    return {"draw": "per-iteration", "fallback": True, "reuse": False}
+
+
 def make_optimizer(config: RunConfig) -> Transform:
-    """The optimizer a config names."""
+    """The optimizer a config names (the paper's and its ablations with the protocol's selection, see
+    `official_shuffles`)."""
     if config.optimizer == "neighbor-sgd":
-        return optim.neighbor_sgd(config.k, seed=config.seed)
+        return optim.neighbor_sgd(config.k, seed=config.seed, **_protocol_options(config))
     if config.optimizer == "via-feedback":
-        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True)
+        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True, **_protocol_options(config))
     if config.optimizer == "tgd":
         return optim.tgd(config.k, seed=config.seed)
     if config.optimizer == "textgrad":
@@ -272,4 +312,4 @@ def make_optimizer(config: RunConfig) -> Transform:
         # No depth: one round per iteration, so the rounds are the run's iterations, and a resumed run given
         # more (--resume --iterations N) is the optimizer it checkpointed and goes on as one started with N.
         return optim.copro(breadth=config.breadth, depth=None)
-    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param)
+    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **_protocol_options(config))

@@ -143,6 +143,11 @@ class OfficialStub:
     phase: str = "initial"
     calls: list[Call] = attrs.Factory(list)
     options: list[dict[str, Any]] = attrs.Factory(list)
+    #: Answer an identical temperature-0 request again from memory, as the official ``chat`` does
+    #: (its memo is replaced with the chat): such a request is no call, and is not recorded.
+    memo: bool = False
+    memo_hits: int = 0
+    _seen: dict[str, str] = attrs.Factory(dict)
 
     async def chat(
         self,
@@ -155,12 +160,17 @@ class OfficialStub:
     ) -> list[str]:
         """Answer one official call (the signature of the official ``LLM.chat``)."""
         text = messages if isinstance(messages, str) else "\n".join(m["content"] for m in messages)
+        key = f"{is_opt}\n{text}"
+        if self.memo and temperature == 0 and key in self._seen:
+            self.memo_hits += 1
+            return [self._seen[key]]
         purpose, kind = classify(messages)
         item = None if kind == "param" else self.world.find_item(text, self.items)
         call = Call(self.phase, purpose, kind, item, text)
         self.calls.append(call)
         self.options.append({"temperature": temperature, "max_tokens": max_tokens, "n": n, "is_opt": is_opt})
-        return [self.world.official_reply(call)]
+        reply = self._seen[key] = self.world.official_reply(call)
+        return [reply]
 
 
 def _install(stub: OfficialStub) -> Any:
@@ -188,6 +198,8 @@ class OfficialRun:
     scores: tuple[float, ...]
     accepted: tuple[bool, ...]
     final_instructions: tuple[str, ...]
+    #: The error samples each iteration drew (item texts, in the order drawn).
+    selected: tuple[tuple[str, ...], ...] = ()
 
 
 def bbh_samples(items: Sequence[Item]) -> list[dict[str, Any]]:
@@ -198,11 +210,47 @@ def bbh_samples(items: Sequence[Item]) -> list[dict[str, Any]]:
     ]
 
 
-def run_official_bbh(world: World, items: Sequence[Item], iterations: int, *, k: int = 2, seed: int = 0) -> OfficialRun:
-    """The official BBH loop (bbh.sh's options: gradients, error samples, full update, targeted feedback)."""
-    stub = OfficialStub(world, items)
+@contextmanager
+def _recording_draws(mods: Any, drawn: list[tuple[str, ...]]) -> Iterator[None]:
+    """Record what the official ``sample_error_batch`` draws (it is called by name, so it is swapped)."""
+    original = mods.solutions.sample_error_batch
+
+    def recorded(batch: Any, preds: Any, n: int = 4) -> Any:
+        found = original(batch, preds, n)
+        drawn.append(tuple(sample["text"] for sample, _ in found))
+        return found
+
+    mods.solutions.sample_error_batch = recorded
+    try:
+        yield
+    finally:
+        mods.solutions.sample_error_batch = original
+
+
+def run_official_bbh(
+    world: World, items: Sequence[Item], iterations: int, *, k: int = 2, seed: int = 0, memo: bool = False
+) -> OfficialRun:
+    """The official BBH loop (bbh.sh's options: gradients, error samples, full update, targeted feedback).
+
+    `memo`: the stub answers identical temperature-0 requests from memory, as the official chat does."""
+    stub = OfficialStub(world, items, memo=memo)
     mods, instance, saved = _install(stub)
+    drawn: list[tuple[str, ...]] = []
     random.seed(seed)
+    with _recording_draws(mods, drawn):
+        return _bbh_loop(stub, mods, instance, saved, items, iterations, k, drawn)
+
+
+def _bbh_loop(
+    stub: OfficialStub,
+    mods: Any,
+    instance: Any,
+    saved: Any,
+    items: Sequence[Item],
+    iterations: int,
+    k: int,
+    drawn: list[tuple[str, ...]],
+) -> OfficialRun:
     try:
         samples = bbh_samples(items)
         current = mods.solutions.get_mlp_solution(2, 2, False)
@@ -224,7 +272,8 @@ def run_official_bbh(world: World, items: Sequence[Item], iterations: int, *, k:
     finally:
         _uninstall(instance, saved)
     assert all(c.item is not None or c.purpose == "rewrite" for c in stub.calls), "a call named no known item"
-    return OfficialRun(tuple(stub.calls), tuple(stub.options), initial, tuple(scores), tuple(accepted), final)
+    run = OfficialRun(tuple(stub.calls), tuple(stub.options), initial, tuple(scores), tuple(accepted), final)
+    return attrs.evolve(run, selected=tuple(drawn))
 
 
 #: The official LIAR ablations as liar.sh runs them: (include_grad, no_include_sibling, opt_keys, no_select).
@@ -252,18 +301,49 @@ def liar_samples(items: Sequence[Item]) -> list[dict[str, Any]]:
 
 
 def run_official_liar(
-    world: World, items: Sequence[Item], iterations: int, variant: str, *, k: int = 2, seed: int = 0
+    world: World,
+    items: Sequence[Item],
+    iterations: int,
+    variant: str,
+    *,
+    k: int = 2,
+    seed: int = 0,
+    memo: bool = False,
+    as_run: bool = False,
 ) -> OfficialRun:
     """The official LIAR loop for one ablation of `LIAR_VARIANTS`.
 
     One official defect is corrected, as semgrad must not copy it: a full update there
     builds the new solution without its ``include_sibling`` flag, which turns the
-    no-neighbours ablation back into the full method after the first accepted update.
+    no-neighbours ablation back into the full method after the first accepted update
+    (`as_run`: left as it is, as the paper's run had it). `memo`: as `run_official_bbh`'s.
     """
     include_grad, no_sibling, opt_keys, no_select = LIAR_VARIANTS[variant]
-    stub = OfficialStub(world, items)
+    stub = OfficialStub(world, items, memo=memo)
     mods, instance, saved = _install(stub)
+    drawn: list[tuple[str, ...]] = []
     random.seed(seed)
+    with _recording_draws(mods, drawn):
+        run = _liar_loop(
+            stub, mods, instance, saved, items, iterations, k, no_sibling, include_grad, opt_keys, no_select, as_run
+        )
+    return attrs.evolve(run, selected=tuple(drawn))
+
+
+def _liar_loop(
+    stub: OfficialStub,
+    mods: Any,
+    instance: Any,
+    saved: Any,
+    items: Sequence[Item],
+    iterations: int,
+    k: int,
+    no_sibling: bool,
+    include_grad: bool,
+    opt_keys: tuple[str, ...] | None,
+    no_select: bool,
+    as_run: bool,
+) -> OfficialRun:
     try:
         samples = liar_samples(items)
         current = mods.solutions.LiarSolution(include_sibling=not no_sibling)
@@ -281,7 +361,8 @@ def run_official_liar(
             )
             current.apply_gradients(opt_keys=list(opt_keys) if opt_keys else None)
             candidate = current.get_full_update()
-            candidate.include_sibling = current.include_sibling  # the defect above, corrected
+            if not as_run:
+                candidate.include_sibling = current.include_sibling  # the defect above, corrected
             new_preds, score = asyncio.run(mods.solutions.arun_evaluate(candidate, samples))
             scores.append(score)
             accepted.append(bool(score > best or no_select))

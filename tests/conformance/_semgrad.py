@@ -12,7 +12,7 @@ import attrs
 from semgrad.backends import fake
 from semgrad.core import Example, Graph, LLMRequest, Params
 from semgrad.core.optim import Transform
-from semgrad.effects import FitResult, fit
+from semgrad.effects import FitResult, fit, memoized
 
 from ._world import REASONING, Call, Item, World
 
@@ -72,8 +72,13 @@ def run_semgrad(
     params: Params,
     optimizer: Transform,
     iterations: int,
+    *,
+    memo: bool = False,
 ) -> tuple[FitResult, SemgradSide]:
-    """`fit` on `items` with no validation set (the official protocol), answered by `world`."""
+    """`fit` on `items` with no validation set (the official protocol), answered by `world`.
+
+    `memo`: through `memoized`, as ``semgrad run --protocol official`` calls (``side.calls`` then holds
+    the calls that reached the LLM, not the memo's answers)."""
     side = SemgradSide(world, items, output=graph.output)
     train = [Example(dict(i.fields), i.target, id=i.key) for i in items]
 
@@ -87,7 +92,7 @@ def run_semgrad(
             params,
             optimizer,
             train=train,
-            llm=side,
+            llm=memoized(side) if memo else side,
             iterations=iterations,
             on_progress=progress,
         )

@@ -25,9 +25,13 @@ from ._combining import EveryKState, apply_if, chain, every_k, masked, named_cha
 from ._copro import CoproState, copro
 from ._optoprime import optoprime, optoprime_update
 from ._stages import (
+    DRAWS,
+    BackwardState,
     GateState,
     MomentumState,
     SelectState,
+    SwitchState,
+    after_first_accept,
     aggregate,
     backward,
     critique,
@@ -35,6 +39,7 @@ from ._stages import (
     full_update,
     mean_score,
     momentum,
+    official_generator,
     one_at_a_time,
     propose_rewrite,
     sample_update,
@@ -45,6 +50,8 @@ from ._textgrad import sample_batch, textgrad, textgrad_gradients, textgrad_upda
 
 __all__ = [
     "ABLATIONS",
+    "DRAWS",
+    "BackwardState",
     "CoproState",
     "EmptyState",
     "EveryKState",
@@ -55,9 +62,11 @@ __all__ = [
     "Proposal",
     "SelectState",
     "StageReport",
+    "SwitchState",
     "Step",
     "Transform",
     "ablation",
+    "after_first_accept",
     "aggregate",
     "apply_if",
     "apply_updates",
@@ -74,6 +83,7 @@ __all__ = [
     "momentum",
     "named_chain",
     "neighbor_sgd",
+    "official_generator",
     "one_at_a_time",
     "optoprime",
     "optoprime_update",

@@ -13,6 +13,7 @@ from .._rules import Rule, neighbor_aware, per_edge
 from ._base import Transform
 from ._combining import chain, masked
 from ._stages import (
+    after_first_accept,
     aggregate,
     backward,
     critique,
@@ -41,6 +42,10 @@ def neighbor_sgd(
     history: int = 0,
     constraints: Sequence[str] = (),
     only: Sequence[str] | None = None,
+    draw: str = "per-iteration",
+    fallback: bool = True,
+    shuffled: Sequence[int] = (),
+    reuse: bool = False,
 ) -> Transform:
     """Semantic gradient descent as the paper runs it.
 
@@ -68,14 +73,26 @@ def neighbor_sgd(
         only: Train these parameters only (by name; the others are never rewritten):
             ``only=["answer.instruction"]`` is the "one parameter" ablation, with one
             rewrite per iteration. Backpropagation still runs through the whole graph.
+        draw: How error samples are drawn (see `select_error_samples`): ``"official"``
+            (the paper's scripts' draw, from one generator seeded once after the split's
+            `shuffled` sizes) or ``"per-iteration"`` (ours: seeded afresh each iteration, sorted).
+        fallback: With no wrong sample, backpropagate `k` random samples (ours); False
+            (the paper's code): no backward call and no rewrite that iteration.
+        shuffled: The split's shuffle sizes, for the official draw.
+        reuse: A sample drawn again with unchanged backward questions keeps its feedback
+            (no new call), as the paper's code does (False: ask again).
+
+        The paper's own protocol is ``draw="official", fallback=False, reuse=True`` with the
+        split's `shuffled` sizes: what ``semgrad run --protocol official`` passes (see
+        `semgrad.experiments.make_optimizer`); these defaults are ours.
 
     Examples:
         >>> neighbor_sgd(k=2).name
         'chain(select_error_samples, backward, aggregate, propose_rewrite, full_update, validation_gate)'
     """
-    stages = [select_error_samples(k, seed=seed)]
+    stages = [select_error_samples(k, seed=seed, fallback=fallback, draw=draw, shuffled=shuffled)]
     if gradients:
-        stages.append(backward(rule if rule is not None else neighbor_aware()))
+        stages.append(backward(rule if rule is not None else neighbor_aware(), reuse=reuse))
     rewrite = [aggregate(require_gradients=gradients, feedback=gradients)]
     if via_feedback:
         rewrite.append(critique())
@@ -122,7 +139,7 @@ def tgd(k: int = 2, *, seed: int = 0, gate: bool = False, constraints: Sequence[
 
 
 #: The paper's LIAR ablations, each a one-argument change to `neighbor_sgd`.
-ABLATIONS = ("full", "no-gradients", "no-neighbors", "one-parameter", "no-gate")
+ABLATIONS = ("full", "no-gradients", "no-neighbors", "no-neighbours-as-run", "one-parameter", "no-gate")
 
 
 def _only(inner: Transform, names: Sequence[str]) -> Transform:
@@ -137,35 +154,55 @@ def _only(inner: Transform, names: Sequence[str]) -> Transform:
     return Transform(masked_inner.init, masked_inner.update, f"only({', '.join(wanted)}: {inner.name})")
 
 
-def ablation(name: str, k: int = 2, *, seed: int = 0, param: str | None = None) -> Transform:
+def ablation(
+    name: str,
+    k: int = 2,
+    *,
+    seed: int = 0,
+    param: str | None = None,
+    draw: str = "per-iteration",
+    fallback: bool = True,
+    shuffled: Sequence[int] = (),
+    reuse: bool = False,
+) -> Transform:
     """One of the paper's LIAR variants by name, as the paper ran them.
 
     * ``full``: the method;
     * ``no-gradients``: no feedback reaches any node (the output included); each
       instruction is rewritten from its inputs and outputs on the error samples;
-    * ``no-neighbors``: per-edge backward, siblings hidden;
+    * ``no-neighbors`` (also spelled ``no-neighbours``): per-edge backward, siblings hidden
+      throughout the run;
+    * ``no-neighbours-as-run``: the no-neighbours run as the paper's code made it: siblings
+      hidden until the first accepted update, shown from the next iteration on (its full
+      update builds the new system without the flag);
     * ``one-parameter``: only `param` (e.g. ``"answer.instruction"``) is trained, for
       the whole run, with one rewrite per iteration;
     * ``no-gate``: every candidate is scored and accepted.
+
+    `draw`, `fallback`, `shuffled` and `reuse` are `neighbor_sgd`'s.
 
     Examples:
         >>> ablation("no-gate").name.endswith("full_update, validation_gate)")
         True
     """
+    common = {"seed": seed, "draw": draw, "fallback": fallback, "shuffled": shuffled, "reuse": reuse}
     if name == "full":
-        return neighbor_sgd(k, seed=seed)
+        return neighbor_sgd(k, **common)  # type: ignore[arg-type]
     if name == "no-gradients":
-        return neighbor_sgd(k, seed=seed, gradients=False)
-    if name == "no-neighbors":
-        return neighbor_sgd(k, seed=seed, rule=per_edge())
+        return neighbor_sgd(k, gradients=False, **common)  # type: ignore[arg-type]
+    if name in ("no-neighbors", "no-neighbours"):
+        return neighbor_sgd(k, rule=per_edge(), **common)  # type: ignore[arg-type]
+    if name == "no-neighbours-as-run":
+        hidden = neighbor_sgd(k, rule=per_edge(), **common)  # type: ignore[arg-type]
+        return after_first_accept(hidden, neighbor_sgd(k, **common))  # type: ignore[arg-type]
     if name == "one-parameter":
         if not param:
             raise ValueError("the one-parameter ablation trains one named parameter: pass param=NAME")
-        return neighbor_sgd(k, seed=seed, only=(param,))
+        return neighbor_sgd(k, only=(param,), **common)  # type: ignore[arg-type]
     if param is not None:
         raise ValueError(f"param= is for the one-parameter ablation, not {name!r}")
     if name == "no-gate":
         # As the official code runs it: the candidate is still scored (its forward serves the next
         # iteration) but always accepted.
-        return neighbor_sgd(k, seed=seed, gate="always")
+        return neighbor_sgd(k, gate="always", **common)  # type: ignore[arg-type]
     raise ValueError(f"unknown ablation {name!r}; choose one of: {', '.join(ABLATIONS)}")

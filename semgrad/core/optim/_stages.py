@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from returns.result import Failure, Success
@@ -21,6 +22,7 @@ from .._graph import Graph, Params
 from .._parse import parse_tagged
 from .._program import Program, ask, bind, gather, map_, pure
 from .._prompts import render_critique, render_examples, render_rewrite
+from .._requests import LLMRequest, LLMResponse, request_key
 from .._rules import Rule, neighbor_aware
 from .._sampling import merged_options
 from .._scoring import Loss, Score, check_loss
@@ -28,15 +30,20 @@ from .._trace import Trace
 from ._base import EmptyState, InstructionExample, ParamGradient, Proposal, Step, Transform, apply_updates, require
 
 __all__ = [
+    "DRAWS",
+    "BackwardState",
     "GateState",
     "MomentumState",
     "SelectState",
+    "SwitchState",
+    "after_first_accept",
     "aggregate",
     "backward",
     "critique",
     "evaluate",
     "full_update",
     "momentum",
+    "official_generator",
     "one_at_a_time",
     "propose_rewrite",
     "sample_update",
@@ -45,47 +52,124 @@ __all__ = [
 ]
 
 
+T = TypeVar("T")
+
+
 def _rng(seed: int, iteration: int, stage: str) -> random.Random:
     return random.Random(f"{stage}:{seed}:{iteration}")
 
 
+#: How `select_error_samples` draws its samples: ``"official"`` as the paper's code does (one
+#: generator seeded once, after the split's shuffles, each draw depending on every earlier one),
+#: ``"per-iteration"`` from a generator seeded afresh each iteration, the picks sorted.
+DRAWS = ("official", "per-iteration")
+
+
 @attrs.frozen
 class SelectState:
-    """The seed of `select_error_samples`."""
+    """The seed of `select_error_samples`, and the official draw's history.
+
+    Attributes:
+        seed: The selection seed.
+        draws: Under the official draw, each earlier draw as ``(population, picks)``: the
+            generator is the seeded one after the split's shuffles and these draws, so a
+            resumed run goes on drawing as an uninterrupted one would.
+    """
 
     seed: int
+    draws: tuple[tuple[int, int], ...] = ()
 
 
-def select_error_samples(k: int = 2, *, seed: int = 0, fallback: bool = True) -> Transform:
-    """Choose up to `k` wrong samples (score below 1), seeded per iteration.
+def official_generator(seed: int, shuffled: Sequence[int] = (), draws: Sequence[tuple[int, int]] = ()) -> random.Random:
+    """The official scripts' module-level generator as it stands before their next draw.
+
+    They call ``random.seed(seed)``, shuffle their data (one ``random.shuffle`` per list, of
+    `shuffled` items each), then draw error samples with ``random.sample`` (``draws``: the
+    population and pick counts so far). How far each of those moves the generator depends
+    only on those sizes, so replaying them on ``range``s gives the very generator.
+
+    Examples:
+        >>> official_generator(3, (8,), ((5, 2),)).random() == _replayed(3, 8, 5, 2)
+        True
+    """
+    rng = random.Random(seed)
+    for n in shuffled:
+        rng.shuffle(list(range(n)))
+    for population, picks in draws:
+        rng.sample(range(population), picks)
+    return rng
+
+
+def _replayed(seed: int, shuffled: int, population: int, picks: int) -> float:
+    """The doctest's reference: the module-level way, on a private generator."""
+    rng = random.Random(seed)
+    data = list(range(shuffled))
+    rng.shuffle(data)
+    rng.sample(list(range(population)), picks)
+    return rng.random()
+
+
+def select_error_samples(
+    k: int = 2,
+    *,
+    seed: int = 0,
+    fallback: bool = True,
+    draw: str = "per-iteration",
+    shuffled: Sequence[int] = (),
+) -> Transform:
+    """Choose up to `k` wrong samples (score below 1).
 
     Args:
         k: How many samples at most.
         seed: The selection seed; the same seed gives the same choice.
         fallback: With no wrong sample, choose `k` random samples instead
-            (False: choose none, and the later stages do nothing).
+            (False: choose none, and the later stages make no backward or rewrite call;
+            the paper's code has no fallback).
+        draw: ``"official"``: the paper's scripts' draw, ``random.sample`` of the wrong
+            samples in training order from one generator seeded once with `seed`, after
+            shuffles of `shuffled` items each (the split's), every draw moving it on; the
+            picks keep the order drawn. ``"per-iteration"``: a generator seeded afresh from
+            `seed` and the iteration, the picks sorted (independent of earlier iterations, so
+            one iteration's choice never depends on how many wrong samples another had).
+        shuffled: For the official draw, the sizes of the lists the official script shuffled
+            before its first draw (BBH: the task file twice; GSM8K: the train file, then the
+            test file; LIAR: the filtered train file once).
     """
     if not (type(k) is int and k >= 1):  # a float k failed inside the first update, after the forward calls
         raise ValueError(f"select_error_samples needs a whole number k >= 1, got {k!r}")
+    if draw not in DRAWS:
+        raise ValueError(f"select_error_samples: unknown draw {draw!r}; choose one of: {', '.join(DRAWS)}")
+    shuffles = tuple(shuffled)
+    if any(not (type(n) is int and n >= 0) for n in shuffles):
+        raise ValueError(f"select_error_samples: shuffled needs whole numbers of items, got {shuffled!r}")
 
     def update(step: Step, state: SelectState, params: Params) -> Program[tuple[Step, SelectState]]:
         scores = require(step, "scores", "select_error_samples", "fit (which scores the training batch)")
         wrong = [i for i, s in enumerate(scores) if not s.correct]
-        rng = _rng(state.seed, step.iteration, "select")
-        if wrong:
-            chosen, note = sorted(rng.sample(wrong, min(k, len(wrong)))), f"{len(wrong)} wrong"
-        elif fallback:
-            chosen, note = (
-                sorted(rng.sample(range(len(scores)), min(k, len(scores)))),
-                "no wrong sample; random fallback",
-            )
+        new_state = state
+        if draw == "official":
+            rng = official_generator(state.seed, shuffles, state.draws)
+            population = wrong if wrong or not fallback else list(range(len(scores)))
+            picks = min(k, len(population))
+            chosen = rng.sample(population, picks)
+            new_state = attrs.evolve(state, draws=(*state.draws, (len(population), picks)))
         else:
-            chosen, note = [], "no wrong sample"
+            rng = _rng(state.seed, step.iteration, "select")
+            if wrong:
+                chosen = sorted(rng.sample(wrong, min(k, len(wrong))))
+            elif fallback:
+                chosen = sorted(rng.sample(range(len(scores)), min(k, len(scores))))
+            else:
+                chosen = []
+        if wrong:
+            note = f"{len(wrong)} wrong"
+        else:
+            note = "no wrong sample; random fallback" if fallback else "no wrong sample"
         ids = ", ".join(str(step.traces[i].sample) for i in chosen)
         new = attrs.evolve(step, selected=tuple(chosen)).noted(
             "select_error_samples", note, f"selected: {ids or 'none'}"
         )
-        return pure((new, state))
+        return pure((new, new_state))
 
     return Transform(lambda params: SelectState(seed), update, "select_error_samples")
 
@@ -96,8 +180,88 @@ def _check_max_chars(stage: str, max_chars: int | None) -> None:
         raise ValueError(f"{stage}: max_chars must be positive, got {max_chars}")
 
 
-def backward(rule: Rule | None = None) -> Transform:
+@attrs.frozen
+class BackwardState:
+    """The replies of earlier backward calls, by request key (see `backward`'s `reuse`)."""
+
+    replies: FrozenMap[str, str] = FrozenMap()
+
+
+def _request_key(request: LLMRequest) -> str:
+    """A digest of everything a request says (`request_key`: what a cache keys it by)."""
+    return hashlib.sha256(request_key(request).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Reusing(Program[tuple[Any, tuple[tuple[str, str], ...]]]):
+    """`inner` with each request whose key `known` holds answered from it and never emitted.
+
+    Its value is ``(inner's value, the (key, text) of every successful reply it was fed)``.
+    """
+
+    __slots__ = ("emitted", "inner", "known", "made", "waiting")
+
+    def __init__(
+        self,
+        inner: Program[Any],
+        known: Mapping[str, str],
+        made: tuple[tuple[str, str], ...],
+        waiting: Mapping[Any, LLMRequest],
+        emitted: tuple[tuple[Any, LLMRequest], ...],
+    ) -> None:
+        self.inner, self.known, self.made, self.waiting = inner, known, made, waiting
+        self.emitted = emitted  # type: ignore[misc]
+
+    def feed(self, token: Any, reply: Any) -> Program[tuple[Any, tuple[tuple[str, str], ...]]]:
+        request = self.waiting.get(token)
+        if request is None:
+            raise ProtocolError(f"unknown token {token!r} for a backward step reusing replies")
+        made = self.made
+        if isinstance(reply, Success):
+            made = (*made, (_request_key(request), reply.unwrap().text))
+        waiting = {t: r for t, r in self.waiting.items() if t != token}
+        return _settle(self.inner.feed(token, reply), self.known, made, waiting)
+
+
+def _settle(
+    inner: Program[Any],
+    known: Mapping[str, str],
+    made: tuple[tuple[str, str], ...],
+    waiting: dict[Any, LLMRequest],
+) -> Program[tuple[Any, tuple[tuple[str, str], ...]]]:
+    """Answer what `inner` just emitted from `known` until it asks for something new, or is done."""
+    pending = list(inner.emitted)
+    out = []
+    while pending:
+        token, request = pending.pop(0)
+        text = known.get(_request_key(request))
+        if text is None:
+            out.append((token, request))
+            waiting[token] = request
+            continue
+        inner = inner.feed(token, Success(LLMResponse(text)))
+        pending.extend(inner.emitted)
+    if inner.done:
+        return pure((inner.value, made))
+    return _Reusing(inner, known, made, waiting, tuple(out))
+
+
+def reusing(program: Program[T], known: Mapping[str, str]) -> Program[tuple[T, tuple[tuple[str, str], ...]]]:
+    """`program` with the requests whose `_request_key` `known` holds answered from it (no call).
+
+    Its value is ``(program's value, the (key, text) of each new successful reply)``.
+    """
+    return _settle(program, known, (), {})
+
+
+def backward(rule: Rule | None = None, *, reuse: bool = False) -> Transform:
     """Backpropagate each selected sample's feedback, all samples concurrently.
+
+    Args:
+        rule: The backward rule (default `rules.neighbor_aware()`).
+        reuse: A sample drawn again whose backward questions are the very ones asked
+            before (same output, inputs, instruction and feedback: its forward unchanged,
+            say after a rejected candidate) keeps the feedback it got then, with no new
+            call, as the paper's code does (False, the default: ask again).
 
     Raises:
         TypeError: When `rule` is not a backward rule (``rules.per_edge`` left uncalled, say),
@@ -106,21 +270,24 @@ def backward(rule: Rule | None = None) -> Transform:
     if rule is not None:
         checked_rule(rule)
 
-    def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
+    def update(step: Step, state: BackwardState, params: Params) -> Program[tuple[Step, BackwardState]]:
         selected = require(step, "selected", "backward", "select_error_samples()")
         used = _with_options(rule if rule is not None else neighbor_aware(), step.options.get("backward"))
         programs = [
             backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, used) for i in selected
         ]
+        known = state.replies if reuse else FrozenMap()
 
-        def done(parts: tuple[Gradients, ...]) -> tuple[Step, EmptyState]:
+        def done(pair: tuple[tuple[Gradients, ...], tuple[tuple[str, str], ...]]) -> tuple[Step, BackwardState]:
+            parts, made = pair
             grads = merge_gradients(parts)
             notes = (f"{len(grads.partials)} partials", f"{len(grads.failures)} failures")
-            return attrs.evolve(step, gradients=grads).noted("backward", *notes), state
+            kept = BackwardState(FrozenMap((*state.replies.items(), *made))) if reuse else state
+            return attrs.evolve(step, gradients=grads).noted("backward", *notes), kept
 
-        return map_(gather(*programs), done)
+        return map_(reusing(gather(*programs), known), done)
 
-    return Transform(lambda params: EmptyState(), update, "backward")
+    return Transform(lambda params: BackwardState(), update, "backward")
 
 
 def _with_options(rule: Rule, options: Any) -> Rule:
@@ -255,11 +422,11 @@ def critique(*, engine: str = "optimizer", options: Mapping[str, Any] | None = N
     return Transform(lambda params: EmptyState(), update, "critique")
 
 
-def _tagged(reply: Any, tag: str) -> Any:
+def _tagged(reply: Any, tag: str, *, first: bool = False) -> Any:
     if not isinstance(reply, Success):
         error = reply.failure()
         return Failure(f"the call failed ({error.kind}: {error.message})")
-    return parse_tagged(reply.unwrap().text, [tag]).alt(lambda e: e.reason)
+    return parse_tagged(reply.unwrap().text, [tag], first=first).alt(lambda e: e.reason)
 
 
 def propose_rewrite(
@@ -304,10 +471,14 @@ def propose_rewrite(
                 constraints=constraints,
                 engine=engine,
                 options=merged_options(step.options.get(engine), options),
+                failed=failed,
             )
-            return map_(ask(request), lambda reply: _proposal(name, _tagged(reply, "improved"), max_chars))
+            # A reply with several blocks (a draft, then the text): the first is the answer, as the paper's
+            # optimizer reads it.
+            return map_(ask(request), lambda reply: _proposal(name, _tagged(reply, "improved", first=True), max_chars))
 
         names = [n for n in grads if n in step.trainable(params)]
+        failed = not step.scores or not any(step.scores[i].correct for i in step.selected or ())
 
         def done(proposals: tuple[Proposal, ...]) -> tuple[Step, EmptyState]:
             notes = [f"{p.param}: {'proposed' if p.ok else 'kept (' + p.reason + ')'}" for p in proposals]
@@ -541,5 +712,32 @@ def momentum(*, history: int = 2) -> Transform:
     return Transform(lambda params: MomentumState(), update, "momentum")
 
 
+@attrs.frozen
+class SwitchState:
+    """Whether a candidate has been accepted yet, and the running transform's state."""
+
+    accepted: bool
+    inner: Any
+
+
+def after_first_accept(before: Transform, after: Transform) -> Transform:
+    """`before` until the first iteration whose candidate is accepted, `after` from the next one on.
+
+    Both must keep their state in the same shape (two chains that differ only in a stage's
+    settings, such as the backward rule): the state carries over at the switch.
+    """
+
+    def update(step: Step, state: SwitchState, params: Params) -> Program[tuple[Step, SwitchState]]:
+        running = after if state.accepted else before
+
+        def done(pair: tuple[Step, Any]) -> tuple[Step, SwitchState]:
+            new, inner = pair
+            return new, SwitchState(state.accepted or new.accepted is True, inner)
+
+        return map_(running.update(step, state.inner, params), done)
+
+    return Transform(lambda params: SwitchState(False, before.init(params)), update, before.name)
+
+
 #: The values of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
-CHECKPOINT_TYPES = (SelectState, GateState, MomentumState)
+CHECKPOINT_TYPES = (SelectState, BackwardState, GateState, MomentumState, SwitchState)
