@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from .._files import write_text_atomically
-from ..core import Example, Loss, forward, normalized_match, numeric_match
+from ..core import Example, Loss, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..graphviz import to_dot, to_mermaid
 from ..report import write_report
-from ..tasks import Task, load_tasks
+from ..tasks import Task, load_tasks, metric_loss
 from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._ledger import Ledger
@@ -83,8 +83,8 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
 
 
 def loss_for(task: Task) -> Loss:
-    """The loss for a task's scoring kind."""
-    return numeric_match() if task.scoring == "numeric" else normalized_match()
+    """The loss for a task's metric (`semgrad.tasks.Task.metric`: the protocol's unless chosen)."""
+    return metric_loss(task.metric)
 
 
 def _check_extra(backend: str) -> None:
@@ -440,6 +440,7 @@ async def _run_task(
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
         "protocol": task.protocol,
         "scored_on": task.scored_on,
+        "metric": task.metric,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": stopped,

@@ -14,6 +14,7 @@ from ._errors import DataError
 from ._files import DataDir
 from ._gsm8k import load_gsm8k, split_gsm8k
 from ._liar import load_liar, split_liar
+from ._metrics import Metric, check_metric, default_metric
 from ._protocols import Protocol, check_protocol, official_split_bbh, official_split_gsm8k, official_split_liar
 from ._samples import load_samples
 from ._split import Split, split
@@ -42,6 +43,10 @@ class Task:
         seed: The seed the split was drawn with.
         protocol: ``"official"`` (the paper's splits, no validation set) or
             ``"heldout"`` (ours, with a validation set); see `load_task`.
+        metric: How outputs are scored (one of `semgrad.tasks.METRICS`); by default
+            the protocol's (`semgrad.tasks.default_metric`): under the official
+            protocol the paper's exact string match (BBH, GSM8K) and ``YES``
+            prefix (LIAR), under the held-out one normalised or numeric match.
     """
 
     name: str
@@ -52,6 +57,15 @@ class Task:
     category: Category | None = None
     seed: int = 0
     protocol: Protocol = "heldout"
+    metric: Metric = attrs.field(
+        default=attrs.Factory(lambda self: self._default_metric(), takes_self=True),
+        converter=check_metric,
+    )
+
+    def _default_metric(self) -> Metric:
+        if self.dataset in ("bbh", "gsm8k", "liar"):
+            return default_metric(self.dataset, self.protocol)
+        return "numeric" if self.scoring == "numeric" else "normalized"  # your own data: --metric
 
     @property
     def scored_on(self) -> Literal["train", "test"]:
