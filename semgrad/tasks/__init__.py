@@ -77,6 +77,7 @@ from ._metrics import default_metric as default_metric
 from ._metrics import metric_loss as metric_loss
 from ._metrics import yes_prefix_match as yes_prefix_match
 from ._protocols import OFFICIAL_SIZES as OFFICIAL_SIZES
+from ._protocols import PAPER_MODELS as PAPER_MODELS
 from ._protocols import PROTOCOLS as PROTOCOLS
 from ._protocols import Protocol as Protocol
 from ._protocols import liar_official_keep as liar_official_keep
@@ -118,6 +119,7 @@ __all__ = [
     "LIAR_LABELS",
     "METRICS",
     "OFFICIAL_SIZES",
+    "PAPER_MODELS",
     "PROTOCOLS",
     "Category",
     "DataError",
