@@ -515,8 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--metric",
         default="exact",
-        choices=("exact", "numeric", "judge"),
-        help="how your items are scored: normalised exact match, numbers, or an LLM judge",
+        choices=("exact", "normalized", "numeric", "judge"),
+        help="how your items are scored: normalised exact match, numbers, or an LLM judge; a paper task is "
+        "scored by its protocol's metric (exact) unless normalized or numeric replaces it",
     )
     run.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
     run.add_argument(

@@ -127,7 +127,9 @@ class RunConfig:
     backward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     optimizer_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     data: str | None = None
-    metric: str = attrs.field(default="exact", validator=_choice(("exact", "numeric", "judge"), "metric"))
+    #: Your own data: "exact" and "normalized" compare normalised text. The paper's tasks: "exact" (the
+    #: default) is the protocol's metric (`semgrad.tasks.Task.metric`); "normalized" or "numeric" replaces it.
+    metric: str = attrs.field(default="exact", validator=_choice(("exact", "normalized", "numeric", "judge"), "metric"))
     criteria: str | None = None
     breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
 
@@ -174,10 +176,10 @@ class RunConfig:
                 raise ValueError(
                     "the official protocol has no validation set: drop --validation, or pass --protocol heldout"
                 )
-            if self.metric != "exact" or self.criteria:
+            if self.metric == "judge" or self.criteria:
                 raise ValueError(
                     "--metric and --criteria are for your own system (with --data); "
-                    "the paper's tasks are scored as the paper scores them"
+                    "the paper's tasks are scored as the paper scores them (or --metric normalized / numeric)"
                 )
         elif self.criteria and self.metric != "judge":
             raise ValueError("--criteria is for --metric judge")

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .._files import write_text_atomically
 from ..core import Example, Loss, forward
 from ..core.optim import evaluate, mean_score
@@ -71,7 +73,7 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         return (custom_task(config),)
     if not config.data_dir:
         raise SetupError("no data directory; pass --data-dir DIR (the folder that holds bbh/, gsm8k/ and liar/)")
-    return load_tasks(
+    tasks = load_tasks(
         [config.task],
         config.data_dir,
         seed=config.seed,
@@ -80,6 +82,9 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         test=config.test,
         protocol=config.protocol,
     )
+    if config.metric in ("normalized", "numeric"):  # --metric replaces the protocol's metric
+        tasks = tuple(attrs.evolve(task, metric=config.metric) for task in tasks)
+    return tasks
 
 
 def loss_for(task: Task) -> Loss:

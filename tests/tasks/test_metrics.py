@@ -83,3 +83,19 @@ def test_results_json_and_the_report_name_the_metric(tmp_path):
     (task,) = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]
     assert (task["protocol"], task["metric"]) == ("official", "exact")
     assert '<span class="metric">exact</span>' in (tmp_path / "run" / "report.html").read_text("utf-8")
+
+
+@pytest.mark.parametrize(("flags", "metric"), [([], "exact"), (["--metric", "normalized"], "normalized")])
+def test_the_metric_flag_replaces_a_paper_tasks_metric(flags, metric):
+    """`semgrad run gsm8k` scores by the official exact match unless --metric normalized / numeric replaces it."""
+    from semgrad.cli import _config, build_parser
+    from semgrad.experiments._run import load_run_tasks
+    from tests.experiments.test_cli_run import DATA
+
+    if not (DATA / "gsm8k" / "train.jsonl").is_file():
+        pytest.skip(f"GSM8K data is absent: {DATA}")
+    config = _config(build_parser().parse_args(["run", "gsm8k", "--data-dir", str(DATA), *flags]))
+    (task,) = load_run_tasks(config)
+    assert task.metric == metric
+    numeric = _config(build_parser().parse_args(["run", "gsm8k", "--data-dir", str(DATA), "--metric", "numeric"]))
+    assert load_run_tasks(numeric)[0].metric == "numeric"
