@@ -66,14 +66,42 @@ def test_liar_graph_has_five_analyses_feeding_one_decision():
 
 
 def test_liar_graph_instructions_are_our_own_and_overridable():
-    """Each analysis starts from its own instruction; the decision asks for Yes or No and can be replaced."""
-    _, params = liar_graph()
+    """Each analysis starts from its own instruction and is held to two sentences; the decision asks for Yes or
+    No and its instruction can be replaced (issue 31 point 5: both limits are fixed formats, not instructions)."""
+    graph, params = liar_graph()
     for field in LIAR_FIELDS:
         assert params.value(f"{field}_analysis.instruction") == LIAR_ANALYSIS_INSTRUCTIONS[field]
-        assert "two sentences" in LIAR_ANALYSIS_INSTRUCTIONS[field]
+        assert "two sentences" in graph.nodes[f"{field}_analysis"].output_format
     assert params.value("answer.instruction") == LIAR_DECIDE_INSTRUCTION
-    assert "Yes or No" in LIAR_DECIDE_INSTRUCTION
+    assert "Yes or No" in graph.nodes["answer"].output_format
     assert liar_graph(decide_instruction="Lie? Yes/No.")[1].value("answer.instruction") == "Lie? Yes/No."
+
+
+def test_liar_forward_fixes_the_formats_outside_the_trainable_instructions():
+    """Issue 31 point 5: LIAR's analyses are not asked to reason and show 'at most two sentences', the final node
+    shows 'Yes or No', as fixed text after the instruction: no trainable value holds them, and a rewritten
+    instruction still gets them."""
+    from returns.result import Success
+
+    from semgrad.core import LLMResponse, forward
+    from semgrad.topologies import LIAR_ANALYSIS_FORMAT, LIAR_DECIDE_FORMAT
+
+    graph, params = liar_graph()
+    assert not any("two sentences" in v or "Yes or No" in v for v in (params.value(n) for n in params.trainable()))
+    record = {field: f"the {field}" for field in LIAR_FIELDS}
+    changed = params.with_values({"party_analysis.instruction": "X", "answer.instruction": "Y"})
+    for values in (params, changed):
+        program = forward(graph, values, record)
+        requests = {}
+        while not program.done:
+            emitted = program.emitted
+            requests.update({r.node: r for _, r in emitted})
+            for token, request in emitted:
+                program = program.feed(token, Success(LLMResponse(f"<result>{request.node}</result>")))
+        party, answer = requests["party_analysis"].system, requests["answer"].system
+        assert party.endswith(LIAR_ANALYSIS_FORMAT) and "step by step" not in party
+        assert answer.endswith(LIAR_DECIDE_FORMAT) and "step by step" in answer
+        assert values.value("party_analysis.instruction") in party
 
 
 # --- layered graphs --------------------------------------------------------------------

@@ -36,6 +36,11 @@ DEPARTURES: tuple[Departure, ...] = (
     ),
     Departure(
         OFFICIAL,
+        "LIAR's final node is asked to think before its Yes or No (its analyses are not, as in the official code)",
+        "the reasoning stays outside the `<result>` tag, so the YES-prefix metric reads only the answer",
+    ),
+    Departure(
+        OFFICIAL,
         "BBH: train and test never share an item",
         "the official code shuffles the task file once per split, so some training items reach its test split",
     ),
