@@ -303,3 +303,18 @@ def test_mermaid_direction_is_checked():
     assert to_mermaid(paper_graph()[0], direction="LR").startswith("flowchart LR\n")
     with pytest.raises(ValueError, match="direction must be one of"):
         to_mermaid(paper_graph()[0], direction="sideways")
+
+
+def test_a_nodes_fixed_prompt_text_is_part_of_the_graphs_fingerprint():
+    """Two graphs that differ only in a node's fixed output format or its reasoning request have different
+    fingerprints (a checkpoint of one is not the other's), and a node without either keeps its old one."""
+    from semgrad.core import GraphBuilder
+
+    def one(**fixed):
+        b = GraphBuilder()
+        b.llm("a", inputs=[b.input("q")], instruction="x", **fixed)
+        return b.build(output="a")[0].fingerprint
+
+    plain, formatted, direct = one(), one(output_format="Yes or No."), one(reason=False)
+    assert len({plain, formatted, direct, one(output_format="Yes or No.", reason=False)}) == 4
+    assert plain == one(output_format="", reason=True)

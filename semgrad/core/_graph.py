@@ -270,6 +270,7 @@ class Graph:
         object.__setattr__(self, "_inputs", tuple(n for n, node in self.nodes.items() if node.kind == "input"))
         parts = [_escaped(self.output)] + [
             f"{_escaped(n.name)}|{n.kind}|{','.join(map(_escaped, n.inputs))}|{_escaped(n.role, _ROLE_SPECIAL)}"
+            + _prompt_fixed(n)
             for n in self.nodes.values()
         ]
         object.__setattr__(self, "_fingerprint", hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])
@@ -350,6 +351,12 @@ class Graph:
     def fingerprint(self) -> str:
         """A short digest of the structure (names, kinds, edges, roles, output)."""
         return self._fingerprint
+
+
+def _prompt_fixed(node: Node) -> str:
+    """A node's fixed prompt text for the fingerprint: "" when it has none (so older fingerprints hold)."""
+    fixed = f"|format:{_escaped(node.output_format, _ROLE_SPECIAL)}" if node.output_format else ""
+    return fixed + ("" if node.reason else "|direct")
 
 
 class GraphBuilder:
