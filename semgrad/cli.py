@@ -436,7 +436,9 @@ def _shared_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
     parser.add_argument(
         "--model",
-        help="the model for every role (default: gpt-4o-mini on openai-compatible, claude-haiku-4-5 on anthropic)",
+        help="the model for every role (default: gpt-4o-mini on openai-compatible, claude-haiku-4-5 on anthropic; "
+        "a paper task under --protocol official on openai-compatible: forward gpt-4o-mini, backward and optimizer "
+        "gpt-4-turbo, as the paper ran)",
     )
     parser.add_argument("--forward-model", help="the model for forward calls")
     parser.add_argument(
