@@ -436,7 +436,9 @@ def _shared_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="the API root of an OpenAI-compatible or Anthropic server")
     parser.add_argument(
         "--model",
-        help="the model for every role (default: gpt-4o-mini on openai-compatible, claude-haiku-4-5 on anthropic)",
+        help="the model for every role (default: gpt-4o-mini on openai-compatible, claude-haiku-4-5 on anthropic; "
+        "a paper task under --protocol official on openai-compatible: forward gpt-4o-mini, backward and optimizer "
+        "gpt-4-turbo, as the paper ran)",
     )
     parser.add_argument("--forward-model", help="the model for forward calls")
     parser.add_argument(
@@ -515,8 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--metric",
         default="exact",
-        choices=("exact", "numeric", "judge"),
-        help="how your items are scored: normalised exact match, numbers, or an LLM judge",
+        choices=("exact", "normalized", "numeric", "judge"),
+        help="how your items are scored: normalised exact match, numbers, or an LLM judge; a paper task is "
+        "scored by its protocol's metric (exact) unless normalized or numeric replaces it",
     )
     run.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
     run.add_argument(

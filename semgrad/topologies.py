@@ -8,7 +8,9 @@ from .core import FrozenMap, Graph, GraphBuilder, GraphError, Params
 
 __all__ = [
     "HINT_INSTRUCTION",
+    "LIAR_ANALYSIS_FORMAT",
     "LIAR_ANALYSIS_INSTRUCTIONS",
+    "LIAR_DECIDE_FORMAT",
     "LIAR_DECIDE_INSTRUCTION",
     "LIAR_FIELDS",
     "SOLVE_INSTRUCTION",
@@ -24,22 +26,31 @@ SOLVE_INSTRUCTION = "Solve the problem."
 LIAR_FIELDS: tuple[str, ...] = ("statement", "party", "job_title", "source", "state")
 
 #: The starting instruction of each LIAR analysis node, by the field it is about. Every
-#: analysis reads the whole record; each looks at it from one angle (the official
-#: system's intent per node, in our words).
+#: analysis reads the whole record; each looks at it from one angle. They say what the
+#: official starting instructions say, in our words; the length limit is not part of them
+#: (it is `LIAR_ANALYSIS_FORMAT`, fixed).
 LIAR_ANALYSIS_INSTRUCTIONS: FrozenMap[str, str] = FrozenMap(
     {
-        "statement": "Examine the statement on its own terms: what it claims and how it is worded. "
-        "Reply in at most two sentences.",
-        "party": "Consider how the speaker's party would view this statement. Reply in at most two sentences.",
-        "job_title": "Judge whether the statement fits what someone with the speaker's job title would say. "
-        "Reply in at most two sentences.",
-        "source": "Consider why this source might have put out the statement. Reply in at most two sentences.",
-        "state": "Consider how people in the speaker's state would view this statement. "
-        "Reply in at most two sentences.",
+        "statement": "Look at the statement by itself.",
+        "party": "How would the speaker's party regard the statement?",
+        "job_title": "Does the statement fit the speaker's job title?",
+        "source": "Why might this source have put the statement out?",
+        "state": "How would the speaker's state regard the statement?",
     }
 )
 
-LIAR_DECIDE_INSTRUCTION = "Using the record and the analyses, decide whether the statement is a lie. Answer Yes or No."
+#: The final node's starting instruction (the official one's content, in our words); the
+#: Yes/No form of its answer is `LIAR_DECIDE_FORMAT`, fixed.
+LIAR_DECIDE_INSTRUCTION = (
+    "From the record and the other information, decide whether the statement is a lie (Yes) or not (No)."
+)
+
+#: The fixed form of each analysis's output, outside its trainable instruction (as the
+#: official template's output-format line); analyses are not asked to reason first.
+LIAR_ANALYSIS_FORMAT = "Reply in at most two sentences."
+
+#: The fixed form of the final node's answer, outside its trainable instruction.
+LIAR_DECIDE_FORMAT = "Reply Yes or No."
 
 _LIAR_ROLES: FrozenMap[str, str] = FrozenMap(
     {
@@ -90,8 +101,10 @@ def liar_graph(*, decide_instruction: str = LIAR_DECIDE_INSTRUCTION) -> tuple[Gr
         ('statement', 'party', 'job_title', 'source', 'state')
         >>> graph.predecessors("answer")[5:]
         ('statement_analysis', 'party_analysis', 'job_title_analysis', 'source_analysis', 'state_analysis')
-        >>> params.value("answer.instruction").endswith("a lie. Answer Yes or No.")
+        >>> params.value("answer.instruction").endswith("a lie (Yes) or not (No).")
         True
+        >>> graph.nodes["party_analysis"].output_format, graph.nodes["party_analysis"].reason
+        ('Reply in at most two sentences.', False)
     """
     b = GraphBuilder()
     fields = [b.input(field, role=_LIAR_ROLES[field]) for field in LIAR_FIELDS]
@@ -101,6 +114,8 @@ def liar_graph(*, decide_instruction: str = LIAR_DECIDE_INSTRUCTION) -> tuple[Gr
             inputs=fields,
             instruction=LIAR_ANALYSIS_INSTRUCTIONS[field],
             role=f"an analysis from the angle of {_LIAR_ROLES[field]}",
+            output_format=LIAR_ANALYSIS_FORMAT,
+            reason=False,
         )
         for field in LIAR_FIELDS
     ]
@@ -109,6 +124,7 @@ def liar_graph(*, decide_instruction: str = LIAR_DECIDE_INSTRUCTION) -> tuple[Gr
         inputs=[*fields, *analyses],
         instruction=decide_instruction,
         role="Yes if the statement is a lie, else No",
+        output_format=LIAR_DECIDE_FORMAT,
     )
     return b.build(output="answer")
 

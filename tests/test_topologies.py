@@ -66,14 +66,42 @@ def test_liar_graph_has_five_analyses_feeding_one_decision():
 
 
 def test_liar_graph_instructions_are_our_own_and_overridable():
-    """Each analysis starts from its own instruction; the decision asks for Yes or No and can be replaced."""
-    _, params = liar_graph()
+    """Each analysis starts from its own instruction and is held to two sentences; the decision asks for Yes or
+    No and its instruction can be replaced (issue 31 point 5: both limits are fixed formats, not instructions)."""
+    graph, params = liar_graph()
     for field in LIAR_FIELDS:
         assert params.value(f"{field}_analysis.instruction") == LIAR_ANALYSIS_INSTRUCTIONS[field]
-        assert "two sentences" in LIAR_ANALYSIS_INSTRUCTIONS[field]
+        assert "two sentences" in graph.nodes[f"{field}_analysis"].output_format
     assert params.value("answer.instruction") == LIAR_DECIDE_INSTRUCTION
-    assert "Yes or No" in LIAR_DECIDE_INSTRUCTION
+    assert "Yes or No" in graph.nodes["answer"].output_format
     assert liar_graph(decide_instruction="Lie? Yes/No.")[1].value("answer.instruction") == "Lie? Yes/No."
+
+
+def test_liar_forward_fixes_the_formats_outside_the_trainable_instructions():
+    """Issue 31 point 5: LIAR's analyses are not asked to reason and show 'at most two sentences', the final node
+    shows 'Yes or No', as fixed text after the instruction: no trainable value holds them, and a rewritten
+    instruction still gets them."""
+    from returns.result import Success
+
+    from semgrad.core import LLMResponse, forward
+    from semgrad.topologies import LIAR_ANALYSIS_FORMAT, LIAR_DECIDE_FORMAT
+
+    graph, params = liar_graph()
+    assert not any("two sentences" in v or "Yes or No" in v for v in (params.value(n) for n in params.trainable()))
+    record = {field: f"the {field}" for field in LIAR_FIELDS}
+    changed = params.with_values({"party_analysis.instruction": "X", "answer.instruction": "Y"})
+    for values in (params, changed):
+        program = forward(graph, values, record)
+        requests = {}
+        while not program.done:
+            emitted = program.emitted
+            requests.update({r.node: r for _, r in emitted})
+            for token, request in emitted:
+                program = program.feed(token, Success(LLMResponse(f"<result>{request.node}</result>")))
+        party, answer = requests["party_analysis"].system, requests["answer"].system
+        assert party.endswith(LIAR_ANALYSIS_FORMAT) and "step by step" not in party
+        assert answer.endswith(LIAR_DECIDE_FORMAT) and "step by step" in answer
+        assert values.value("party_analysis.instruction") in party
 
 
 # --- layered graphs --------------------------------------------------------------------
@@ -275,3 +303,18 @@ def test_mermaid_direction_is_checked():
     assert to_mermaid(paper_graph()[0], direction="LR").startswith("flowchart LR\n")
     with pytest.raises(ValueError, match="direction must be one of"):
         to_mermaid(paper_graph()[0], direction="sideways")
+
+
+def test_a_nodes_fixed_prompt_text_is_part_of_the_graphs_fingerprint():
+    """Two graphs that differ only in a node's fixed output format or its reasoning request have different
+    fingerprints (a checkpoint of one is not the other's), and a node without either keeps its old one."""
+    from semgrad.core import GraphBuilder
+
+    def one(**fixed):
+        b = GraphBuilder()
+        b.llm("a", inputs=[b.input("q")], instruction="x", **fixed)
+        return b.build(output="a")[0].fingerprint
+
+    plain, formatted, direct = one(), one(output_format="Yes or No."), one(reason=False)
+    assert len({plain, formatted, direct, one(output_format="Yes or No.", reason=False)}) == 4
+    assert plain == one(output_format="", reason=True)

@@ -70,7 +70,7 @@ _ASK = "Add this step to the instruction: "
 _KEEP = "Keep this input as it is"
 _REPHRASE = "Be thorough."
 #: The version of the rules above, part of `SimulatedLLM.identity` so a cache never mixes two versions.
-_RULES = 3
+_RULES = 4
 
 
 def _digest(text: str) -> int:
@@ -218,9 +218,7 @@ class SimulatedLLM:
         question = self._question(text)
         targets = request.targets
         if question is None:  # it cannot tell which step was missed: it guesses from the output and feedback
-            seen = re.sub(r"Notes from \S+?:[^\n]*", "", request.prompt)
-            for target in targets:
-                seen = seen.replace(target, "")
+            seen = self._output_and_feedback(request.prompt)
             guess = self.skills[_digest(f"guess:{self.seed}:{seen}") % len(self.skills)]
             return reply_backward(
                 request,
@@ -244,6 +242,15 @@ class SimulatedLLM:
             for t in targets
         }
         return reply_backward(request, replies)
+
+    @staticmethod
+    def _output_and_feedback(prompt: str) -> str:
+        """The output and feedback a per-edge backward prompt shows, and nothing about the input asked
+        about (its name, role and notes), so every input of one node gets the same guess."""
+        shown = re.findall(r"<(output|feedback)>\n?(.*?)\n?</\1>", prompt, re.DOTALL)
+        if shown:
+            return "\n".join(text for _, text in shown)
+        return re.sub(r"Notes from \S+?:[^\n]*", "", prompt)
 
     def _asks(self, text: str) -> list[str]:
         counts = Counter(s for s in self.skills for _ in range(_flat(text).count(_flat(_ASK + s).rstrip("."))))

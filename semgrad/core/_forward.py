@@ -211,7 +211,8 @@ def _system_message(params: Params, node: Node) -> Message:
     systems = params.memo("forward_system")
     system = systems.get(node.name)
     if system is None:
-        system = systems[node.name] = forward_system(params.value(node.instruction))  # type: ignore[arg-type]
+        instruction = params.value(node.instruction)  # type: ignore[arg-type]
+        system = systems[node.name] = forward_system(instruction, node.output_format, reason=node.reason)
     return system  # type: ignore[no-any-return]
 
 

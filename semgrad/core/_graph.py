@@ -99,6 +99,11 @@ class Node:
         vjp: For a function node used with `rules.numeric()`,
             ``vjp(input_values, output_value, output_gradient) -> tuple`` of
             one gradient per input.
+        output_format: For an LLM node, fixed text on the form of its output,
+            shown in its forward prompt after the instruction and never trained
+            (LIAR's "at most two sentences", "Yes or No"); "" for none.
+        reason: For an LLM node, whether its forward prompt asks it to think
+            step by step before its result (the default).
     """
 
     name: str
@@ -107,6 +112,8 @@ class Node:
     role: str = ""
     fn: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
     vjp: Callable[..., tuple[Any, ...]] | None = attrs.field(default=None, eq=False, repr=False)
+    output_format: str = ""
+    reason: bool = True
 
     @property
     def instruction(self) -> str | None:
@@ -283,6 +290,7 @@ class Graph:
         object.__setattr__(self, "_inputs", tuple(n for n, node in self.nodes.items() if node.kind == "input"))
         parts = [_escaped(self.output)] + [
             f"{_escaped(n.name)}|{n.kind}|{','.join(map(_escaped, n.inputs))}|{_escaped(n.role, _ROLE_SPECIAL)}"
+            + _prompt_fixed(n)
             for n in self.nodes.values()
         ]
         object.__setattr__(self, "_fingerprint", hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])
@@ -365,6 +373,12 @@ class Graph:
         return self._fingerprint
 
 
+def _prompt_fixed(node: Node) -> str:
+    """A node's fixed prompt text for the fingerprint: "" when it has none (so older fingerprints hold)."""
+    fixed = f"|format:{_escaped(node.output_format, _ROLE_SPECIAL)}" if node.output_format else ""
+    return fixed + ("" if node.reason else "|direct")
+
+
 class GraphBuilder:
     """Builds a `Graph` and its `Params` step by step; `build` validates everything.
 
@@ -422,14 +436,25 @@ class GraphBuilder:
         instruction: str,
         role: str = "",
         trainable: bool = True,
+        output_format: str = "",
+        reason: bool = True,
     ) -> str:
         """Add a node computed by one LLM call from `instruction` and `inputs`.
 
-        Its instruction becomes the parameter ``f"{name}.instruction"``.
+        Its instruction becomes the parameter ``f"{name}.instruction"``. `output_format`
+        is fixed text on the form of its output, shown after the instruction and never
+        trained; with `reason` False its prompt does not ask it to think step by step.
         """
         if not isinstance(instruction, str) or not instruction.strip():
             raise GraphError(f"node {name!r} needs a non-empty instruction")
-        node = Node(name, "llm", self._inputs(name, inputs), role or f"the output of component '{name}'")
+        node = Node(
+            name,
+            "llm",
+            self._inputs(name, inputs),
+            role or f"the output of component '{name}'",
+            output_format=output_format,
+            reason=reason,
+        )
         pname = instruction_name(name)
         if pname in self._nodes or pname in self._params:  # checked first: a refused node leaves the builder as it was
             raise GraphError(f"name {pname!r} is already taken, so node {name!r} cannot own it")

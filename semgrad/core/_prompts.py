@@ -45,6 +45,15 @@ FORWARD_SYSTEM = (
     "the rest of the system will see, between <result> and </result>.\n\n"
     "Instruction:\n{instruction}"
 )
+#: `FORWARD_SYSTEM` for a node not asked to reason (`Node.reason` False).
+FORWARD_SYSTEM_DIRECT = (
+    "You are one component of a larger system. Carry out your instruction using the inputs "
+    "you are given, and give your result, which is all the rest of the system will see, "
+    "between <result> and </result>.\n\n"
+    "Instruction:\n{instruction}"
+)
+#: Appended to a forward system message for a node with a fixed `Node.output_format`.
+FORWARD_FORMAT = "\n\nForm of the result (fixed):\n{output_format}"
 FORWARD_REPAIR_USER = (
     "Your reply could not be read: {reason}. Reply again, ending with your result between <result> and </result>."
 )
@@ -69,9 +78,22 @@ def format_inputs(shown: Sequence[Shown]) -> str:
     return "\n\n".join(parts)
 
 
-def forward_system(instruction: str) -> Message:
-    """The system message of a forward request: the frame and the node's instruction."""
-    return _message("system", FORWARD_SYSTEM.format(instruction=instruction))
+def forward_system(instruction: str, output_format: str = "", *, reason: bool = True) -> Message:
+    """The system message of a forward request: the frame and the node's instruction, then its
+    fixed output format when it has one; `reason` False drops the request to think first.
+
+    Examples:
+        >>> print(forward_system("Judge the party's view.", "Reply in at most two sentences.", reason=False).content)
+        ... # doctest: +ELLIPSIS
+        You are one component of a larger system. Carry out your instruction using the inputs you are given, and ...
+        Instruction:
+        Judge the party's view.
+        <BLANKLINE>
+        Form of the result (fixed):
+        Reply in at most two sentences.
+    """
+    text = (FORWARD_SYSTEM if reason else FORWARD_SYSTEM_DIRECT).format(instruction=instruction)
+    return _message("system", text + (FORWARD_FORMAT.format(output_format=output_format) if output_format else ""))
 
 
 def render_forward(
@@ -82,8 +104,11 @@ def render_forward(
     sample: SampleId = None,
     engine: str = "forward",
     options: Mapping[str, Any] | None = None,
+    output_format: str = "",
+    reason: bool = True,
 ) -> LLMRequest:
-    """The forward request of an LLM node: its instruction and its inputs.
+    """The forward request of an LLM node: its instruction and its inputs (`output_format` and
+    `reason` as the node's, see `forward_system`).
 
     Examples:
         >>> r = render_forward("answer", "Solve the problem.", [("question", "the question", "2+2?")])
@@ -92,9 +117,8 @@ def render_forward(
         >>> r.purpose, r.node
         ('forward', 'answer')
     """
-    return forward_request(
-        node, forward_system(instruction), shown, sample, engine, freeze(options) if options else _NO_OPTIONS
-    )
+    system = forward_system(instruction, output_format, reason=reason)
+    return forward_request(node, system, shown, sample, engine, freeze(options) if options else _NO_OPTIONS)
 
 
 def forward_request(

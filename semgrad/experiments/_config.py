@@ -15,6 +15,7 @@ import attrs
 from .._files import write_text_atomically
 from ..core import ENGINES, FrozenMap, optim
 from ..core.optim import Transform
+from ..tasks import PAPER_MODELS
 
 __all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "PROTOCOLS", "RunConfig", "make_optimizer"]
 
@@ -126,7 +127,9 @@ class RunConfig:
     backward_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     optimizer_max_output_tokens: int | None = attrs.field(default=None, validator=_positive)
     data: str | None = None
-    metric: str = attrs.field(default="exact", validator=_choice(("exact", "numeric", "judge"), "metric"))
+    #: Your own data: "exact" and "normalized" compare normalised text. The paper's tasks: "exact" (the
+    #: default) is the protocol's metric (`semgrad.tasks.Task.metric`); "normalized" or "numeric" replaces it.
+    metric: str = attrs.field(default="exact", validator=_choice(("exact", "normalized", "numeric", "judge"), "metric"))
     criteria: str | None = None
     breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
 
@@ -150,9 +153,19 @@ class RunConfig:
         Examples:
             >>> RunConfig("gsm8k", model="gpt-4o-mini", optimizer_model="gpt-4-turbo").models()
             {'backward': 'gpt-4-turbo', 'optimizer': 'gpt-4-turbo'}
+
+        Under the official protocol on an OpenAI-compatible server, a run that names no
+        ``model`` runs each role on the paper's (`semgrad.tasks.PAPER_MODELS`):
+
+            >>> RunConfig("gsm8k", backend="openai-compatible").models()
+            {'forward': 'gpt-4o-mini', 'backward': 'gpt-4-turbo', 'optimizer': 'gpt-4-turbo'}
         """
         backward = self.backward_model or self.optimizer_model
         found = {"forward": self.forward_model, "backward": backward, "optimizer": self.optimizer_model}
+        if self.protocol == "official" and not self.data and self.backend == "openai-compatible" and not self.model:
+            # the paper's models by default: forward gpt-4o-mini, backward and rewrites gpt-4-turbo
+            found = {role: found[role] or PAPER_MODELS[role] for role in found}
+            found["backward"] = self.backward_model or self.optimizer_model or PAPER_MODELS["backward"]
         return {k: v for k, v in found.items() if v}
 
     def __attrs_post_init__(self) -> None:
@@ -163,10 +176,10 @@ class RunConfig:
                 raise ValueError(
                     "the official protocol has no validation set: drop --validation, or pass --protocol heldout"
                 )
-            if self.metric != "exact" or self.criteria:
+            if self.metric == "judge" or self.criteria:
                 raise ValueError(
                     "--metric and --criteria are for your own system (with --data); "
-                    "the paper's tasks are scored as the paper scores them"
+                    "the paper's tasks are scored as the paper scores them (or --metric normalized / numeric)"
                 )
         elif self.criteria and self.metric != "judge":
             raise ValueError("--criteria is for --metric judge")

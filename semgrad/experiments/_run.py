@@ -13,14 +13,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .._files import write_text_atomically
-from ..core import Example, Loss, forward, normalized_match, numeric_match
+from ..core import Example, Loss, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
 from ..report import write_report
-from ..tasks import Task, load_tasks
+from ..tasks import Task, load_tasks, metric_loss
 from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._errors import SetupError
@@ -69,7 +71,7 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         return (custom_task(config),)
     if not config.data_dir:
         raise SetupError("no data directory; pass --data-dir DIR (the folder that holds bbh/, gsm8k/ and liar/)")
-    return load_tasks(
+    tasks = load_tasks(
         [config.task],
         config.data_dir,
         seed=config.seed,
@@ -78,11 +80,14 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         test=config.test,
         protocol=config.protocol,
     )
+    if config.metric in ("normalized", "numeric"):  # --metric replaces the protocol's metric
+        tasks = tuple(attrs.evolve(task, metric=config.metric) for task in tasks)
+    return tasks
 
 
 def loss_for(task: Task) -> Loss:
-    """The loss for a task's scoring kind."""
-    return numeric_match() if task.scoring == "numeric" else normalized_match()
+    """The loss for a task's metric (`semgrad.tasks.Task.metric`: the protocol's unless chosen)."""
+    return metric_loss(task.metric)
 
 
 def _check_extra(backend: str) -> None:
@@ -438,6 +443,7 @@ async def _run_task(
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
         "protocol": task.protocol,
         "scored_on": task.scored_on,
+        "metric": task.metric,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": stopped,

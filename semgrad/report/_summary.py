@@ -178,6 +178,7 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
                 f"{percent(task.get('initial_score'))} \u2192 {percent(task.get('best_score'))}",
                 "",
             ),
+            *_metric_row(task),
         ]
     return [
         ("Train accuracy", percent(accuracy.get("train")), ""),
@@ -190,7 +191,14 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
             f"{percent(task.get('initial_score'))} \u2192 {percent(task.get('best_score'))}",
             "",
         ),
+        *_metric_row(task),
     ]
+
+
+def _metric_row(task: Mapping[str, Any]) -> list[Row]:
+    """The metric the scores were computed with, when results.json names one (older runs do not)."""
+    metric = task.get("metric")
+    return [("Metric", f'<span class="metric">{esc(metric)}</span>', "")] if isinstance(metric, str) else []
 
 
 def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:

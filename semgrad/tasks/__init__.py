@@ -71,7 +71,13 @@ from ._liar import (
 from ._liar import (
     split_liar as split_liar,
 )
+from ._metrics import METRICS as METRICS
+from ._metrics import Metric as Metric
+from ._metrics import default_metric as default_metric
+from ._metrics import metric_loss as metric_loss
+from ._metrics import yes_prefix_match as yes_prefix_match
 from ._protocols import OFFICIAL_SIZES as OFFICIAL_SIZES
+from ._protocols import PAPER_MODELS as PAPER_MODELS
 from ._protocols import PROTOCOLS as PROTOCOLS
 from ._protocols import Protocol as Protocol
 from ._protocols import liar_official_keep as liar_official_keep
@@ -111,10 +117,13 @@ __all__ = [
     "BBH_NLP",
     "BBH_TASKS",
     "LIAR_LABELS",
+    "METRICS",
     "OFFICIAL_SIZES",
+    "PAPER_MODELS",
     "PROTOCOLS",
     "Category",
     "DataError",
+    "Metric",
     "Protocol",
     "Scoring",
     "Split",
@@ -122,6 +131,7 @@ __all__ = [
     "bbh_category",
     "bbh_examples",
     "bbh_scoring",
+    "default_metric",
     "expand_task_names",
     "gsm8k_answer",
     "gsm8k_examples",
@@ -133,6 +143,7 @@ __all__ = [
     "load_samples",
     "load_task",
     "load_tasks",
+    "metric_loss",
     "official_split_bbh",
     "official_split_gsm8k",
     "official_split_liar",
@@ -144,4 +155,5 @@ __all__ = [
     "split_gsm8k",
     "split_liar",
     "task_names",
+    "yes_prefix_match",
 ]

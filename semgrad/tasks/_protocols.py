@@ -22,12 +22,13 @@ import random
 from collections.abc import Iterable
 from typing import Literal
 
-from ..core import Example
+from ..core import Example, FrozenMap
 from ._errors import DataError
 from ._split import Split, split
 
 __all__ = [
     "OFFICIAL_SIZES",
+    "PAPER_MODELS",
     "PROTOCOLS",
     "Protocol",
     "liar_official_keep",
@@ -45,11 +46,29 @@ PROTOCOLS: tuple[str, ...] = ("official", "heldout")
 #: Training items per dataset under the official protocol.
 OFFICIAL_SIZES = {"bbh": 20, "gsm8k": 128, "liar": 50}
 
+#: The models the paper ran each role on: its forward model, and its one optimizer model for
+#: backward and rewrite calls. Runs under the official protocol on an OpenAI-compatible
+#: server default to them (see `semgrad.experiments.RunConfig.models`).
+PAPER_MODELS: FrozenMap[str, str] = FrozenMap(
+    {"forward": "gpt-4o-mini", "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}
+)
+
 #: Iterations the paper ran per dataset (its scripts' ``--n_iters``).
 PAPER_ITERATIONS = {"bbh": 4, "gsm8k": 4, "liar": 8}
 
 #: The order the official code writes a LIAR record in (statement, job title, state, party, source).
 _LIAR_RECORD_ORDER = ("statement", "job_title", "state", "party", "source")
+
+
+def pick_protocol(protocol: str | None, validation: int | None) -> Protocol:
+    """`protocol` checked, or for None the default: ``"heldout"`` when a validation size is given, else
+    ``"official"`` (the paper's), as ``semgrad run`` picks it.
+
+    Examples:
+        >>> pick_protocol(None, None), pick_protocol(None, 20), pick_protocol("heldout", None)
+        ('official', 'heldout', 'heldout')
+    """
+    return check_protocol("heldout" if validation else "official") if protocol is None else check_protocol(protocol)
 
 
 def check_protocol(protocol: str) -> Protocol:

@@ -14,7 +14,16 @@ from ._errors import DataError
 from ._files import DataDir
 from ._gsm8k import load_gsm8k, split_gsm8k
 from ._liar import load_liar, split_liar
-from ._protocols import Protocol, check_protocol, official_split_bbh, official_split_gsm8k, official_split_liar
+from ._metrics import Metric, check_metric, default_metric
+from ._protocols import (
+    PAPER_MODELS,
+    Protocol,
+    check_protocol,
+    official_split_bbh,
+    official_split_gsm8k,
+    official_split_liar,
+    pick_protocol,
+)
 from ._samples import load_samples
 from ._split import Split, split
 
@@ -42,6 +51,10 @@ class Task:
         seed: The seed the split was drawn with.
         protocol: ``"official"`` (the paper's splits, no validation set) or
             ``"heldout"`` (ours, with a validation set); see `load_task`.
+        metric: How outputs are scored (one of `semgrad.tasks.METRICS`); by default
+            the protocol's (`semgrad.tasks.default_metric`): under the official
+            protocol the paper's exact string match (BBH, GSM8K) and ``YES``
+            prefix (LIAR), under the held-out one normalised or numeric match.
     """
 
     name: str
@@ -52,6 +65,15 @@ class Task:
     category: Category | None = None
     seed: int = 0
     protocol: Protocol = "heldout"
+    metric: Metric = attrs.field(
+        default=attrs.Factory(lambda self: self._default_metric(), takes_self=True),
+        converter=check_metric,
+    )
+
+    def _default_metric(self) -> Metric:
+        if self.dataset in ("bbh", "gsm8k", "liar"):
+            return default_metric(self.dataset, self.protocol)
+        return "numeric" if self.scoring == "numeric" else "normalized"  # your own data: --metric
 
     @property
     def scored_on(self) -> Literal["train", "test"]:
@@ -62,6 +84,20 @@ class Task:
         ``"test"`` otherwise.
         """
         return "train" if self.dataset == "liar" and self.protocol == "official" else "test"
+
+    @property
+    def models(self) -> FrozenMap[str, str]:
+        """The model each role defaults to for this task: the paper's (`semgrad.tasks.PAPER_MODELS`:
+        forward gpt-4o-mini, backward and optimizer gpt-4-turbo) under the official protocol, none
+        under the held-out one (every role then runs on the backend's default model).
+
+        Examples:
+            >>> dict(sample_task("bbh:navigate", protocol="official").models)["backward"]
+            'gpt-4-turbo'
+            >>> dict(sample_task("bbh:navigate").models)
+            {}
+        """
+        return PAPER_MODELS if self.protocol == "official" and self.dataset != "custom" else FrozenMap()
 
     def build(self) -> tuple[Graph, Params]:
         """The task's graph and starting parameters: ``self.topology()``."""
@@ -119,7 +155,7 @@ def load_task(
     validation: int | None = None,
     test: int | None = None,
     drop_incomplete: bool = True,
-    protocol: Protocol = "heldout",
+    protocol: Protocol | None = None,
 ) -> Task:
     """Read one task from `data_dir` and split it by a protocol.
 
@@ -129,7 +165,10 @@ def load_task(
     filtered train file (scored on themselves, with the test file beside them);
     no validation set (`validation` must be None or 0).
 
-    With ``protocol="heldout"`` (the default), our splits with a validation set.
+    With ``protocol="heldout"``, our splits with a validation set.
+
+    The default (`protocol` None) is the official protocol, as on ``semgrad run``,
+    unless a `validation` size is given, which asks for the held-out one.
     Defaults (each overridable with `train`, `validation`, `test`):
 
     * ``bbh:<task>``: 20 train, 20 validation, the rest of the task file as test;
@@ -151,7 +190,7 @@ def load_task(
         test: Test items, or None for all the remaining (BBH) or held-out (GSM8K, LIAR) items.
         drop_incomplete: LIAR, held-out protocol only: drop rows with an empty or
             "none" field (the official protocol filters as the paper's code does).
-        protocol: ``"official"`` or ``"heldout"``.
+        protocol: ``"official"``, ``"heldout"``, or None: official unless `validation` is given.
 
     Raises:
         DataError: Unknown name, missing directory or file, malformed data, or too few items.
@@ -163,7 +202,8 @@ def load_task(
         ...
         semgrad.tasks._errors.DataError: unknown task 'bbh:navigation'; valid names: bbh:all, ...
     """
-    if check_protocol(protocol) == "official":
+    protocol = pick_protocol(protocol, validation)
+    if protocol == "official":
         return _task(name, _official(_check_name(name), data_dir, seed, train, validation, test), seed, protocol)
     sizes = {"seed": seed, "train": train, "validation": validation, "test": test}
     if _check_name(name) == "gsm8k":
@@ -201,7 +241,7 @@ def load_tasks(
     validation: int | None = None,
     test: int | None = None,
     drop_incomplete: bool = True,
-    protocol: Protocol = "heldout",
+    protocol: Protocol | None = None,
 ) -> tuple[Task, ...]:
     """`load_task` for each of `names` after `expand_task_names`, so ``bbh:all`` works.
 

@@ -14,13 +14,13 @@ from semgrad.experiments._custom import SystemSpecError, custom_task, read_items
 @pytest.mark.parametrize(
     ("changes", "says"),
     [
-        ({"metric": "numeric"}, "--metric and --criteria are for your own system"),
+        ({"metric": "judge"}, "--metric and --criteria are for your own system"),
         ({"criteria": "Is it kind?"}, "--metric and --criteria are for your own system"),
         ({"validation": 4, "protocol": "official"}, "drop --validation, or pass --protocol heldout"),
     ],
 )
 def test_options_a_paper_task_would_ignore_or_contradict_are_refused(changes, says):
-    """A paper task refuses --metric / --criteria (it is scored as the paper scores it) and a validation size
+    """A paper task refuses --metric judge / --criteria (it is scored by its protocol) and a validation size
     under the official protocol, which has no validation split."""
     with pytest.raises(ValueError, match=says):
         RunConfig("gsm8k", **changes)

@@ -32,3 +32,29 @@ def test_removing_information_changes_the_simulated_outcome(rows):
     assert full[0] == "| neighbor-sgd"
     for other in lines[1:]:
         assert other[3:] != full[3:], f"{other[0]} ends like the full method"
+
+
+@pytest.fixture(scope="module")
+def liar_rows() -> str:
+    """The LIAR table, computed now from the shared data (skipped when it is absent)."""
+    if not (DATA / "liar" / "train.tsv").is_file():
+        pytest.skip(f"LIAR data is absent: {DATA}")
+    return table(DATA, "liar")
+
+
+def test_readme_holds_the_liar_table_the_script_prints(liar_rows):
+    """README.md shows exactly the LIAR table `python -m tests.experiments.simulated_ablations` prints."""
+    regenerate = "regenerate the README table: python -m tests.experiments.simulated_ablations"
+    assert liar_rows in README.read_text("utf-8"), regenerate
+
+
+def test_liar_without_neighbours_every_analysis_gets_the_same_guess(liar_rows):
+    """Issue 31 point 9: on LIAR a per-edge backward call shows no question, so all five analyses end with the
+    same guessed steps and the no-neighbours run ends below the full method (the guess no longer hashes roles)."""
+    lines = {line.split(" | ")[0].removeprefix("| "): line.split(" | ") for line in liar_rows.splitlines()[2:]}
+    full, alone = lines["neighbor-sgd"], lines["no-neighbors"]
+    analyses = alone[-1].removesuffix(" |").split(" / ")[:5]
+    assert len(set(analyses)) == 1 and analyses[0] != "-"
+    assert float(alone[3]) < float(full[3])
+    for name in ("no-gradients", "no-neighbors", "one-parameter"):
+        assert lines[name][3:] != full[3:], f"{name} ends like the full method"

@@ -88,7 +88,7 @@ def test_missing_liar_valid_file_is_reported(data_dir, tmp_path):
     for file in ("train.tsv", "test.tsv"):
         shutil.copy(data_dir / "liar" / file, tmp_path / "liar" / file)
     with pytest.raises(DataError, match="valid.tsv is missing"):
-        load_task("liar", tmp_path)
+        load_task("liar", tmp_path, protocol="heldout")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -109,7 +109,7 @@ def test_different_seeds_give_different_training_sets(data_dir):
 
 def test_every_bbh_task_loads_disjointly_with_its_category(data_dir):
     """load_tasks(['bbh:all']) gives 27 disjoint 20/20/rest tasks with the paper graph and a category."""
-    tasks = load_tasks(["bbh:all"], data_dir, seed=3)
+    tasks = load_tasks(["bbh:all"], data_dir, seed=3, protocol="heldout")
     assert [t.name for t in tasks] == list(task_names()[:27])
     for task in tasks:
         assert_disjoint(task)
@@ -121,7 +121,7 @@ def test_every_bbh_task_loads_disjointly_with_its_category(data_dir):
 
 def test_task_descriptions_per_dataset(data_dir):
     """GSM8K scores numbers on the paper graph; LIAR scores yes/no on the LIAR graph; neither has a category."""
-    gsm8k, liar = load_task("gsm8k", data_dir), load_task("liar", data_dir)
+    gsm8k, liar = (load_task(name, data_dir, protocol="heldout") for name in ("gsm8k", "liar"))
     assert (gsm8k.dataset, gsm8k.scoring, gsm8k.topology, gsm8k.category) == ("gsm8k", "numeric", paper_graph, None)
     assert (liar.dataset, liar.scoring, liar.topology, liar.category) == ("liar", "yes_no", liar_graph, None)
     assert gsm8k.split.sizes == (128, 128, 1319) and liar.split.sizes == (50, 50, 296)
@@ -136,7 +136,7 @@ def test_sizes_can_be_overridden(data_dir):
 
 def test_liar_can_keep_incomplete_rows(data_dir):
     """drop_incomplete=False keeps all 461 true-or-false rows of the test file."""
-    assert len(load_task("liar", data_dir, drop_incomplete=False).split.test) == 461
+    assert len(load_task("liar", data_dir, drop_incomplete=False, protocol="heldout").split.test) == 461
 
 
 def test_task_inputs_fit_its_graph(data_dir):

@@ -58,7 +58,18 @@ def test_official_liar_scores_on_its_50_filtered_training_items(data_dir):
     assert all(liar_official_keep(e) for e in task.split.train + task.split.test)
     assert all(str(e.id).startswith("liar/train/") for e in task.split.train)
     assert all(str(e.id).startswith("liar/test/") for e in task.split.test)
-    assert load_task("liar", data_dir).scored_on == "test"
+    assert load_task("liar", data_dir, protocol="heldout").scored_on == "test"
+
+
+def test_load_task_defaults_to_the_official_protocol_unless_a_validation_size_is_given(data_dir):
+    """Issue 31 point 7: load_task and load_tasks split by the paper's protocol by default, as `semgrad run`
+    does; a validation size asks for the held-out protocol."""
+    assert load_task("bbh:navigate", data_dir) == load_task("bbh:navigate", data_dir, protocol="official")
+    assert load_task("liar", data_dir).scored_on == "train"
+    (gsm8k,) = load_tasks(["gsm8k"], data_dir)
+    assert (gsm8k.protocol, gsm8k.split.sizes[:2], gsm8k.metric) == ("official", (128, 0), "exact")
+    held = load_task("gsm8k", data_dir, validation=5)
+    assert (held.protocol, held.split.sizes[1]) == ("heldout", 5)
 
 
 def test_bbh_all_official_has_20_training_items_per_task(data_dir):
@@ -90,3 +101,38 @@ def test_run_defaults_to_the_papers_iterations_per_task(task, iterations):
 
     argv = ["run", task] + (["--iterations", "2"] if iterations == 2 else [])
     assert _config(build_parser().parse_args(argv)).iterations == iterations
+
+
+@pytest.mark.parametrize(
+    ("flags", "models"),
+    [
+        ([], {"forward": "gpt-4o-mini", "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}),
+        (["--optimizer-model", "o"], {"forward": "gpt-4o-mini", "backward": "o", "optimizer": "o"}),
+        (["--backward-model", "b"], {"forward": "gpt-4o-mini", "backward": "b", "optimizer": "gpt-4-turbo"}),
+        (["--forward-model", "f"], {"forward": "f", "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}),
+        (["--model", "m"], {}),
+        (["--protocol", "heldout"], {}),
+    ],
+)
+def test_official_runs_default_to_the_papers_models(flags, models):
+    """Issue 31 point 7: under the official protocol on an OpenAI-compatible server, `semgrad run` runs forward
+    calls on gpt-4o-mini and backward and rewrite calls on gpt-4-turbo unless a model flag says otherwise."""
+    from semgrad.cli import _config, build_parser
+    from semgrad.experiments._prices import model_for
+
+    argv = ["run", "bbh:navigate", "--backend", "openai-compatible", *flags]
+    config = _config(build_parser().parse_args(argv))
+    assert config.models() == models
+    if not models:
+        assert {model_for(config, role) for role in ("forward", "backward", "optimizer")} <= {"m", "gpt-4o-mini"}
+    anthropic = _config(build_parser().parse_args(["run", "bbh:navigate", "--backend", "anthropic"]))
+    assert anthropic.models() == {}
+
+
+def test_official_tasks_name_the_papers_models():
+    """A Task under the official protocol names the paper's model per role; a held-out one names none."""
+    from semgrad.tasks import PAPER_MODELS
+
+    assert dict(sample_task("gsm8k", protocol="official").models) == dict(PAPER_MODELS)
+    assert dict(PAPER_MODELS) == {"forward": "gpt-4o-mini", "backward": "gpt-4-turbo", "optimizer": "gpt-4-turbo"}
+    assert dict(sample_task("gsm8k", protocol="heldout").models) == {}
