@@ -45,8 +45,9 @@ OUTPUT_TOKENS = FrozenMap(
 #: The phases a run's calls fall in: training (`fit`), then the final evaluation of each split.
 PHASES = ("train", "evaluate")
 
-#: Items of an evaluation split driven to plan it; a larger split is scaled from that many.
-SAMPLE = 16
+#: Items of an evaluation split driven to plan it; a larger split is scaled from that many (your own
+#: data's train and validation splits, at most 20 items by default, are driven whole).
+SAMPLE = 24
 
 
 def estimate_tokens(text: str) -> int:
@@ -73,7 +74,7 @@ class RunPlan:
         tokens_by_engine: Estimated (input, output) tokens by engine (role).
         cost_usd: The estimated cost (0 offline; None when a model has no price).
         preflight_calls: The preflight's calls (one per LLM node of the first task's graph).
-        scaled: Evaluation splits planned from a sample and scaled (their tokens are estimates of estimates).
+        scaled: The (task, split) evaluations planned from a sample and scaled (their tokens extrapolated).
     """
 
     config: RunConfig
@@ -82,7 +83,7 @@ class RunPlan:
     tokens_by_engine: FrozenMap[str, tuple[int, int]]
     cost_usd: float | None
     preflight_calls: int
-    scaled: tuple[str, ...] = ()
+    scaled: tuple[tuple[str, str], ...] = ()
 
     @property
     def calls(self) -> FrozenMap[tuple[str, str], int]:
@@ -200,7 +201,7 @@ def plan(
     )
 
 
-async def _drive(config: RunConfig, tasks: Sequence[Task], counter: _Counter) -> list[str]:
+async def _drive(config: RunConfig, tasks: Sequence[Task], counter: _Counter) -> list[tuple[str, str]]:
     """Drive each task's training and evaluation against `counter`; the splits that were scaled."""
     scaled = []
     for task in tasks:
@@ -216,7 +217,7 @@ async def _drive(config: RunConfig, tasks: Sequence[Task], counter: _Counter) ->
             ("initial_test", params, splits.test),
         ):
             if await _evaluate(config, task, graph, p, examples, counter):
-                scaled.append(f"{task.name}:{name}")
+                scaled.append((task.name, name))
     return scaled
 
 
