@@ -12,6 +12,7 @@ from ._compare import PurposeMeter, compare, parse_optimizers
 from ._config import BACKENDS, BASELINES, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
 from ._plan import RunPlan, plan
+from ._results import RunSummary, TaskResult
 from ._run import (
     PUBLISHED,
     RunFailed,
@@ -39,7 +40,9 @@ __all__ = [
     "RunPlan",
     "RunFailed",
     "RunStack",
+    "RunSummary",
     "SetupError",
+    "TaskResult",
     "build_llm",
     "compare",
     "dry_run",

@@ -27,6 +27,7 @@ from ._config import RunConfig, make_optimizer
 from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, model_for, price_of
+from ._results import RunSummary
 from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 if TYPE_CHECKING:
@@ -60,10 +61,10 @@ class RunFailed(RuntimeError):
     """The run's calls failed: its first calls all did, or more than `MAX_ERROR_SHARE` of them.
 
     ``results.json`` and the report are written first (they keep what the run
-    has); `summary` is the results dict.
+    has); `summary` is its `RunSummary`.
     """
 
-    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+    def __init__(self, message: str, summary: RunSummary) -> None:
         super().__init__(message)
         self.summary = summary
 
@@ -215,8 +216,8 @@ def run_experiment(
     enter_llm: bool = False,
     plan: RunPlan | None = None,
     checked: bool = False,
-) -> dict[str, Any]:
-    """Run a config end to end and write the run directory; return the results dict.
+) -> RunSummary:
+    """Run a config end to end and write the run directory; return its `RunSummary` (``results.json``).
 
     Every call -- the preflight, training and the final evaluation of every
     task -- goes through one `RunStack` in one event loop, so ``max_calls`` and
@@ -285,12 +286,13 @@ def _conclude(
     stack: RunStack,
     prices: Mapping[str, tuple[float, float]] | None,
     tasks: Sequence[Task],
-) -> dict[str, Any]:
+) -> RunSummary:
     """Write ``results.json`` and the report; raise `RunFailed` after writing when the run's calls failed."""
-    summary = _summary(config, results, ledger, stack, prices, planned=tasks)
-    problem = _failed(summary, stack)
-    summary["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
-    _write_json(out / "results.json", summary)
+    data = _summary(config, results, ledger, stack, prices, planned=tasks)
+    problem = _failed(data, stack)
+    data["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
+    summary = RunSummary.from_json(data)
+    _write_json(out / "results.json", summary.to_json())
     write_report(out)
     if problem is not None:
         raise RunFailed(f"{problem}; what the run has is in {out}", summary)
