@@ -38,7 +38,7 @@ import attrs
 
 from ..core import FrozenMap
 
-__all__ = ["MAX_COUNT", "RunSummary", "TaskResult", "freeze_json", "thaw_json"]
+__all__ = ["MAX_COUNT", "RunSummary", "TaskResult", "freeze_json", "json_kind", "thaw_json"]
 
 #: The largest count (calls, tokens, errors) believed: beyond any real run, and well inside JSON's safe range.
 MAX_COUNT = 2**53
@@ -78,7 +78,8 @@ def thaw_json(value: Any) -> Any:
 # --- the checks, each naming the field ------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What JSON kind `value` is, for a message ("a string", "an object", "null")."""
     if value is None:
         return "null"
     kinds = ((bool, "a boolean"), (str, "a string"), ((int, float), "a number"), (Mapping, "an object"))
@@ -86,7 +87,7 @@ def _kind(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _kind(value)
+    text = repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else json_kind(value)
     return text if len(text) <= 24 else text[:23] + "\u2026"
 
 
@@ -102,7 +103,7 @@ def _object(value: Any, where: str, *, optional: bool = True) -> Mapping[str, An
     if value is None and optional:
         return {}
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where} must be an object, got {_kind(value)}")
+        raise ValueError(f"{where} must be an object, got {json_kind(value)}")
     return value
 
 
@@ -110,7 +111,7 @@ def _array(value: Any, where: str) -> tuple[Any, ...]:
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)):
-        raise ValueError(f"{where} must be an array, got {_kind(value)}")
+        raise ValueError(f"{where} must be an array, got {json_kind(value)}")
     return tuple(value)
 
 
@@ -138,7 +139,7 @@ def _counts(value: Any, where: str) -> FrozenMap[str, int]:
 
 def _text(value: Any, where: str) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise ValueError(f"{where} must be a string (or null), got {_kind(value)}")
+        raise ValueError(f"{where} must be a string (or null), got {json_kind(value)}")
     return value
 
 
@@ -288,7 +289,7 @@ class RunSummary(_View):
         data = _object(data, "the file", optional=False)
         tasks = data.get("tasks")
         if not isinstance(tasks, (list, tuple)):
-            raise ValueError(f"tasks must be an array, got {_kind(tasks)}")
+            raise ValueError(f"tasks must be an array, got {json_kind(tasks)}")
         read = tuple(TaskResult.from_json(task, f"tasks[{i}]") for i, task in enumerate(tasks))
         calls = _object(data.get("calls"), "calls")
         tokens = _object(data.get("tokens"), "tokens")
