@@ -119,3 +119,12 @@ def test_a_run_returns_the_summary_it_writes(tmp_path):
     assert summary.to_json() == written and RunSummary.from_json(written) == summary
     assert summary["tasks"][0]["accuracy"] == written["tasks"][0]["accuracy"]
     assert summary.tasks[0].score("test") == written["tasks"][0]["accuracy"]["test"]
+
+
+def test_the_report_renders_a_run_summary_as_its_results_json(tmp_path):
+    """render_report(summary) is the page of summary.to_json(), the file the run wrote."""
+    from semgrad.report import render_report
+
+    config = _data(tmp_path / "in", 12)
+    summary = run_experiment(config, tmp_path / "run")
+    assert render_report(summary) == render_report(json.loads((tmp_path / "run" / "results.json").read_text()))
