@@ -205,7 +205,8 @@ class TaskResult(_View):
 
     def score(self, part: str = "test") -> float | None:
         """The score on `part` (train, validation, test, initial_test), None if it has none."""
-        return self.accuracy.get(part)
+        score: float | None = self.accuracy.get(part)
+        return score
 
     def to_json(self) -> dict[str, Any]:
         """The entry as ``results.json`` holds it."""
@@ -270,7 +271,8 @@ class RunSummary(_View):
     @property
     def calls_by_purpose(self) -> FrozenMap[str, int]:
         """Calls per purpose."""
-        return self.calls.get("by_purpose") or FrozenMap()  # type: ignore[no-any-return]
+        found: FrozenMap[str, int] = self.calls.get("by_purpose") or FrozenMap()
+        return found
 
     @property
     def total_calls(self) -> int:
