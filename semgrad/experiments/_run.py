@@ -291,8 +291,8 @@ def _conclude(
     data = _summary(config, results, ledger, stack, prices, planned=tasks)
     problem = _failed(data, stack)
     data["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
+    _write_json(out / "results.json", data)  # as the run built it: tests check it reads back through RunSummary
     summary = RunSummary.from_json(data)
-    _write_json(out / "results.json", summary.to_json())
     write_report(out)
     if problem is not None:
         raise RunFailed(f"{problem}; what the run has is in {out}", summary)
