@@ -127,7 +127,8 @@ def _calls_made(out: Path) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .experiments import build_llm, dry_run, load_run_tasks, run_experiment
+    from .experiments import build_llm, plan, run_experiment
+    from .experiments._dry_run import report_of
     from .experiments._prices import load_prices
     from .experiments._progress import RunProgress
     from .experiments._run import _check_run_dir as check_run_dir
@@ -141,11 +142,16 @@ def _run(args: argparse.Namespace) -> int:
 
         print(show_prompts(config, args.show_prompts))
         return 0
+    # The plan loads the tasks once (bad data fails here, before anything runs); the run takes them from it.
+    planned = (
+        plan(config, prices=prices.models) if args.dry_run or config.backend != "simulated" or not args.quiet else None
+    )
+    backend = None
     if config.backend != "simulated" and not args.dry_run:
-        build_llm(config, load_run_tasks(config))  # a missing key or bad data fails here, before anything runs
-    plan = None
-    if args.dry_run or config.backend != "simulated":
-        plan = report = dry_run(config, prices=prices.models)
+        assert planned is not None
+        backend = build_llm(config, planned.tasks)  # a missing key fails here, before anything runs
+    if planned is not None and (args.dry_run or config.backend != "simulated"):
+        report = report_of(planned)
         where = f" at {config.base_url}" if config.base_url and config.backend != "simulated" else ""
         print(
             ("Dry run" if args.dry_run else "This run will make at most")
@@ -153,11 +159,9 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(report.table())
         if not args.dry_run:
-            graph, _ = load_run_tasks(config)[0].build()
-            checks = sum(1 for node in graph.nodes.values() if node.kind == "llm")
             print(
-                f"(the preflight's {checks} calls, retries, and repair requests after unreadable replies come on "
-                "top: --max-calls caps them all)"
+                f"(the preflight's {planned.preflight_calls} calls, retries, and repair requests after unreadable "
+                "replies come on top: --max-calls caps them all)"
             )
         if config.backend != "simulated":
             print(f"(cost from {prices.describe()})")
@@ -175,8 +179,6 @@ def _run(args: argparse.Namespace) -> int:
             if input("Start the run? [y/N] ").strip().lower() not in ("y", "yes"):
                 print("not started")
                 return 1
-    elif not args.quiet:
-        plan = dry_run(config)  # the planned total the progress counts against
     banner = (
         "The LLM is SIMULATED (offline, deterministic): scores say nothing about real models."
         if config.backend == "simulated"
@@ -186,7 +188,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{'Continuing' if args.resume else 'Writing'} the run in {out}", flush=True)
     progress = RunProgress(
         sys.stderr,
-        planned=plan.total_calls if plan is not None else None,
+        planned=planned.total_calls if planned is not None else None,
         prices=None if config.backend == "simulated" else prices.models,
         quiet=args.quiet,
         banner=banner,
@@ -200,6 +202,10 @@ def _run(args: argparse.Namespace) -> int:
             on_progress=progress.on_progress,
             on_reply=progress,
             prices=prices.models,
+            plan=planned,
+            llm=backend,
+            enter_llm=backend is not None,
+            checked=True,
         )
     except KeyboardInterrupt:
         progress.close(finished=False)

@@ -1,4 +1,7 @@
-"""The paper's experiments as a runnable product: configs, runs, dry runs.
+"""The paper's experiments as a runnable product: configs, plans, runs, dry runs.
+
+A run is plan -> middleware stack -> tasks -> results: `plan(config)` loads the tasks and counts
+the calls, `run_experiment(config, out, plan=...)` runs them through one `RunStack`.
 
 Examples:
     >>> RunConfig("bbh:navigate", optimizer="tgd").k
@@ -8,6 +11,8 @@ Examples:
 from ._compare import PurposeMeter, compare, parse_optimizers
 from ._config import BACKENDS, BASELINES, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
+from ._plan import RunPlan, plan
+from ._results import RunSummary, TaskResult
 from ._run import (
     PUBLISHED,
     RunFailed,
@@ -32,9 +37,12 @@ __all__ = [
     "PurposeMeter",
     "DryRunReport",
     "RunConfig",
+    "RunPlan",
     "RunFailed",
     "RunStack",
+    "RunSummary",
     "SetupError",
+    "TaskResult",
     "build_llm",
     "compare",
     "dry_run",
@@ -45,6 +53,7 @@ __all__ = [
     "loss_for",
     "make_optimizer",
     "parse_optimizers",
+    "plan",
     "run_experiment",
     "run_stack",
 ]

@@ -4,7 +4,7 @@ Each optimizer is an ordinary run (`run_experiment`) in its own subdirectory of 
 comparison directory; `compare` adds ``compare.json``, ``compare.md`` (the table)
 and ``compare.html`` (the table and a chart of the score per iteration). With
 ``dry_run=True`` nothing is called: each optimizer's calls, tokens and cost come
-from `dry_run`.
+from each one's `plan` (the tasks loaded once).
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ from .._files import write_text_atomically
 from ..core import LLMRequest
 from ..effects import FitProgress
 from ..report._compare import compare_table, render_compare
+from ..tasks import Task
 from ._config import OPTIMIZERS, RunConfig
-from ._dry_run import dry_run, estimate_tokens
+from ._dry_run import estimate_tokens
+from ._plan import plan
+from ._results import RunSummary, thaw_json
 from ._run import SetupError, build_llm, estimate_cost, load_run_tasks, run_experiment
 from ._stack import _NOT_FAILURES, failures
 
@@ -101,23 +104,22 @@ class PurposeMeter:
         return result
 
 
-def _scores(summary: Mapping[str, Any]) -> list[float | None]:
+def _scores(summary: RunSummary) -> list[float | None]:
     """The mean training score per iteration over the run's tasks, then the final one."""
-    tasks = summary.get("tasks") or []
-    n = max((len(t.get("iterations") or []) for t in tasks), default=0)
+    tasks = summary.tasks
+    n = max((len(t.iterations) for t in tasks), default=0)
     scores: list[float | None] = []
     for i in range(n):
-        found = [t["iterations"][i]["train_score"] for t in tasks if len(t.get("iterations") or []) > i]
+        found = [t.iterations[i]["train_score"] for t in tasks if len(t.iterations) > i]
         scores.append(sum(found) / len(found) if found else None)
-    finals = [t["accuracy"]["train"] for t in tasks if (t.get("accuracy") or {}).get("train") is not None]
+    finals = [score for t in tasks if (score := t.score("train")) is not None]
     if finals:
         scores.append(sum(finals) / len(finals))
     return scores
 
 
-def _initial_test(summary: Mapping[str, Any]) -> float | None:
-    tasks = summary.get("tasks") or []
-    found = [t["accuracy"]["initial_test"] for t in tasks if t["accuracy"]["initial_test"] is not None]
+def _initial_test(summary: RunSummary) -> float | None:
+    found = [score for t in summary.tasks if (score := t.score("initial_test")) is not None]
     return sum(found) / len(found) if found else None
 
 
@@ -140,6 +142,62 @@ def _check_compare_dir(root: Path, optimizers: Sequence[str]) -> None:
             f"{root} is not empty ({shown}) and holds no comparison; a comparison writes its files into a "
             "folder of its own: choose a new or empty --out"
         )
+
+
+def _planned_method(
+    cfg: RunConfig, tasks: Sequence[Task], prices: Mapping[str, tuple[float, float]] | None
+) -> dict[str, Any]:
+    """A method's row of a dry comparison: its plan's calls, tokens and cost (the tasks loaded once)."""
+    planned = plan(cfg, prices=prices, tasks=tasks)
+    return {
+        "optimizer": cfg.optimizer,
+        "calls": planned.total_calls,
+        "calls_by_purpose": planned.by_purpose(),
+        "input_tokens": planned.input_tokens,
+        "output_tokens": planned.output_tokens,
+        "cost_usd": planned.cost_usd,
+    }
+
+
+def _run_method(
+    cfg: RunConfig,
+    tasks: Sequence[Task],
+    root: Path,
+    prices: Mapping[str, tuple[float, float]] | None,
+    llm_factory: Callable[[RunConfig], Any] | None,
+    progress: Callable[[str, FitProgress], None] | None,
+    clock: Callable[[], float],
+) -> dict[str, Any]:
+    """Run one method into ``root/<optimizer>`` and give its row, read from its `RunSummary`."""
+    name = cfg.optimizer
+    meter = PurposeMeter(llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks))
+    started = clock()
+    summary = run_experiment(
+        cfg, root / name, llm=meter, on_progress=progress, prices=prices, enter_llm=llm_factory is None
+    )
+    wall = clock() - started
+    tokens = {role: (used[0], used[1]) for role, used in meter.by_engine.items()}
+    return {
+        "optimizer": name,
+        "scores": _scores(summary),
+        "test": summary.averages["overall"],
+        "initial_test": _initial_test(summary),
+        "calls": summary.total_calls,
+        "calls_by_purpose": dict(summary.calls_by_purpose),
+        "tokens_by_purpose": {p: used[0] + used[1] for p, used in meter.by_purpose.items()},
+        "input_tokens": sum(u[0] for u in meter.by_purpose.values()),
+        "output_tokens": sum(u[1] for u in meter.by_purpose.values()),
+        # the simulated backend is offline: its tokens are estimates of text never sent, at no price
+        "cost_usd": 0.0 if cfg.backend == "simulated" else summary.cost_usd or estimate_cost(cfg, tokens, prices),
+        "wall_s": round(wall, 3),
+        "run_dir": name,
+        "stopped": summary.stopped,
+        "stopped_detail": summary.stopped_detail,
+        # counted in "calls", but never sent: the run's own budget or stop refused them
+        "refused": sum(int(summary.errors_by_kind.get(kind, 0)) for kind in _NOT_FAILURES),
+        # calls that failed at the backend after retries (the scores count them as wrong answers)
+        "failed_calls": failures(thaw_json(summary.counters)),
+    }
 
 
 def compare(
@@ -181,51 +239,10 @@ def compare(
     for name in optimizers:
         cfg = attrs.evolve(config, optimizer=name, param=config.param if name == "one-parameter" else None)
         if dry_run_only:
-            report = dry_run(cfg, prices=prices)
-            methods.append(
-                {
-                    "optimizer": name,
-                    "calls": report.total_calls,
-                    "calls_by_purpose": report.by_purpose(),
-                    "input_tokens": report.input_tokens,
-                    "output_tokens": report.output_tokens,
-                    "cost_usd": report.cost_usd,
-                }
-            )
+            methods.append(_planned_method(cfg, tasks, prices))
             continue
-        meter = PurposeMeter(llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks))
         progress = (lambda task, event, name=name: on_progress(name, task, event)) if on_progress else None
-        started = clock()
-        summary = run_experiment(
-            cfg, root / name, llm=meter, on_progress=progress, prices=prices, enter_llm=llm_factory is None
-        )
-        wall = clock() - started
-        tokens = {role: (used[0], used[1]) for role, used in meter.by_engine.items()}
-        methods.append(
-            {
-                "optimizer": name,
-                "scores": _scores(summary),
-                "test": summary["averages"]["overall"],
-                "initial_test": _initial_test(summary),
-                "calls": sum(summary["calls"]["by_purpose"].values()),
-                "calls_by_purpose": summary["calls"]["by_purpose"],
-                "tokens_by_purpose": {p: used[0] + used[1] for p, used in meter.by_purpose.items()},
-                "input_tokens": sum(u[0] for u in meter.by_purpose.values()),
-                "output_tokens": sum(u[1] for u in meter.by_purpose.values()),
-                # the simulated backend is offline: its tokens are estimates of text never sent, at no price
-                "cost_usd": 0.0
-                if cfg.backend == "simulated"
-                else summary.get("cost_usd") or estimate_cost(cfg, tokens, prices),
-                "wall_s": round(wall, 3),
-                "run_dir": name,
-                "stopped": summary.get("stopped"),
-                "stopped_detail": summary.get("stopped_detail"),
-                # counted in "calls", but never sent: the run's own budget or stop refused them
-                "refused": sum(int(summary["errors_by_kind"].get(kind, 0)) for kind in _NOT_FAILURES),
-                # calls that failed at the backend after retries (the scores count them as wrong answers)
-                "failed_calls": failures(summary["counters"]),
-            }
-        )
+        methods.append(_run_method(cfg, tasks, root, prices, llm_factory, progress, clock))
     result = {
         "task": config.task,
         "backend": config.backend,

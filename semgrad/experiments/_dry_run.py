@@ -13,23 +13,12 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..backends.fake import HashLLM, reply_forward
-from ..core import FrozenMap, LLMRequest, LLMResponse
+from ..core import FrozenMap
 from ._config import PROTOCOLS, RunConfig
-from ._prices import model_for, price_of
-from ._run import load_run_tasks, run_experiment
+from ._plan import OUTPUT_TOKENS, RunPlan, _Counter, estimate_tokens, plan
+from ._run import load_run_tasks
 
-__all__ = ["DryRunReport", "dry_run", "dry_run_protocols", "estimate_tokens"]
-
-#: Assumed output tokens per purpose (a real model's replies are usually of this order).
-OUTPUT_TOKENS = FrozenMap(
-    {"forward": 250, "backward": 300, "rewrite": 150, "critique": 250, "evaluate": 200, "summarize": 250}
-)
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters per token."""
-    return max(1, len(text) // 4)
+__all__ = ["DryRunReport", "dry_run", "dry_run_protocols", "estimate_tokens", "report_of"]
 
 
 @attrs.frozen
@@ -73,39 +62,6 @@ class DryRunReport:
         return "\n".join(lines)
 
 
-class _Counter:
-    """Answers instantly in parseable form, every answer wrong, and counts calls and tokens."""
-
-    is_async = False
-
-    def __init__(self, output_tokens: Mapping[str, int], keep: int = 0) -> None:
-        self.output_tokens = output_tokens
-        self.inner = HashLLM("dry-run")
-        self.calls: dict[tuple[str, str], int] = {}
-        self.tokens_in = self.tokens_out = 0
-        self.by_engine: dict[str, tuple[int, int]] = {}
-        self.keep = keep
-        self.requests: dict[str, list[LLMRequest]] = {}  # the first `keep` requests per purpose
-
-    def __call__(self, request: LLMRequest) -> LLMResponse:
-        key = (request.engine, request.purpose)
-        self.calls[key] = self.calls.get(key, 0) + 1
-        size = self.output_tokens.get(request.purpose, 200)
-        used_in = sum(estimate_tokens(m.content) for m in request.messages)
-        self.tokens_in += used_in
-        self.tokens_out += size
-        before = self.by_engine.get(request.engine, (0, 0))
-        self.by_engine[request.engine] = (before[0] + used_in, before[1] + size)
-        if self.keep:
-            kept = self.requests.setdefault(request.purpose, [])
-            if len(kept) < self.keep:
-                kept.append(request)
-        text = self.inner(request)
-        if request.purpose == "forward":
-            text = reply_forward(request, "Answer: none of these", reasoning="lorem " * max(0, size - 4))
-        return LLMResponse(text, {"input_tokens": 0, "output_tokens": 0}, "dry-run")
-
-
 def dry_run(
     config: RunConfig,
     *,
@@ -115,7 +71,8 @@ def dry_run(
 ) -> DryRunReport:
     """The calls `run_experiment(config)` will make at most, without calling any LLM or writing files.
 
-    Retries, and repair requests after unreadable replies, are not counted: they come on top.
+    The table of `plan(config)` (see `RunPlan`). Retries, and repair requests after unreadable
+    replies, are not counted: they come on top.
 
     Args:
         config: The run to estimate.
@@ -125,30 +82,12 @@ def dry_run(
         output_tokens: Assumed reply length per purpose.
         counter: The stand-in LLM to drive the run with (`show_prompts` keeps its requests).
     """
-    import tempfile
-
-    counter = counter if counter is not None else _Counter(output_tokens)
-    load_run_tasks(config)  # fail on bad data before anything else
-    with tempfile.TemporaryDirectory() as scratch:
-        run_experiment(
-            attrs.evolve(config, cache=None, max_calls=None, max_tokens=None), scratch, llm=counter, check_backend=False
-        )
-    calls = FrozenMap(sorted(counter.calls.items()))
-    return DryRunReport(calls, counter.tokens_in, counter.tokens_out, _cost(config, counter, prices))
+    return report_of(plan(config, prices=prices, output_tokens=output_tokens, counter=counter))
 
 
-def _cost(config: RunConfig, counter: _Counter, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
-    if config.backend == "simulated":
-        return 0.0  # offline: nothing to pay
-    if not prices:
-        return None
-    total = 0.0
-    for engine, (used_in, used_out) in counter.by_engine.items():
-        price = price_of(prices, model_for(config, engine))
-        if price is None:
-            return None
-        total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]
-    return total
+def report_of(planned: RunPlan) -> DryRunReport:
+    """A plan's calls, tokens and cost as a `DryRunReport`."""
+    return DryRunReport(planned.calls, planned.input_tokens, planned.output_tokens, planned.cost_usd)
 
 
 def dry_run_protocols(
@@ -170,12 +109,13 @@ def dry_run_protocols(
         # The official protocol has no validation split: the config's validation size is the held-out one's.
         validation = None if protocol == "official" else config.validation
         variant = attrs.evolve(config, protocol=protocol, validation=validation)
-        if protocol == "heldout" and not all(t.split.validation for t in load_run_tasks(variant)):
-            continue
         if known is not None and variant == config:
             found[protocol] = known
-        else:
-            found[protocol] = dry_run(variant, prices=prices, output_tokens=output_tokens)
+            continue
+        tasks = load_run_tasks(variant)
+        if protocol == "heldout" and not all(t.split.validation for t in tasks):
+            continue
+        found[protocol] = report_of(plan(variant, prices=prices, output_tokens=output_tokens, tasks=tasks))
     return FrozenMap(found)
 
 

@@ -11,12 +11,12 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .._files import write_text_atomically
-from ..core import Example, Loss, forward
+from ..core import Example, Graph, Loss, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..report import graph_json as _graph_json
@@ -29,7 +29,11 @@ from ._errors import SetupError
 from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, model_for, price_of
+from ._results import RunSummary
 from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
+
+if TYPE_CHECKING:
+    from ._plan import RunPlan
 
 __all__ = [
     "PUBLISHED",
@@ -38,10 +42,13 @@ __all__ = [
     "build_llm",
     "estimate_cost",
     "checkpoint_path",
+    "check_protocol",
+    "check_run_dir",
     "load_run_tasks",
     "loss_for",
     "run_experiment",
     "run_stack",
+    "task_loss",
 ]
 
 #: The paper's published figures (test accuracy).
@@ -52,10 +59,10 @@ class RunFailed(RuntimeError):
     """The run's calls failed: its first calls all did, or more than `MAX_ERROR_SHARE` of them.
 
     ``results.json`` and the report are written first (they keep what the run
-    has); `summary` is the results dict.
+    has); `summary` is its `RunSummary`.
     """
 
-    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+    def __init__(self, message: str, summary: RunSummary) -> None:
         super().__init__(message)
         self.summary = summary
 
@@ -88,6 +95,11 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
 def loss_for(task: Task) -> Loss:
     """The loss for a task's metric (`semgrad.tasks.Task.metric`: the protocol's unless chosen)."""
     return metric_loss(task.metric)
+
+
+def task_loss(config: RunConfig, task: Task) -> Loss:
+    """The loss a run of `config` scores `task` with: your own data's metric, or the task's scoring kind."""
+    return loss_for(task) if not config.data else _custom_loss(config)
 
 
 def _check_extra(backend: str) -> None:
@@ -203,8 +215,10 @@ def run_experiment(
     prices: Mapping[str, tuple[float, float]] | None = None,
     on_reply: Callable[[Any, Any], None] | None = None,
     enter_llm: bool = False,
-) -> dict[str, Any]:
-    """Run a config end to end and write the run directory; return the results dict.
+    plan: RunPlan | None = None,
+    checked: bool = False,
+) -> RunSummary:
+    """Run a config end to end and write the run directory; return its `RunSummary` (``results.json``).
 
     Every call -- the preflight, training and the final evaluation of every
     task -- goes through one `RunStack` in one event loop, so ``max_calls`` and
@@ -228,6 +242,9 @@ def run_experiment(
         enter_llm: Enter `llm` (an async context manager: a backend and its connection pool)
             around the run, as the run enters a backend it builds itself; for an LLM made for
             this run alone (a given one is otherwise the caller's to enter).
+        plan: The run's `RunPlan` (of this very config) when the caller has it: the run takes
+            its tasks instead of loading them again.
+        checked: The caller has checked `run_dir` for this run (`check_run_dir`): not again.
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
@@ -235,46 +252,48 @@ def run_experiment(
             `MAX_ERROR_SHARE` of its calls did (after writing the results).
     """
     out = Path(run_dir)
-    _check_run_dir(config, out, resume)
-    tasks = load_run_tasks(config)
-    _check_protocol(config, tasks)
+    if not checked:
+        check_run_dir(config, out, resume)
+    tasks = _planned_tasks(config, plan)
     backend = llm if llm is not None else build_llm(config, tasks)
     stack = run_stack(config, backend)
     ledger = Ledger.load(out) if resume else Ledger(out)
     if hasattr(on_reply, "watch"):
         on_reply.watch(stack.llm)  # type: ignore[union-attr]
+    # A backend the run built shares one connection pool over every call (each would open its own
+    # connection, TLS handshake and all); one that was given is the caller's to enter.
+    entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
+    run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
+    results = run_loop(run.everything, tasks, entered, check_backend)
+    return _conclude(config, out, results, ledger, stack, prices, tasks)
 
-    async def everything() -> list[dict[str, Any]]:
-        # A backend the run built shares one connection pool over every call (each would open its own
-        # connection, TLS handshake and all); one that was given is the caller's to enter.
-        ours = llm is None or enter_llm
-        async with backend if ours and hasattr(backend, "__aenter__") else contextlib.nullcontext():
-            return await _everything()
 
-    async def _everything() -> list[dict[str, Any]]:
-        config.save(out)  # first, so a run killed in its preflight can be resumed
-        if check_backend and config.backend != "simulated":
-            try:
-                await preflight(stack.llm, tasks[0], config.sampling()["forward"], timeout=_runner_timeout(config))
-            finally:
-                ledger.add(None, stack.tally.take())
-                ledger.save()
-            stack.tally.watch_afresh()
-        results: list[dict[str, Any]] = []
-        if stack.budget_spent:  # the preflight spent the budget (--max-calls below its calls): no task started
-            return results
-        for task in tasks:
-            single = len(tasks) == 1
-            results.append(await _run_task(config, out, task, stack, ledger, resume, single, on_progress, on_reply))
-            if results[-1]["stopped"]:
-                break
-        return results
+def _planned_tasks(config: RunConfig, plan: RunPlan | None) -> tuple[Task, ...]:
+    """The plan's tasks (loaded once, by `plan`), or the config's loaded here; checked for the protocol."""
+    if plan is None:
+        tasks = load_run_tasks(config)
+        check_protocol(config, tasks)
+        return tasks
+    if plan.config != config:
+        raise ValueError("the plan given is of another config than the run's")
+    return plan.tasks
 
-    results = run_loop(everything)
-    summary = _summary(config, results, ledger, stack, prices, planned=tasks)
-    problem = _failed(summary, stack)
-    summary["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
-    _write_json(out / "results.json", summary)
+
+def _conclude(
+    config: RunConfig,
+    out: Path,
+    results: list[dict[str, Any]],
+    ledger: Ledger,
+    stack: RunStack,
+    prices: Mapping[str, tuple[float, float]] | None,
+    tasks: Sequence[Task],
+) -> RunSummary:
+    """Write ``results.json`` and the report; raise `RunFailed` after writing when the run's calls failed."""
+    data = _summary(config, results, ledger, stack, prices, planned=tasks)
+    problem = _failed(data, stack)
+    data["failed"] = problem  # the verdict goes with the scores: a sweep must not take them as a finished run
+    _write_json(out / "results.json", data)  # as the run built it: tests check it reads back through RunSummary
+    summary = RunSummary.from_json(data)
     write_report(out)
     if problem is not None:
         raise RunFailed(f"{problem}; what the run has is in {out}", summary)
@@ -294,7 +313,8 @@ def _failed(summary: Mapping[str, Any], stack: RunStack) -> str | None:
     return None
 
 
-def _check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:
+def check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:
+    """The config's protocol can run on the tasks' splits (held-out needs a validation split)."""
     if config.protocol == "heldout":
         empty = [t.name for t in tasks if not t.split.validation]
         if empty:
@@ -303,7 +323,12 @@ def _check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:
             )
 
 
-def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
+def check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
+    """A run of `config` may write into `out`: to resume, its saved config matches; else it is new or empty.
+
+    Raises:
+        SetupError: Nothing to resume, a changed config, or a folder that holds something else.
+    """
     saved = out / "config.json"
     if resume:
         if not saved.exists():
@@ -317,6 +342,8 @@ def _check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
     elif out.exists():
         _check_fresh_dir(config, out)
 
+
+_check_run_dir = check_run_dir  # the name it had
 
 #: What a run writes into its folder, beside ``checkpoint*.json`` (and a cache the config puts there).
 _RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html")
@@ -360,83 +387,156 @@ def _foreign_entries(config: RunConfig, out: Path) -> list[str]:
     return sorted(entry.name for entry in out.iterdir() if not entry.name.startswith(".") and entry.name not in own)
 
 
-async def _run_task(
-    config: RunConfig,
-    out: Path,
-    task: Task,
-    stack: RunStack,
-    ledger: Ledger,
-    resume: bool,
-    single: bool,
-    on_progress: Callable[[str, FitProgress], None] | None,
-    on_reply: Callable[[Any, Any], None] | None = None,
+@attrs.define
+class _Run:
+    """One run's event-loop side: the preflight, then each task trained and evaluated through one stack."""
+
+    config: RunConfig
+    out: Path
+    stack: RunStack
+    ledger: Ledger
+    resume: bool
+    on_progress: Callable[[str, FitProgress], None] | None
+    on_reply: Callable[[Any, Any], None] | None
+
+    async def everything(self, tasks: Sequence[Task], entered: Any, check_backend: bool) -> list[dict[str, Any]]:
+        """Every task in turn, inside `entered` (the backend's connection pool, when the run enters it)."""
+        async with entered if entered is not None else contextlib.nullcontext():
+            self.config.save(self.out)  # first, so a run killed in its preflight can be resumed
+            if check_backend and self.config.backend != "simulated":
+                await self.preflight(tasks[0])
+            results: list[dict[str, Any]] = []
+            if self.stack.budget_spent:  # the preflight spent the budget (--max-calls below its calls): no task
+                return results
+            for task in tasks:
+                results.append(await self.task(task, single=len(tasks) == 1))
+                if results[-1]["stopped"]:
+                    break
+            return results
+
+    async def preflight(self, task: Task) -> None:
+        """One small forward before the run; its calls go to the ledger apart from every task's."""
+        try:
+            await preflight(
+                self.stack.llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config)
+            )
+        finally:
+            self.ledger.add(None, self.stack.tally.take())
+            self.ledger.save()
+        self.stack.tally.watch_afresh()
+
+    def keep(self, task: Task) -> None:
+        """The counts so far go to the ledger, beside fit's checkpoint."""
+        self.ledger.add(task.name, self.stack.tally.take())
+        self.ledger.save()
+
+    async def task(self, task: Task, *, single: bool) -> dict[str, Any]:
+        """Train `task`, evaluate its splits, and give its entry of ``results.json``."""
+        graph, params = task.build()
+        ckpt = checkpoint_path(self.out, task, single)
+        result = await self.train(task, graph, params, ckpt)
+        stopped = result.stopped
+        if self.on_progress and not stopped:
+            calls = result.statistics.calls
+            self.on_progress(
+                task.name, FitProgress(self.config.iterations, self.config.iterations, "evaluating", calls)
+            )
+        scored = await self.evaluate(task, graph, params, result.params, stopped)
+        return _task_json(task, graph, params, result, scored, self.ledger.counters(task.name))
+
+    async def train(self, task: Task, graph: Graph, params: Params, ckpt: Path) -> FitResult:
+        """`fit` the task's params through the run's stack, checkpointing to `ckpt`."""
+        config = self.config
+
+        def progress(event: FitProgress) -> None:
+            if event.phase == "done":
+                self.keep(task)
+            if self.on_progress is not None:
+                self.on_progress(task.name, event)
+
+        result: FitResult = await fit(
+            graph,
+            params,
+            make_optimizer(config),
+            train=task.split.train,
+            validation=task.split.validation if config.protocol == "heldout" else (),
+            llm=self.stack.llm,
+            iterations=config.iterations,
+            loss=task_loss(config, task),
+            checkpoint=ckpt,
+            resume=ckpt if self.resume and ckpt.exists() else None,
+            on_progress=progress,
+            max_concurrency=config.concurrency,
+            timeout=_runner_timeout(config),
+            options=config.sampling(),
+            on_reply=self.on_reply,
+        )
+        self.keep(task)
+        _check_scores(result, ckpt)
+        return result
+
+    async def evaluate(self, task: Task, graph: Graph, initial: Params, final: Params, stopped: Any) -> _Scored:
+        """Score the final params on each split and the initial ones on the test split (a finished split of an
+        earlier process of this run is read from the ledger, not asked again)."""
+        config, stack, ledger = self.config, self.stack, self.ledger
+        runner = Runner(
+            stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=self.on_reply
+        )
+        loss = task_loss(config, task)
+        scored = _Scored(stopped)
+        parts = task.split
+        for split, p, examples in (
+            ("train", final, parts.train),
+            ("validation", final, parts.validation),
+            ("test", final, parts.test),
+            ("initial_test", initial, parts.test),
+        ):
+            if scored.carry(ledger, task.name, split, p, examples) or not examples or scored.stopped:
+                continue
+            refused = stack.budget.refused
+            evaluated = await runner.run(evaluate(graph, p, examples, loss, options=config.sampling()["forward"]))
+            if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
+                scored.stopped = "budget" if stack.halted is None else "halted"
+            else:
+                score = scored.score(split, mean_score(evaluated), examples, evaluated)
+                if not _transient_failures(evaluated):  # else a resumed run asks again: a passing outage is no score
+                    test = scored.predictions if split == "test" else None
+                    ledger.evaluated(task.name, split, p, score, test, examples)
+            self.keep(task)
+        return scored
+
+
+@attrs.define
+class _Scored:
+    """A task's evaluation as it goes: scores by split, those an earlier process carried, the test predictions."""
+
+    stopped: Any
+    scores: dict[str, float | None] = attrs.Factory(dict)
+    carried: list[str] = attrs.Factory(list)  # splits an earlier process of this run scored
+    predictions: list[dict[str, Any]] = attrs.Factory(list)  # the test split's, for results.json and the report
+
+    def carry(self, ledger: Ledger, task: str, split: str, params: Params, examples: Sequence[Example]) -> bool:
+        """Take the split's score from the ledger when an earlier process of this run scored it (then True)."""
+        self.scores[split] = ledger.evaluation(task, split, params, examples) if examples else None
+        if self.scores[split] is None:
+            return False
+        self.carried.append(split)
+        if split == "test":
+            self.predictions = ledger.predictions(task, split, params, examples) or []
+        return True
+
+    def score(self, split: str, score: float, examples: Sequence[Example], evaluated: Any) -> float:
+        """Record a split's score (and the test split's predictions)."""
+        self.scores[split] = score
+        if split == "test":
+            self.predictions = predictions_json(examples, evaluated)
+        return score
+
+
+def _task_json(
+    task: Task, graph: Graph, params: Params, result: FitResult, scored: _Scored, counters: Mapping[str, Any]
 ) -> dict[str, Any]:
-    graph, params = task.build()
-    loss = loss_for(task) if not config.data else _custom_loss(config)
-    ckpt = checkpoint_path(out, task, single)
-
-    def keep() -> None:  # the counts so far go to the ledger, beside fit's checkpoint
-        ledger.add(task.name, stack.tally.take())
-        ledger.save()
-
-    def progress(event: FitProgress) -> None:
-        if event.phase == "done":
-            keep()
-        if on_progress is not None:
-            on_progress(task.name, event)
-
-    result: FitResult = await fit(
-        graph,
-        params,
-        make_optimizer(config),
-        train=task.split.train,
-        validation=task.split.validation if config.protocol == "heldout" else (),
-        llm=stack.llm,
-        iterations=config.iterations,
-        loss=loss,
-        checkpoint=ckpt,
-        resume=ckpt if resume and ckpt.exists() else None,
-        on_progress=progress,
-        max_concurrency=config.concurrency,
-        timeout=_runner_timeout(config),
-        options=config.sampling(),
-        on_reply=on_reply,
-    )
-    keep()
-    _check_scores(result, ckpt)
-    stopped = result.stopped
-    if on_progress and not stopped:
-        on_progress(task.name, FitProgress(config.iterations, config.iterations, "evaluating", result.statistics.calls))
-    runner = Runner(stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=on_reply)
     parts = task.split
-    scores: dict[str, float | None] = {}
-    carried: list[str] = []  # splits an earlier process of this run scored
-    predictions: list[dict[str, Any]] = []  # the test split's, for results.json and the report
-    for split, p, examples in (
-        ("train", result.params, parts.train),
-        ("validation", result.params, parts.validation),
-        ("test", result.params, parts.test),
-        ("initial_test", params, parts.test),
-    ):
-        scores[split] = ledger.evaluation(task.name, split, p, examples) if examples else None
-        if scores[split] is not None:  # scored by an earlier process of this run
-            carried.append(split)
-            if split == "test":
-                predictions = ledger.predictions(task.name, split, p, examples) or []
-        if scores[split] is not None or not examples or stopped:
-            continue
-        refused = stack.budget.refused
-        evaluated = await runner.run(evaluate(graph, p, examples, loss, options=config.sampling()["forward"]))
-        if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
-            stopped = "budget" if stack.halted is None else "halted"
-        else:
-            scores[split] = mean_score(evaluated)
-            if split == "test":
-                predictions = predictions_json(parts.test, evaluated)
-            if not _transient_failures(evaluated):  # else a resumed run asks again: a passing outage is no score
-                ledger.evaluated(task.name, split, p, scores[split], predictions if split == "test" else None, examples)
-        keep()
-    counters = ledger.counters(task.name)
     return {
         "task": task.name,
         "category": task.category,
@@ -446,16 +546,16 @@ async def _run_task(
         "metric": task.metric,
         "initial_score": result.initial_score,
         "best_score": result.best_score,
-        "stopped": stopped,
+        "stopped": scored.stopped,
         "iterations": [_record(r) for r in result.history],
-        "accuracy": scores,
-        "carried_over": carried,
+        "accuracy": scored.scores,
+        "carried_over": scored.carried,
         "errors": counters["errors"],
         "errors_by_kind": dict(counters["errors_by_kind"]),
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
         "graph": _graph_json(graph),
         "published": _published(task),
-        "predictions": predictions,
+        "predictions": scored.predictions,
         "predictions_split": "test",
     }
 

@@ -133,11 +133,12 @@ def _body(results: Mapping[str, Any], config: Mapping[str, Any] | None) -> str:
     )
 
 
-def render_report(results: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> str:
+def render_report(results: Mapping[str, Any] | Any, config: Mapping[str, Any] | None = None) -> str:
     """The HTML report of a run, as text (pure: no I/O).
 
     Args:
-        results: The run's ``results.json``, parsed.
+        results: The run's ``results.json``, parsed, or its `semgrad.experiments.RunSummary` (read as
+            its ``to_json()``; a file edited by hand is read leniently, a wrong field shown as a dash).
         config: Its ``config.json``, parsed (shown as JSON at the end), or None.
 
     Returns:
@@ -153,6 +154,8 @@ def render_report(results: Mapping[str, Any], config: Mapping[str, Any] | None =
 
     .. versionadded:: 0.1.0
     """
+    if not isinstance(results, Mapping) and callable(getattr(results, "to_json", None)):
+        results = results.to_json()  # a RunSummary (the report sits below experiments: no import of it)
     check_results(results)
     if config is not None and not isinstance(config, Mapping):
         raise ValueError(f"config must be a JSON object, got {_json_type(config)}")

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from .._files import read_regular_text
 from .._loaded import systems_loaded_once
-from ..experiments import RunConfig, build_llm, load_run_tasks, run_experiment
+from ..experiments import RunConfig, RunSummary, TaskResult, build_llm, load_run_tasks, run_experiment
 from ..experiments._resume import CONFIG_BYTES
 from ..tasks import bbh_category
 from ._results import check_run_results
@@ -87,7 +87,7 @@ def check_run_dir(sweep_dir: Path, run_dir: Path) -> None:
         raise SweepError(f"{run_dir} resolves to {run_dir.resolve()}, outside the sweep directory {sweep_dir}: {fix}")
 
 
-def _load_results(run_dir: Path) -> dict[str, Any] | None:
+def _load_results(run_dir: Path) -> RunSummary | None:
     """The run's ``results.json``, checked; None when there is none.
 
     Raises:
@@ -98,12 +98,12 @@ def _load_results(run_dir: Path) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(read_regular_text(path, limit=512 * 2**20))  # a FIFO or a device is refused, not read
-        check_run_results(data)
+        summary = check_run_results(data)
     except (OSError, ValueError, RecursionError) as exc:
         raise SweepError(
             f"{path}: {_unreadable(exc)}; the run is not trusted: remove that file to resume it from its checkpoint"
         ) from None
-    return data
+    return summary
 
 
 def _unreadable(exc: BaseException) -> str:
@@ -118,7 +118,7 @@ def _unreadable(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def read_results(run_dir: Path) -> dict[str, Any] | None:
+def read_results(run_dir: Path) -> RunSummary | None:
     """The run's ``results.json``, or None when it is missing, unreadable or fails `check_run_results`."""
     try:
         return _load_results(run_dir)
@@ -126,16 +126,10 @@ def read_results(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def _complete(config: RunConfig, results: Mapping[str, Any] | None) -> bool:
-    tasks = results.get("tasks") if results else None
-    if not isinstance(tasks, list) or not tasks:
+def _complete(config: RunConfig, results: RunSummary | None) -> bool:
+    if results is None or not results.tasks:
         return False
-    return all(
-        isinstance(t, dict)
-        and isinstance(t.get("accuracy"), dict)
-        and (len(t.get("iterations") or ()) >= config.iterations or bool(t.get("stopped")))
-        for t in tasks
-    )
+    return all(len(t.iterations) >= config.iterations or bool(t.stopped) for t in results.tasks)
 
 
 def run_status(run: PlannedRun, run_dir: Path) -> Literal["new", "finished", "resume"]:
@@ -163,12 +157,9 @@ def run_status(run: PlannedRun, run_dir: Path) -> Literal["new", "finished", "re
     return "finished" if _complete(run.config, results) else "resume"
 
 
-def _budget_changed(config: RunConfig, before: RunConfig, results: Mapping[str, Any] | None) -> bool:
+def _budget_changed(config: RunConfig, before: RunConfig, results: RunSummary | None) -> bool:
     """Whether the run stopped for its budget and the spec now gives it another one (max_calls or max_tokens)."""
-    stopped = results is not None and (
-        results.get("stopped") == "budget"
-        or any(isinstance(t, dict) and t.get("stopped") == "budget" for t in results.get("tasks") or ())
-    )
+    stopped = results is not None and (results.stopped == "budget" or any(t.stopped == "budget" for t in results.tasks))
     return stopped and (config.max_calls, config.max_tokens) != (before.max_calls, before.max_tokens)
 
 
@@ -176,8 +167,11 @@ def _category(task: str) -> str | None:
     return bbh_category(task.split(":", 1)[1]) if task.startswith("bbh:") else None
 
 
-def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | None = None) -> dict[str, Any]:
-    """One line of the sweep's table: what the run is, and what its ``results.json`` says.
+def run_row(
+    run: PlannedRun, results: RunSummary | Mapping[str, Any] | None, error: str | None = None
+) -> dict[str, Any]:
+    """One line of the sweep's table: what the run is, and what its ``results.json`` says (a `RunSummary`,
+    or the file's JSON, read into one).
 
     Examples:
         >>> from semgrad.sweeps import parse_spec
@@ -186,11 +180,10 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
         >>> row["name"], row["category"], row["accuracy"]["test"], row["error"]
         ('bbh-navigate__seed0__tgd', 'algorithmic', None, 'no data')
     """
-    tasks = (results or {}).get("tasks") or [{}]
-    accuracy = tasks[0].get("accuracy") or {}
-    size = (tasks[0].get("sizes") or {}).get("test") if isinstance(tasks[0].get("sizes"), dict) else None
-    calls = ((results or {}).get("calls") or {}).get("by_purpose") or {}
-    tokens = (results or {}).get("tokens") or {}
+    summary = RunSummary.from_json(results) if isinstance(results, Mapping) else results
+    first = summary.tasks[0] if summary is not None and summary.tasks else TaskResult()
+    size = first.sizes.get("test")
+    tokens = summary.tokens if summary is not None else {}
     return {
         "name": run.name,
         "task": run.config.task,
@@ -198,17 +191,17 @@ def run_row(run: PlannedRun, results: Mapping[str, Any] | None, error: str | Non
         "seed": run.config.seed,
         "optimizer": run.config.optimizer,
         "models": run.models,
-        "accuracy": {part: accuracy.get(part) for part in ("train", "validation", "test", "initial_test")},
+        "accuracy": {part: first.score(part) for part in ("train", "validation", "test", "initial_test")},
         # The part whose accuracy is the task's score: "train" for LIAR under the paper's protocol.
-        "scored_on": "train" if tasks[0].get("scored_on") == "train" else "test",
-        "test_items": size if type(size) is int and 0 < size <= 2**53 else None,  # the weight of its test score
-        "iterations": len(tasks[0].get("iterations") or ()),
-        "calls": sum(calls.values()) if results else None,
+        "scored_on": "train" if first.scored_on == "train" else "test",
+        "test_items": size if size else None,  # the weight of its test score
+        "iterations": len(first.iterations),
+        "calls": summary.total_calls if summary is not None else None,
         "tokens": {"input": tokens.get("input"), "output": tokens.get("output")},
-        "cost_usd": (results or {}).get("cost_usd"),
-        "stopped": (results or {}).get("stopped"),
-        "errors": (results or {}).get("errors"),
-        "errors_by_kind": (results or {}).get("errors_by_kind"),
+        "cost_usd": summary.cost_usd if summary is not None else None,
+        "stopped": summary.stopped if summary is not None else None,
+        "errors": summary.errors if summary is not None else None,
+        "errors_by_kind": dict(summary.errors_by_kind) if summary is not None else None,
         "error": error,
     }
 
@@ -251,8 +244,8 @@ def execute_run(
         results = _load_results(run_dir)
         if results is None:
             raise SweepError(f"{run_dir} has no results.json after the run")
-        if status == "finished" and results.get("failed"):  # its scores are not to be trusted: never a finished run
-            raise SweepError(f"the run failed: {results['failed']} (remove {run_dir} to run it again)")
+        if status == "finished" and results.failed:  # its scores are not to be trusted: never a finished run
+            raise SweepError(f"the run failed: {results.failed} (remove {run_dir} to run it again)")
         row = run_row(run, results)
     except Exception as exc:  # one bad run must not stop the sweep
         return failed_outcome(run, exc)
