@@ -146,7 +146,7 @@ def test_both_loops_give_equal_traces(gp, data, llm):
 def test_cli_flag_turns_uvloop_off_for_the_command_only(no_env, monkeypatch, flag):
     """`semgrad --no-uvloop CMD` runs CMD with uvloop off and restores the environment afterwards."""
     seen = []
-    monkeypatch.setattr(cli, "_demo", lambda args: seen.append((uvloop_enabled(), run_loop(_kind))) or 0)
+    monkeypatch.setattr(cli._demo, "command", lambda args: seen.append((uvloop_enabled(), run_loop(_kind))) or 0)
     assert cli.main([*(["--no-uvloop"] if flag else []), "demo"]) == 0
     assert seen == ([(False, "asyncio")] if flag else [(True, "uvloop")])
     assert uvloop_enabled()

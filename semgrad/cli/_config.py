@@ -1,0 +1,57 @@
+"""The `RunConfig` that the flags of ``semgrad run`` (or ``semgrad compare``) describe."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["run_config"]
+
+
+def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any:
+    """The `RunConfig` of `run`'s flags (or `compare`'s, which lack a few: those keep their defaults)."""
+    from ..experiments import RunConfig
+    from ..tasks import paper_iterations
+
+    task, data = args.task, getattr(args, "data", None)
+    if data is not None:
+        from ..experiments._custom import canonical_spec
+
+        task, data = canonical_spec(task), str(Path(data).resolve())
+    return RunConfig(
+        task=task,
+        data_dir=args.data_dir,
+        backend=args.backend,
+        optimizer=optimizer or args.optimizer,
+        iterations=args.iterations if args.iterations is not None else 4 if data else paper_iterations(task),
+        k=args.k,
+        seed=args.seed,
+        train=args.train,
+        validation=args.validation,
+        test=args.test,
+        base_url=args.base_url,
+        model=args.model,
+        forward_model=args.forward_model,
+        backward_model=args.backward_model,
+        optimizer_model=args.optimizer_model,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        cache=args.cache,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
+        simulated_latency=getattr(args, "simulated_latency", 0.0),
+        breadth=args.breadth,
+        protocol=args.protocol,
+        param=args.param,
+        temperature=args.temperature,
+        max_output_tokens=args.max_output_tokens,
+        **{
+            f"{role}_{option}": getattr(args, f"{role}_{option}")
+            for role in ("forward", "backward", "optimizer")
+            for option in ("temperature", "max_output_tokens")
+        },
+        data=data,
+        metric=getattr(args, "metric", "exact"),
+        criteria=getattr(args, "criteria", None),
+    )
