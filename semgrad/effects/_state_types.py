@@ -31,6 +31,7 @@ import attrs
 
 from ..core import FrozenMap, Parameter, Params
 from ..core.optim import (
+    BackwardState,
     CoproState,
     EmptyState,
     EveryKState,
@@ -38,6 +39,7 @@ from ..core.optim import (
     MomentumState,
     SelectState,
     StageReport,
+    SwitchState,
 )
 
 __all__ = ["register_state_type", "registered_state_types", "state_type", "tag_of"]
@@ -146,3 +148,6 @@ _builtin("gate-state", GateState, "semgrad.core.optim._stages")
 _builtin("momentum-state", MomentumState, "semgrad.core.optim._stages")
 _builtin("every-k-state", EveryKState, "semgrad.core.optim._combining")
 _builtin("copro-state", CoproState, "semgrad.core.optim._copro")
+# Types added after checkpoints carried tags: no old module-path tag to read.
+register_state_type("backward-state", BackwardState)
+register_state_type("switch-state", SwitchState)

@@ -160,3 +160,15 @@ def test_a_tag_with_a_colon_is_refused(tag):
 
     with pytest.raises(ValueError, match="tag"):
         register_state_type(tag, Any_)
+
+
+def test_every_core_checkpoint_type_is_registered():
+    """Every class a core module lists in its ``CHECKPOINT_TYPES`` has a stable tag, so fit can checkpoint it."""
+    import importlib
+
+    from semgrad.effects._state_types import tag_of
+
+    modules = ("semgrad.core._graph", "semgrad.core.optim._base", "semgrad.core.optim._stages")
+    modules += ("semgrad.core.optim._combining", "semgrad.core.optim._copro")
+    listed = [cls for name in modules for cls in importlib.import_module(name).CHECKPOINT_TYPES]
+    assert [cls.__name__ for cls in listed if tag_of(cls) is None] == []

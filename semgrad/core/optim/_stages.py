@@ -270,7 +270,7 @@ def backward(rule: Rule | None = None, *, reuse: bool = False) -> Transform:
     if rule is not None:
         checked_rule(rule)
 
-    def update(step: Step, state: BackwardState, params: Params) -> Program[tuple[Step, BackwardState]]:
+    def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
         selected = require(step, "selected", "backward", "select_error_samples()")
         used = _with_options(rule if rule is not None else neighbor_aware(), step.options.get("backward"))
         programs = [
@@ -278,7 +278,7 @@ def backward(rule: Rule | None = None, *, reuse: bool = False) -> Transform:
         ]
         known = state.replies if reuse else FrozenMap()
 
-        def done(pair: tuple[tuple[Gradients, ...], tuple[tuple[str, str], ...]]) -> tuple[Step, BackwardState]:
+        def done(pair: tuple[tuple[Gradients, ...], tuple[tuple[str, str], ...]]) -> tuple[Step, Any]:
             parts, made = pair
             grads = merge_gradients(parts)
             notes = (f"{len(grads.partials)} partials", f"{len(grads.failures)} failures")
@@ -287,7 +287,8 @@ def backward(rule: Rule | None = None, *, reuse: bool = False) -> Transform:
 
         return map_(reusing(gather(*programs), known), done)
 
-    return Transform(lambda params: BackwardState(), update, "backward")
+    # Without reuse the state is EmptyState, as before the stage could keep replies: older checkpoints still fit.
+    return Transform(lambda params: BackwardState() if reuse else EmptyState(), update, "backward")
 
 
 def _with_options(rule: Rule, options: Any) -> Rule:
