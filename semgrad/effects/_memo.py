@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from ..core import LLMRequest, LLMResponse
+from ._accounting import mark_answered
 from ._routing import call, identity_of
 
 __all__ = ["memo_key", "memoized"]
@@ -71,7 +72,7 @@ class _Memoized:
             await self._pending[key].wait()
         if key in self._known:
             self.hits += 1
-            return self._known[key]
+            return mark_answered(self._known[key], "memo")
         event = self._pending[key] = anyio.Event()
         try:
             self.calls += 1
