@@ -26,6 +26,7 @@ from ..tasks import Task, load_tasks, metric_loss
 from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._errors import SetupError
+from ._journal import Journal
 from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, model_for, price_of
@@ -154,10 +155,11 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     )
 
 
-def run_stack(config: RunConfig, backend: Any) -> RunStack:
+def run_stack(config: RunConfig, backend: Any, journal: Journal | None = None) -> RunStack:
     """The one middleware stack a run's every phase calls through (see `RunStack`)."""
     return RunStack(
         backend,
+        journal=journal,
         real=config.backend != "simulated",
         max_calls=config.max_calls,
         max_tokens=config.max_tokens,
@@ -256,15 +258,20 @@ def run_experiment(
         check_run_dir(config, out, resume)
     tasks = _planned_tasks(config, plan)
     backend = llm if llm is not None else build_llm(config, tasks)
-    stack = run_stack(config, backend)
     ledger = Ledger.load(out) if resume else Ledger(out)
+    journal = Journal.open(out, resume=resume)
+    ledger.absorb(journal)  # the calls a killed process made after its last save reach the totals
+    stack = run_stack(config, backend, journal)
     if hasattr(on_reply, "watch"):
         on_reply.watch(stack.llm)  # type: ignore[union-attr]
     # A backend the run built shares one connection pool over every call (each would open its own
     # connection, TLS handshake and all); one that was given is the caller's to enter.
     entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
     run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
-    results = run_loop(run.everything, tasks, entered, check_backend)
+    try:
+        results = run_loop(run.everything, tasks, entered, check_backend)
+    finally:
+        journal.close()
     return _conclude(config, out, results, ledger, stack, prices, tasks)
 
 
@@ -346,7 +353,7 @@ def check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
 _check_run_dir = check_run_dir  # the name it had
 
 #: What a run writes into its folder, beside ``checkpoint*.json`` (and a cache the config puts there).
-_RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html")
+_RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html", "journal.jsonl")
 
 
 def _check_fresh_dir(config: RunConfig, out: Path) -> None:
@@ -403,6 +410,8 @@ class _Run:
         """Every task in turn, inside `entered` (the backend's connection pool, when the run enters it)."""
         async with entered if entered is not None else contextlib.nullcontext():
             self.config.save(self.out)  # first, so a run killed in its preflight can be resumed
+            if self.stack.journal is not None:
+                self.stack.journal.start()
             if check_backend and self.config.backend != "simulated":
                 await self.preflight(tasks[0])
             results: list[dict[str, Any]] = []
@@ -434,6 +443,8 @@ class _Run:
         """Train `task`, evaluate its splits, and give its entry of ``results.json``."""
         graph, params = task.build()
         ckpt = checkpoint_path(self.out, task, single)
+        if self.stack.journal is not None:
+            self.stack.journal.task = task.name  # its lines are counted under this task
         result = await self.train(task, graph, params, ckpt)
         stopped = result.stopped
         if self.on_progress and not stopped:
