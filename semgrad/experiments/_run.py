@@ -613,6 +613,34 @@ def estimate_cost(
     return total
 
 
+def run_cost(
+    config: RunConfig, counters: Mapping[str, Any], prices: Mapping[str, tuple[float, float]] | None
+) -> float | None:
+    """USD for a run's billed tokens, each priced by the model that answered (``tokens_by_model``); by the
+    model each role was configured with when some reply named no model (or an older ledger kept none).
+
+    Examples:
+        >>> counters = {"tokens_by_model": {"m-2024-01-01": [2_000_000, 0]}, "input_tokens": 2_000_000,
+        ...             "output_tokens": 0, "tokens_by_engine": {"forward": [2_000_000, 0]}}
+        >>> run_cost(RunConfig("gsm8k", model="other"), counters, {"m": (0.5, 2.0), "other": (9.0, 9.0)})
+        1.0
+    """
+    if not prices:
+        return None
+    by_model = counters.get("tokens_by_model") or {}
+    named = sum(used[0] + used[1] for model, used in by_model.items() if model)
+    if named == int(counters.get("input_tokens", 0)) + int(counters.get("output_tokens", 0)):
+        total = 0.0
+        for model, (used_in, used_out) in by_model.items():
+            price = price_of(prices, model)
+            if price is None:
+                return None
+            total += (used_in * price[0] + used_out * price[1]) / 1e6
+        return total
+    tokens = {engine: (used[0], used[1]) for engine, used in counters.get("tokens_by_engine", {}).items()}
+    return estimate_cost(config, tokens, prices)
+
+
 def _summary(
     config: RunConfig,
     results: list[dict[str, Any]],
@@ -656,7 +684,7 @@ def _summary(
             "output": counters["output_tokens"],
             "by_role": {role: {"input": used[0], "output": used[1]} for role, used in tokens.items()},
         },
-        "cost_usd": estimate_cost(config, tokens, prices),
+        "cost_usd": run_cost(config, counters, prices),
         "errors": counters["errors"],
         "errors_by_kind": dict(counters["errors_by_kind"]),
         "counters": counters,

@@ -182,6 +182,7 @@ class _Tally:
         self.inner = inner
         self.fail_fast = fail_fast
         self.accounts = Accounts()  # since the last `take`
+        self.taken = Accounts()  # what the `take`s gave so far
         self.halted: str | None = None  # why the run was halted, once it is
         self._judged = 0  # outcomes seen that count towards the fail-fast rule
         self._failed = 0
@@ -260,7 +261,12 @@ class _Tally:
     def take(self) -> dict[str, Any]:
         """The counters since the last `take` (and start counting afresh)."""
         taken, self.accounts = self.accounts, Accounts()
+        self.taken = self.taken + taken
         return counters_of(taken)
+
+    def accounts_so_far(self) -> Accounts:
+        """Every outcome this process's stack has seen (what the live progress reads)."""
+        return self.taken + self.accounts
 
     def __repr__(self) -> str:
         return f"tally({self.inner!r})"
