@@ -182,7 +182,9 @@ def _run_method(
         "scores": _scores(summary),
         "test": summary.averages["overall"],
         "initial_test": _initial_test(summary),
+        # calls made (billed); requests a cache or the run's journal answered are hits, apart
         "calls": summary.total_calls,
+        "hits": _hits(summary),
         "calls_by_purpose": dict(summary.calls_by_purpose),
         "tokens_by_purpose": {p: used[0] + used[1] for p, used in meter.by_purpose.items()},
         "input_tokens": sum(u[0] for u in meter.by_purpose.values()),
@@ -198,6 +200,12 @@ def _run_method(
         # calls that failed at the backend after retries (the scores count them as wrong answers)
         "failed_calls": failures(thaw_json(summary.counters)),
     }
+
+
+def _hits(summary: Any) -> int:
+    """Requests of a run answered without a call (a cache, the journal or a memo)."""
+    hits = thaw_json(summary.counters).get("hits") or {}
+    return sum(int(n) for n in hits.values()) if isinstance(hits, dict) else 0
 
 
 def compare(

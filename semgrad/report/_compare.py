@@ -123,6 +123,9 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     if not dry:
         head += ["score per iteration", "test", "initial test"]
     head += [f"{p} calls" for p in calls] + ["calls"]
+    hits = not dry and any("hits" in m for m in methods)  # calls made; requests answered without one apart
+    if hits:
+        head.append("answered without a call")
     head += [f"{p} tokens" for p in tokens] + ["tokens in", "tokens out", "cost"]
     if not dry:
         head.append("wall time")
@@ -133,6 +136,8 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
             scores = " \u2192 ".join(percent(s) for s in (m.get("scores") or ()))
             row += [scores or "\u2014", percent(m.get("test")), percent(m.get("initial_test"))]
         row += [_num((m.get("calls_by_purpose") or {}).get(p, 0)) for p in calls] + [_num(m.get("calls"))]
+        if hits:
+            row.append(_num(m.get("hits", 0)))
         row += [_num((m.get("tokens_by_purpose") or {}).get(p, 0)) for p in tokens]
         row += [_num(m.get("input_tokens")), _num(m.get("output_tokens")), _money(m.get("cost_usd"))]
         if not dry:
