@@ -158,7 +158,7 @@ class _Keys:
 
 def _read(summary: Comparison | Mapping[str, Any]) -> Comparison:
     """`summary` as fields: a `CompareResult` as it is, a mapping (``compare.json``'s form) read by its keys."""
-    return _Keys(summary) if isinstance(summary, Mapping) else summary  # type: ignore[return-value]
+    return _Keys(summary) if isinstance(summary, Mapping) else summary
 
 
 def _purposes(methods: Sequence[ComparedMethod], field: str) -> list[str]:
