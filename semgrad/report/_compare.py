@@ -150,6 +150,8 @@ class _Keys:
         self._data = data
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # no field's name: copy, pickle and the like find nothing here
+            raise AttributeError(name)
         value = self._data.get(name)
         if name == "methods":
             return tuple(_Keys(m) for m in value or () if isinstance(m, Mapping))
