@@ -176,7 +176,7 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
     except BaseException:
         progress.close(finished=False)  # the error's one line follows (main)
         raise
-    progress.close(finished=not summary.get("stopped"))  # a stop is said below, with its reason
+    progress.close(finished=not summary.stopped)  # a stop is said below, with its reason
     return summary
 
 
