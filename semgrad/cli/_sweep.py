@@ -38,11 +38,20 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """Run (or resume) the sweep, one line per finished run; its exit code."""
-    from ..sweeps import load_spec, run_sweep
+    from .._lock import hold_folder
+    from ..sweeps import load_spec
 
     _check_limits(args)
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("sweeps") / spec.name
+    with hold_folder(out):  # a second sweep on this folder stops here, in one line, before any call
+        return _run(args, spec, out)
+
+
+def _run(args: argparse.Namespace, spec: Any, out: Path) -> int:
+    """Run the sweep in `out` (held), one line per finished run; its exit code."""
+    from ..sweeps import run_sweep
+
     total, done = len(spec.runs()), [0]
     if spec.backend == "simulated" and not args.quiet:
         print(SIMULATED_NOTICE, file=sys.stderr)

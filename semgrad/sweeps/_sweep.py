@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from .._lock import hold_folder
 from ..experiments import SetupError, build_llm, load_run_tasks, make_optimizer
 from ..tasks import DataError
 from ._execute import Instrument, Outcome, check_run_dir, run_status
@@ -193,6 +194,7 @@ def run_sweep(
 
     Raises:
         SweepError: The sweep cannot start (bad spec, bad data, missing Ray, ...).
+        FolderInUse: Another process holds `out_dir` (`semgrad._lock`): nothing was done.
 
     Examples:
         >>> import tempfile
@@ -210,43 +212,44 @@ def run_sweep(
     if local and address:
         raise SweepError("--local runs the sweep in this process; drop it to use the Ray cluster at --address")
     out = Path(out_dir)
-    runs = check_sweep(spec, out)
-    parallel = max_parallel or spec.resources.max_parallel
-    started_ray = False
-    if not local:
-        from ._ray import init_ray
+    with hold_folder(out):  # one sweep at a time in a sweep folder (each run holds its own folder too)
+        runs = check_sweep(spec, out)
+        parallel = max_parallel or spec.resources.max_parallel
+        started_ray = False
+        if not local:
+            from ._ray import init_ray
 
-        started_ray = init_ray(address, num_cpus=num_cpus or spec.resources.num_cpus)
-    out.mkdir(parents=True, exist_ok=True)
-    report = (lambda outcome: on_run(RunOutcome.of(outcome))) if on_run is not None else None
-    try:
-        if local:
-            from ._local import run_local
+            started_ray = init_ray(address, num_cpus=num_cpus or spec.resources.num_cpus)
+        out.mkdir(parents=True, exist_ok=True)
+        report = (lambda outcome: on_run(RunOutcome.of(outcome))) if on_run is not None else None
+        try:
+            if local:
+                from ._local import run_local
 
-            outcomes = run_local(
-                runs,
-                out,
-                limits=spec.max_concurrent_calls,
-                max_parallel=parallel,
-                instrument=instrument,
-                on_outcome=report,
-            )
-        else:
-            from ._ray import run_on_ray
+                outcomes = run_local(
+                    runs,
+                    out,
+                    limits=spec.max_concurrent_calls,
+                    max_parallel=parallel,
+                    instrument=instrument,
+                    on_outcome=report,
+                )
+            else:
+                from ._ray import run_on_ray
 
-            outcomes = run_on_ray(
-                runs,
-                out,
-                limits=spec.max_concurrent_calls,
-                resources=spec.resources,
-                max_parallel=parallel,
-                instrument=instrument,
-                on_outcome=report,
-            )
-    finally:
-        if started_ray:
-            import ray
+                outcomes = run_on_ray(
+                    runs,
+                    out,
+                    limits=spec.max_concurrent_calls,
+                    resources=spec.resources,
+                    max_parallel=parallel,
+                    instrument=instrument,
+                    on_outcome=report,
+                )
+        finally:
+            if started_ray:
+                import ray
 
-            ray.shutdown()
-    write_sweep_report(out, summarize(spec, [o["row"] for o in outcomes]))
+                ray.shutdown()
+        write_sweep_report(out, summarize(spec, [o["row"] for o in outcomes]))
     return SweepResult(out, tuple(RunOutcome.of(o) for o in outcomes))
