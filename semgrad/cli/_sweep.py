@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._flags import add_command
+import attrs
+
+from ..core import FrozenMap
+from ._flags import add_command, add_max_items_flag
 from ._terminal import EXIT_BUDGET, SIMULATED_NOTICE
 
 __all__ = ["add_parser", "command"]
@@ -32,6 +35,7 @@ def add_parser(commands: Any) -> None:
     sweep.add_argument(
         "--num-cpus", type=int, help="CPUs of a Ray started on this machine (default: the spec's, else all)"
     )
+    add_max_items_flag(sweep)
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     sweep.set_defaults(func=command)
 
@@ -43,6 +47,8 @@ def command(args: argparse.Namespace) -> int:
 
     _check_limits(args)
     spec = load_spec(args.spec)
+    if args.max_items is not None:  # the flag over the spec's settings.max_items
+        spec = attrs.evolve(spec, settings=FrozenMap({**spec.settings, "max_items": args.max_items}))
     out = Path(args.out) if args.out else Path("sweeps") / spec.name
     with hold_folder(out):  # a second sweep on this folder stops here, in one line, before any call
         return _run(args, spec, out)

@@ -59,7 +59,7 @@ __all__ = ["load_saved_config", "resumed_config"]
 #: The largest config.json read back (real ones are a kilobyte or two).
 CONFIG_BYTES = 2**20
 #: May change freely on resume: how the run runs, not what it computes.
-_FREE = ("concurrency", "timeout", "cache", "simulated_latency")
+_FREE = ("concurrency", "timeout", "cache", "simulated_latency", "max_items")
 #: May only grow on resume (None means no limit, the largest).
 _GROW = ("iterations", "max_calls", "max_tokens")
 
@@ -115,7 +115,7 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
         raise SetupError(
             f"cannot resume {run_dir}: its config.json has {name} {before}, not {value}; --resume may only "
             "extend a run (more --iterations, a larger --max-calls or --max-tokens) or change --concurrency, "
-            "--timeout, --cache"
+            "--timeout, --cache, --max-items"
         )
     return attrs.evolve(saved, **changes)
 
