@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._files import write_text_atomically
+from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
@@ -214,24 +215,26 @@ def run_experiment(
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
+        FolderInUse: Another process holds `run_dir` (`semgrad._lock`): nothing was done.
         RunFailed: Its first `FAIL_FAST_CALLS` calls all failed, or more than
             `MAX_ERROR_SHARE` of its calls did (after writing the results).
     """
     out = Path(run_dir)
-    if not checked:
-        check_run_dir(config, out, resume)
-    tasks = _planned_tasks(config, plan)
-    backend = llm if llm is not None else build_llm(config, tasks)
-    stack = run_stack(config, backend)
-    ledger = Ledger.load(out) if resume else Ledger(out)
-    if hasattr(on_reply, "watch"):
-        on_reply.watch(stack.llm)  # type: ignore[union-attr]
-    # A backend the run built shares one connection pool over every call (each would open its own
-    # connection, TLS handshake and all); one that was given is the caller's to enter.
-    entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
-    run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
-    results = run_loop(run.everything, tasks, entered, check_backend)
-    return _conclude(config, out, results, ledger, stack, prices, tasks)
+    with hold_folder(out):  # one process at a time in a run folder (the CLI may hold it already: re-entrant)
+        if not checked:
+            check_run_dir(config, out, resume)
+        tasks = _planned_tasks(config, plan)
+        backend = llm if llm is not None else build_llm(config, tasks)
+        stack = run_stack(config, backend)
+        ledger = Ledger.load(out) if resume else Ledger(out)
+        if hasattr(on_reply, "watch"):
+            on_reply.watch(stack.llm)  # type: ignore[union-attr]
+        # A backend the run built shares one connection pool over every call (each would open its own
+        # connection, TLS handshake and all); one that was given is the caller's to enter.
+        entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
+        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
+        results = run_loop(run.everything, tasks, entered, check_backend)
+        return _conclude(config, out, results, ledger, stack, prices, tasks)
 
 
 def _planned_tasks(config: RunConfig, plan: RunPlan | None) -> tuple[Task, ...]:

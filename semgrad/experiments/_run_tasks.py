@@ -37,6 +37,7 @@ def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
         validation=config.validation,
         test=config.test,
         protocol=config.protocol,
+        max_items=config.items_limit,
     )
     if config.metric in ("normalized", "numeric"):  # --metric replaces the protocol's metric
         tasks = tuple(attrs.evolve(task, metric=config.metric) for task in tasks)

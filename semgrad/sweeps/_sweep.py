@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from .._lock import hold_folder
 from ..experiments import RunSummary, SetupError, build_llm, load_run_tasks, make_optimizer
 from ..tasks import DataError
 from ._execute import Instrument, Outcome, check_run_dir, read_results, run_status
@@ -203,6 +204,7 @@ def run_sweep(
 
     Raises:
         SweepError: The sweep cannot start (bad spec, bad data, missing Ray, ...).
+        FolderInUse: Another process holds `out_dir` (`semgrad._lock`): nothing was done.
 
     Examples:
         >>> import tempfile
@@ -220,18 +222,20 @@ def run_sweep(
     if local and address:
         raise SweepError("--local runs the sweep in this process; drop it to use the Ray cluster at --address")
     out = Path(out_dir)
-    runs = check_sweep(spec, out)
-    started_ray = False if local else _start_ray(address, num_cpus or spec.resources.num_cpus)
-    out.mkdir(parents=True, exist_ok=True)
-    report = (lambda outcome: on_run(RunOutcome.of(outcome))) if on_run is not None else None
-    try:
-        outcomes = _execute(spec, runs, out, local, max_parallel or spec.resources.max_parallel, instrument, report)
-    finally:
-        if started_ray:
-            import ray
+    with hold_folder(out):  # one sweep at a time in a sweep folder (each run holds its own folder too)
+        runs = check_sweep(spec, out)
+        started_ray = False if local else _start_ray(address, num_cpus or spec.resources.num_cpus)
+        out.mkdir(parents=True, exist_ok=True)
+        report = (lambda outcome: on_run(RunOutcome.of(outcome))) if on_run is not None else None
+        try:
+            parallel = max_parallel or spec.resources.max_parallel
+            outcomes = _execute(spec, runs, out, local, parallel, instrument, report)
+        finally:
+            if started_ray:
+                import ray
 
-            ray.shutdown()
-    write_sweep_report(out, summarize(spec, [o["row"] for o in outcomes]))
+                ray.shutdown()
+        write_sweep_report(out, summarize(spec, [o["row"] for o in outcomes]))
     return SweepResult(out, tuple(RunOutcome.of(o) for o in outcomes))
 
 
