@@ -47,13 +47,14 @@ visible in the replies' text, which the report shows.
 * **Backward at a node that reads other nodes**, not the answering one. A call that shows the
   node's task (neighbour-aware; TextGrad's call about one input) knows what the node itself
   will do: its feedback asks it for steps, which its rewrite adds, dropping its oldest beyond
-  capacity. When the node has no room left, the call hands each step the node applies now to
-  its least-loaded input (unless an input applies it already); the other inputs are told to
-  keep what they do. A call that shows one input alone (per edge) sees neither the task nor
-  the siblings: it asks that input for the step the question needs (when the input restates
-  the question) or guesses, as above -- so in a chain the no-neighbours ablation asks every
-  node for the same steps and holds fewer distinct ones. A call about the node's own
-  instruction alone (TextGrad's) follows the rules above.
+  capacity. When the new steps fill the node (its other samples may ask for more, which it
+  cannot see), the call hands each step the node applies now to its least-loaded input
+  (unless an input applies it already); the other inputs are told to keep what they do. A
+  call that shows one input alone (per edge) sees neither the task nor the siblings: it asks
+  that input for the step the question needs (when the input restates the question) or
+  guesses, as above -- so in a chain the no-neighbours ablation asks every node for the same
+  steps and holds fewer distinct ones. A call about the node's own instruction alone
+  (TextGrad's) follows the rules above.
 * An answering node that reads no other LLM node has no one to hand steps to: it *holds*
   steps itself, its rewrite adding the steps of the questions it is shown beside their
   expected answers (and `VERIFY`), a COPRO candidate a guessed step.
@@ -293,11 +294,11 @@ class SimulatedLLM:
         """An inner node's backward reply when the call shows its task (see module doc), else None.
 
         The node's rewrite will add the steps its feedback asks for and drop its oldest beyond
-        capacity; when it has no room, each step it applies now and may drop (it cannot tell which
-        the rewrite keeps) goes to the input that applies the fewest steps, unless an input applies
-        it already, and the other inputs keep what they do. The node's own
-        instruction, when it is a target beside inputs, is asked for the steps its feedback asks (alone, as
-        TextGrad asks about it, the rules of the paper's graphs answer).
+        capacity; when the new steps fill it, each step it applies now, which a rewrite asked for more
+        steps by other samples would drop, goes to the input that applies the fewest steps, unless an
+        input applies it already, and the other inputs keep what they do. The node's own instruction,
+        when it is a target beside inputs, is asked for the steps its feedback asks (alone, as TextGrad
+        asks about it, the rules of the paper's graphs answer).
         """
         node = request.node or ""
         own = f"{node}.instruction"
@@ -308,7 +309,7 @@ class SimulatedLLM:
         feedback = "\n".join(re.findall(r"<feedback>\n?(.*?)\n?</feedback>", request.prompt, re.DOTALL))
         asks = self._asks(feedback)
         held = self._shown_skills(current)
-        full = len(set(held) | set(asks)) > CAPACITY  # no room: the rewrite may drop any step not asked for
+        full = len(set(held) | set(asks)) >= CAPACITY  # filled: more asks would drop the rest
         text = self._text(request)
         inputs = [t for t in request.targets if t != own]
         applied = {t: self._shown_skills(self._notes(text, t) or "") for t in inputs}

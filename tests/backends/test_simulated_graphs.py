@@ -24,7 +24,8 @@ TARGETS = st.one_of(
 @st.composite
 def dags(draw):
     """A valid DAG by construction: inputs ``question`` (the item) and maybe ``context``; each LLM node reads a
-    non-empty set of earlier nodes, at least one of them the question or an LLM node; the last node is the output."""
+    non-empty set of earlier nodes, at least one of them the question or an LLM node; the last node, or a function
+    node reading it, is the output."""
     inputs = ["question"] + (["context"] if draw(st.booleans()) else [])
     b = GraphBuilder()
     for name in inputs:
@@ -35,6 +36,8 @@ def dags(draw):
         reads = draw(st.lists(st.sampled_from(earlier), unique=True, max_size=3))
         reads = list(dict.fromkeys([draw(st.sampled_from(knowing)), *reads]))
         earlier.append(b.llm(f"n{i}", inputs=reads, instruction=f"Do step {i} of the work."))
+    if draw(st.booleans()):  # the answer passed through a function node, which is then the output
+        earlier.append(b.function("tidy", str.strip, inputs=[earlier[-1]]))
     return b.build(output=earlier[-1])
 
 
