@@ -314,8 +314,9 @@ def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMR
     (task,) = tasks
     graph, _ = task.build()
     parts = task.split
+    item = graph.inputs[0] if graph.inputs else None
     answers = {
-        str(e.inputs.get(graph.inputs[0], next(iter(e.inputs.values())))): str(e.target)
+        str(e.inputs.get(item, next(iter(e.inputs.values())))): str(e.target)
         for e in parts.train + parts.validation + parts.test
         if e.inputs
     }

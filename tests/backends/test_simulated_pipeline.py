@@ -145,3 +145,20 @@ def test_semgrad_run_on_your_own_pipeline_scores_above_zero_offline(tmp_path):
     assert result.returncode == 0, result.stderr
     accuracy = json.loads((out / "results.json").read_text("utf-8"))["tasks"][0]["accuracy"]
     assert accuracy["initial_test"] == 0 and accuracy["train"] > 0 and accuracy["test"] > 0
+
+
+def test_items_are_known_by_the_graph_s_first_input_whatever_the_order_of_their_fields(tmp_path):
+    """Items whose first field is a context shared by all (the graph's second input) are still told apart: the
+    simulated world knows each item by the graph's first input, so the pipeline's scores rise above 0 (keyed by the
+    first field, every item was one)."""
+    system = SYSTEM.replace(
+        'b.input("question", role="the question")',
+        'b.input("question", role="the question")\n    context = b.input("context", role="what is known")',
+    )
+    system = system.replace("inputs=[question],", "inputs=[question, context],")
+    (tmp_path / "my_system.py").write_text(system)
+    items = [{"inputs": {"context": "Animals.", **item["inputs"]}, "target": item["target"]} for item in _yes_no()]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(item) + "\n" for item in items))
+    config = RunConfig(task=f"{tmp_path / 'my_system.py'}:build", data=str(tmp_path / "items.jsonl"), iterations=3)
+    accuracy = run_experiment(config, tmp_path / "run", check_backend=False)["tasks"][0]["accuracy"]
+    assert accuracy["initial_test"] == 0 and accuracy["train"] > 0 and accuracy["test"] > 0
