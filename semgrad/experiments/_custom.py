@@ -293,8 +293,8 @@ def custom_loss(config: Any) -> Loss:
 class _CustomSimulated(SimulatedLLM):
     """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
 
-    def __init__(self, answers: dict[str, str], output: str, numeric: bool, seed: int) -> None:
-        super().__init__(answers, seed=seed, final_nodes=(output,))
+    def __init__(self, answers: dict[str, str], graph: Graph, numeric: bool, seed: int) -> None:
+        super().__init__(answers, seed=seed, graph=graph)
         self.numeric = numeric
 
     def __call__(self, request: LLMRequest) -> str:
@@ -315,13 +315,15 @@ class _CustomSimulated(SimulatedLLM):
 
 
 def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMRequest], str]:
-    """The simulated LLM for a custom run: it knows each item's target (keyed by its first input's text)."""
+    """The simulated LLM for a custom run: it knows each item's target (keyed by the graph's first input's text)
+    and gives each node of the graph its role (see `semgrad.backends.simulated`)."""
     (task,) = tasks
     graph, _ = task.build()
     parts = task.split
+    item = graph.inputs[0] if graph.inputs else None
     answers = {
-        str(next(iter(e.inputs.values()))): str(e.target)
+        str(e.inputs.get(item, next(iter(e.inputs.values())))): str(e.target)
         for e in parts.train + parts.validation + parts.test
         if e.inputs
     }
-    return _CustomSimulated(answers, graph.output, config.metric == "numeric", config.seed)
+    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed)
