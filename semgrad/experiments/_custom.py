@@ -51,7 +51,8 @@ from ..core import (
     parse_number,
 )
 from ..core._parse import format_tagged, parse_tagged
-from ..tasks import Task
+from ..tasks import MAX_ITEMS, DataError, Task
+from ..tasks._files import check_items
 from ..tasks._split import split
 
 __all__ = [
@@ -167,11 +168,12 @@ def _load(spec: str) -> tuple[Graph, Params]:
     return built
 
 
-def read_items(path: str | Path) -> tuple[Example, ...]:
+def read_items(path: str | Path, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
     """The items in a JSON Lines (``.jsonl``, ``.ndjson``) or CSV (``.csv``) file.
 
     Raises:
-        SystemSpecError: The file is missing, of another kind, or malformed (the message names the line).
+        SystemSpecError: The file is missing, of another kind, or malformed (the message names the line),
+            or it holds more than `max_items` items (refused as the next one is reached, not read whole).
     """
     file = Path(path)
     if not file.is_file():
@@ -179,13 +181,15 @@ def read_items(path: str | Path) -> tuple[Example, ...]:
     suffix = file.suffix.lower()
     try:
         if suffix in (".jsonl", ".ndjson"):
-            items = _read_jsonl(file)
+            items = _read_jsonl(file, max_items)
         elif suffix == ".csv":
-            items = _read_csv(file)
+            items = _read_csv(file, max_items)
         else:
             raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
     except UnicodeDecodeError as exc:
         raise SystemSpecError(f"{file}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except DataError as exc:  # too many items
+        raise SystemSpecError(str(exc)) from None
     if not items:
         raise SystemSpecError(f"{file}: no items")
     seen: dict[Any, int] = {}
@@ -201,12 +205,13 @@ def read_items(path: str | Path) -> tuple[Example, ...]:
     return tuple(items)
 
 
-def _read_jsonl(file: Path) -> list[Example]:
-    items = []
+def _read_jsonl(file: Path, max_items: int) -> list[Example]:
+    items: list[Example] = []
     with file.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
+            check_items(len(items) + 1, str(file), max_items)
             where = f"{file}:{number}"
             try:
                 item = json.loads(line)
@@ -218,7 +223,7 @@ def _read_jsonl(file: Path) -> list[Example]:
     return items
 
 
-def _read_csv(file: Path) -> list[Example]:
+def _read_csv(file: Path, max_items: int) -> list[Example]:
     with file.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's "CSV UTF-8" starts with a BOM
         reader = csv.DictReader(handle)
         columns = reader.fieldnames or []
@@ -230,6 +235,7 @@ def _read_csv(file: Path) -> list[Example]:
         inputs = [c for c in columns if c not in ("target", "id")]
         items = []
         for row in reader:
+            check_items(len(items) + 1, str(file), max_items)
             if None in row or any(row[c] is None for c in columns):
                 raise SystemSpecError(f"{file}:{reader.line_num}: expected {len(columns)} fields")
             items.append(Example({c: row[c] for c in inputs}, row["target"], row.get("id", len(items))))
@@ -251,7 +257,7 @@ def custom_task(config: Any) -> Task:
             "--data is for your own system (FILE.py:FUNCTION)"
         )
     graph, params = load_system(config.task)
-    items = read_items(config.data)
+    items = read_items(config.data, max_items=config.items_limit)
     missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
     if missing:
         raise SystemSpecError(f"{config.data}: some items lack the graph's input(s) {', '.join(missing)}")
@@ -287,8 +293,8 @@ def custom_loss(config: Any) -> Loss:
 class _CustomSimulated(SimulatedLLM):
     """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
 
-    def __init__(self, answers: dict[str, str], output: str, numeric: bool, seed: int) -> None:
-        super().__init__(answers, seed=seed, final_nodes=(output,))
+    def __init__(self, answers: dict[str, str], graph: Graph, numeric: bool, seed: int) -> None:
+        super().__init__(answers, seed=seed, graph=graph)
         self.numeric = numeric
 
     def __call__(self, request: LLMRequest) -> str:
@@ -309,13 +315,15 @@ class _CustomSimulated(SimulatedLLM):
 
 
 def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMRequest], str]:
-    """The simulated LLM for a custom run: it knows each item's target (keyed by its first input's text)."""
+    """The simulated LLM for a custom run: it knows each item's target (keyed by the graph's first input's text)
+    and gives each node of the graph its role (see `semgrad.backends.simulated`)."""
     (task,) = tasks
     graph, _ = task.build()
     parts = task.split
+    item = graph.inputs[0] if graph.inputs else None
     answers = {
-        str(next(iter(e.inputs.values()))): str(e.target)
+        str(e.inputs.get(item, next(iter(e.inputs.values())))): str(e.target)
         for e in parts.train + parts.validation + parts.test
         if e.inputs
     }
-    return _CustomSimulated(answers, graph.output, config.metric == "numeric", config.seed)
+    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed)

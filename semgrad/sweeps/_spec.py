@@ -55,6 +55,7 @@ SETTINGS = (
         for option in ("temperature", "max_output_tokens")
     ),
     "breadth",
+    "max_items",
 )
 _TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")
 _MODEL_KEYS = ("name", "model", "forward", "backward", "optimizer")
@@ -74,6 +75,7 @@ _INTS = (
     "backward_max_output_tokens",
     "optimizer_max_output_tokens",
     "breadth",
+    "max_items",
 )
 _FLOATS = (
     "timeout",

@@ -10,9 +10,14 @@ from typing import Any
 
 from ._errors import DataError
 
-__all__ = ["DataDir", "data_file", "json_lines", "read_json", "read_text"]
+__all__ = ["MAX_ITEMS", "DataDir", "check_items", "data_file", "json_lines", "read_json", "read_text"]
 
 DataDir = str | os.PathLike[str]
+
+#: The most items semgrad reads from one data file (``--max-items`` on the command line, ``max_items`` in a
+#: sweep spec's settings, raises it): a run splits, plans and holds every item, so a file of a hundred
+#: million lines would take the machine's memory before the run could say anything.
+MAX_ITEMS = 1_000_000
 
 _HINT = "pass the directory that holds bbh/, gsm8k/ and liar/ (--data-dir on the command line)"
 
@@ -33,6 +38,24 @@ def data_file(data_dir: DataDir, *parts: str) -> Path:
     if not path.is_file():
         raise DataError(f"data file {path} is missing; {_HINT}, with {Path(*parts)} inside it")
     return path
+
+
+def check_items(count: int, source: str, max_items: int) -> None:
+    """Refuse a data file once it has shown more than `max_items` items (`count` so far), in one line that
+    names the file, the limit and the flag that raises it.
+
+    Examples:
+        >>> check_items(3, "items.jsonl", 2)
+        Traceback (most recent call last):
+        ...
+        semgrad.tasks._errors.DataError: items.jsonl holds more than 2 items, the limit of one data file; \
+pass --max-items N (max_items in a sweep spec's settings) to read more
+    """
+    if count > max_items:
+        raise DataError(
+            f"{source} holds more than {max_items:,} items, the limit of one data file; "
+            "pass --max-items N (max_items in a sweep spec's settings) to read more"
+        )
 
 
 def read_text(path: Path) -> str:
