@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -123,6 +124,8 @@ class Journal:
             SetupError: The journal is not a regular file, or larger than `MAX_BYTES`.
         """
         path = run_dir / cls.FILE
+        if resume and path.is_symlink():
+            raise SetupError(f"{path} is a symbolic link, not a run's journal; remove it to resume without it")
         entries = list(_read(path, say)) if resume and os.path.lexists(path) else []
         return cls(path, entries, say)
 
@@ -145,17 +148,24 @@ class Journal:
 
     def _start(self) -> TextIO:
         """The file opened for appending: a fresh run's truncated; a resumed one's ends with a newline (a line
-        cut by a kill stays a line of its own, skipped on reading, and no later line is glued to it)."""
-        if self.entries or self.lines:
-            self._size = self.path.stat().st_size if self.path.exists() else 0
-            file = open(self.path, "a", encoding="ascii", newline="\n")  # noqa: SIM115
-            if self._size and not self._ends_with_newline():
-                file.write("\n")
-                self._size += 1
-            return file
-        if self.path.is_symlink():
-            self.path.unlink()  # never write through a link a folder brought
-        return open(self.path, "w", encoding="ascii", newline="\n")  # noqa: SIM115
+        cut by a kill stays a line of its own, skipped on reading, and no later line is glued to it). A link in
+        its place is never written through."""
+        if self.path.is_symlink() and not self.entries:
+            self.path.unlink()  # a fresh run's folder may hold anything: the link goes, its target is untouched
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if self.entries else os.O_TRUNC)
+        try:
+            fd = os.open(self.path, flags | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            raise SetupError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        file = os.fdopen(fd, "a", encoding="ascii", newline="\n")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            file.close()
+            raise SetupError(f"cannot write {self.path}: not a regular file; remove it")
+        self._size = os.fstat(fd).st_size
+        if self._size and not self._ends_with_newline():
+            file.write("\n")
+            self._size += 1
+        return file
 
     def _ends_with_newline(self) -> bool:
         with open_regular(self.path) as file:

@@ -7,9 +7,12 @@ the items it scored them on (and, for the test split, its per-sample predictions
 so a resumed run reports them; the score must be their mean).
 `fit`'s checkpoint makes training resumable; the ledger does the same for the
 final evaluation (a resumed run repeats no split it finished, unless the
-params changed) and keeps ``results.json``'s counts cumulative. A process
-killed between two writes loses the counts of its last calls (at most one
-training iteration's, or one split's).
+params changed) and keeps ``results.json``'s counts cumulative. The calls a
+process finished after its last write are not lost when it is killed: the
+ledger records how many lines of the run's journal (``journal.jsonl``, see
+`semgrad.experiments._journal`) its counts hold, and a resumed run adds the
+lines past that mark (`Ledger.absorb`); only calls in flight at the kill go
+uncounted.
 
 It is written with `semgrad.effects._checkpoint.write_checkpoint` (atomically)
 and read with its decoder; then every field is checked, and anything

@@ -149,7 +149,8 @@ def test_every_bad_journal_line_is_skipped_with_a_line_naming_the_file(tmp_path,
 
 
 def test_a_journal_that_is_not_a_regular_file_is_refused(tmp_path):
-    """A FIFO or a link to /dev/zero in the journal's place is refused in one line, without a hang."""
+    """A FIFO, a link to /dev/zero or a link to a regular file in the journal's place is refused on resume in one
+    line, without a hang, and the link's target is never written."""
     import os
 
     os.mkfifo(tmp_path / Journal.FILE)
@@ -159,6 +160,16 @@ def test_a_journal_that_is_not_a_regular_file_is_refused(tmp_path):
     (tmp_path / Journal.FILE).symlink_to("/dev/zero")
     with pytest.raises(SetupError, match="journal.jsonl"):
         Journal.open(tmp_path, resume=True)
+    (tmp_path / Journal.FILE).unlink()
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("mine\n")
+    (tmp_path / Journal.FILE).symlink_to(target)
+    with pytest.raises(SetupError, match="symbolic link"):
+        Journal.open(tmp_path, resume=True)
+    fresh = Journal.open(tmp_path, resume=False)  # a fresh run replaces the link with a file of its own
+    fresh.start()
+    fresh.close()
+    assert target.read_text() == "mine\n" and not (tmp_path / Journal.FILE).is_symlink()
 
 
 def test_a_line_cut_by_a_kill_gets_no_line_glued_to_it(tmp_path):
