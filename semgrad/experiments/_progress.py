@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from returns.result import Success
 
+from ..report import money
 from ._prices import price_of
 
 __all__ = ["RunProgress", "dollars", "find_retries"]
@@ -56,13 +57,14 @@ def _find_accounts(llm: Any) -> Any:
 
 
 def dollars(value: float) -> str:
-    """A cost in US dollars: four decimals below one cent (never $0.00 for a cost the report shows as $0.0029).
+    """A cost in US dollars as the report shows it: four decimals below one cent (never $0.00 for a cost the
+    report shows as $0.0029).
 
     Examples:
         >>> dollars(0.0029), dollars(1.5), dollars(0.0)
         ('$0.0029', '$1.50', '$0.00')
     """
-    return f"${value:,.4f}" if 0 < abs(value) < 0.01 else f"${value:,.2f}"
+    return money(value)
 
 
 def _duration(seconds: float | None) -> str:

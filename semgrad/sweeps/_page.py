@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
+from ..report import money
 from ._chart import esc, optimizer_chart, percent
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
@@ -58,7 +59,8 @@ def _number(value: Any) -> str:
 
 
 def _money(value: Any) -> str:
-    return f"${value:,.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
+    """Dollars as the run's report shows them (four decimals below one cent), or a dash."""
+    return money(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
 
 
 def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
