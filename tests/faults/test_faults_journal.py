@@ -56,9 +56,9 @@ def test_a_run_killed_three_times_without_the_cache_pays_no_finished_call_twice_
     out = tmp_path / "cut"
     kills = 0
     for more, extra in (
-        (uninterrupted // 5, ()),
-        (uninterrupted // 4, ("--resume",)),
-        (uninterrupted // 4, ("--resume",)),
+        (uninterrupted // 6, ()),
+        (uninterrupted // 6, ("--resume",)),
+        (uninterrupted // 6, ("--resume",)),
     ):
         _kill_after(server, out, more, *extra)
         kills += 1
