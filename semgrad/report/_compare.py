@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._format import esc, percent
-from ._style import CSS
+from ._format import esc, isolate, percent
+from ._style import CSP, CSS
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
 
@@ -21,7 +21,6 @@ _WIDTH, _HEIGHT = 640, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 40, 44
 _PLOT_W, _PLOT_H = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
 _SIMULATED = "The LLM was SIMULATED (offline, deterministic): these figures say nothing about real models."
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def _y(score: float) -> float:
@@ -150,13 +149,18 @@ def compare_caption(summary: Mapping[str, Any]) -> str:
         >>> caption.split(";")[0]
         'Task bbh:navigate, official protocol, 20 training / 0 validation / 230 test items, seed 0, 4 iterations'
     """
+    return f"Task {summary.get('task')}, {_caption_rest(summary)}"
+
+
+def _caption_rest(summary: Mapping[str, Any]) -> str:
+    """`compare_caption` after the task's name (so that a page can isolate the name)."""
     sizes = summary.get("sizes") if isinstance(summary.get("sizes"), Mapping) else {}
     counts = " / ".join(
         f"{sizes.get(part, '?')} {label}"
         for part, label in (("train", "training"), ("validation", "validation"), ("test", "test"))
     )
     return (
-        f"Task {summary.get('task')}, {summary.get('protocol') or '?'} protocol, {counts} items, "
+        f"{summary.get('protocol') or '?'} protocol, {counts} items, "
         f"seed {summary.get('seed')}, {summary.get('iterations')} iterations; every optimizer ran on the same "
         "splits and seed. Score per iteration: the training items' score at the iteration's start, then the "
         "final params' (in %); test and initial test: the test split's, with the final and the starting params."
@@ -188,19 +192,22 @@ def render_compare(summary: Mapping[str, Any]) -> str:
     """
     head, rows = _rows(summary)
     table = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    table += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+    table += ["<tr>" + "".join(f"<td>{isolate(c)}</td>" for c in row) + "</tr>" for row in rows]
     table.append("</tbody></table>")
     series = {str(m.get("optimizer")): list(m.get("scores") or ()) for m in summary.get("methods") or ()}
-    facts = f"Backend {esc(summary.get('backend'))}. {esc(compare_caption(summary))}"
-    notes = esc(summary.get("token_note") or "")
+    facts = (
+        f"Backend {isolate(summary.get('backend'))}. Task {isolate(summary.get('task'))}, {esc(_caption_rest(summary))}"
+    )
+    notes = isolate(summary.get("token_note")) if summary.get("token_note") else ""
     return "\n".join(
         [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="referrer" content="no-referrer">',
             f"<title>Optimizers compared on {esc(summary.get('task'))}</title><style>{CSS}</style></head>",
             "<body><main>",
-            f"<h1>Optimizers compared on {esc(summary.get('task'))}</h1>",
+            f"<h1>Optimizers compared on {isolate(summary.get('task'))}</h1>",
             f'<p class="notice">{_SIMULATED}</p>' if summary.get("simulated") else "",
             f"<p>{facts}</p>",
             "<h2>Side by side</h2>",
