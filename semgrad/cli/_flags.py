@@ -123,7 +123,12 @@ def add_max_items_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_split_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=int, default=2, help="error samples per iteration")
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=2,
+        help="error samples per iteration (TextGrad under --protocol official: its batch of 3)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
     parser.add_argument("--train", type=int, help="training items (default: the paper's)")
     parser.add_argument("--validation", type=int, help="validation items")

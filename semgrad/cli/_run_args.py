@@ -103,8 +103,9 @@ def _add_training(run: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("official", "heldout"),
         help="official (the default, unless --validation is given): the paper's splits, and the gate scores "
-        "candidates on the training items and reuses that forward; heldout: the gate scores them on a disjoint "
-        "validation split",
+        "candidates on the training items and reuses that forward; an identical temperature-0 request of the "
+        "training loop is answered once (a memo hit, no call) and a redrawn sample keeps its feedback, so a run "
+        "makes at most the planned calls; heldout: the gate scores them on a disjoint validation split",
     )
     run.add_argument(
         "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"

@@ -312,31 +312,37 @@ def official_shuffles(config: RunConfig) -> tuple[int, ...]:
     return ()
 
 
-def _protocol_options(config: RunConfig) -> dict[str, Any]:
-    """How error samples are drawn: the paper's way under the official protocol (one generator seeded once
-    after the split's shuffles, no fallback), ours otherwise. A redrawn sample's feedback is not reused here
-    yet (``optim.neighbor_sgd(reuse=True)`` does it): a dry run, which answers every item wrong, would then
-    plan fewer calls than a run makes."""
+def _protocol_options(config: RunConfig, *, planning: bool = False) -> dict[str, Any]:
+    """How error samples are drawn and fed back: the paper's way under the official protocol (one generator
+    seeded once after the split's shuffles, no fallback, a redrawn sample's feedback reused while its backward
+    questions are unchanged), ours otherwise. `planning`: a redrawn sample is asked again, so a plan's dry run
+    (every item wrong, every candidate rejected) counts the most backward calls a run can make."""
     if config.protocol == "official":
-        return {"draw": "official", "fallback": False, "reuse": False, "shuffled": official_shuffles(config)}
+        return {"draw": "official", "fallback": False, "reuse": not planning, "shuffled": official_shuffles(config)}
     return {"draw": "per-iteration", "fallback": True, "reuse": False}
 
 
-def make_optimizer(config: RunConfig) -> Transform:
+def make_optimizer(config: RunConfig, *, planning: bool = False) -> Transform:
     """The optimizer a config names (the paper's and its ablations with the protocol's selection, see
-    `official_shuffles`)."""
+    `official_shuffles`; TextGrad under the official protocol with its script's batch,
+    `optim.TEXTGRAD_BATCH`, whatever ``--k`` says).
+
+    `planning`: the optimizer a plan drives (see `semgrad.experiments.plan`): under the official protocol a
+    redrawn sample's feedback is asked for again instead of reused, so the plan is an upper bound on calls.
+    """
+    common = _protocol_options(config, planning=planning)
     if config.optimizer == "neighbor-sgd":
-        return optim.neighbor_sgd(config.k, seed=config.seed, **_protocol_options(config))
+        return optim.neighbor_sgd(config.k, seed=config.seed, **common)
     if config.optimizer == "via-feedback":
-        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True, **_protocol_options(config))
+        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True, **common)
     if config.optimizer == "tgd":
         return optim.tgd(config.k, seed=config.seed)
     if config.optimizer == "textgrad":
-        return optim.textgrad(config.k, seed=config.seed)
+        return optim.textgrad(optim.TEXTGRAD_BATCH if config.protocol == "official" else config.k, seed=config.seed)
     if config.optimizer == "optoprime":
         return optim.optoprime(config.k, seed=config.seed)
     if config.optimizer == "copro":
         # No depth: one round per iteration, so the rounds are the run's iterations, and a resumed run given
         # more (--resume --iterations N) is the optimizer it checkpointed and goes on as one started with N.
         return optim.copro(breadth=config.breadth, depth=None)
-    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **_protocol_options(config))
+    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **common)

@@ -19,7 +19,7 @@ from .._files import write_text_atomically
 from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
-from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, memoized, run_loop
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
 from ..report import write_report
@@ -419,7 +419,9 @@ class _Run:
             make_optimizer(config),
             train=task.split.train,
             validation=task.split.validation if config.protocol == "heldout" else (),
-            llm=self.stack.llm,
+            # The official protocol answers an identical temperature-0 request of the training loop once, as the
+            # paper's memoised chat does: a memo hit is counted as one (RunStatistics.memo_hits), never as a call.
+            llm=memoized(self.stack.llm) if config.protocol == "official" else self.stack.llm,
             iterations=config.iterations,
             loss=task_loss(config, task),
             checkpoint=ckpt,
