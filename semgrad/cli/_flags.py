@@ -17,6 +17,7 @@ __all__ = [
     "add_call_flags",
     "add_command",
     "add_global_flags",
+    "add_own_code_flags",
     "temperature",
 ]
 
@@ -85,6 +86,27 @@ def add_command(commands: Any, name: str, **kwargs: Any) -> argparse.ArgumentPar
     parser: argparse.ArgumentParser = commands.add_parser(name, allow_abbrev=False, **kwargs)
     add_global_flags(parser, after_command=True)
     return parser
+
+
+def add_own_code_flags(parser: argparse.ArgumentParser) -> None:
+    """--data, --metric, --criteria and --llm: your own items, metric and LLM (run and compare)."""
+    parser.add_argument(
+        "--data", help="your items: JSON Lines {'inputs': {...}, 'target': ...}, a JSON array of those, or CSV"
+    )
+    parser.add_argument(
+        "--metric",
+        default="exact",
+        help="how outputs are scored: exact (normalised exact match), normalized, numeric, judge (an LLM judge), or "
+        "your own FILE.py:FUNCTION or MODULE:FUNCTION, fn(output, target) returning a number from 0 to 1, a "
+        "(number, feedback) pair or a semgrad.core.Score; a paper task is scored by its protocol's metric (exact) "
+        "unless another is named",
+    )
+    parser.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
+    parser.add_argument(
+        "--llm",
+        help="your own LLM: FILE.py:FUNCTION or MODULE:FUNCTION (default function make) returning a callable that "
+        "takes an LLMRequest and returns the reply's text; it replaces --backend",
+    )
 
 
 def temperature(text: str) -> float | None:

@@ -26,11 +26,8 @@ Examples:
 from __future__ import annotations
 
 import csv
-import importlib
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +50,7 @@ from ..core import (
 from ..core._parse import format_tagged, parse_tagged
 from ..tasks import Task
 from ..tasks._split import split
+from ._user_code import UserCodeError
 
 __all__ = [
     "METRICS",
@@ -136,30 +134,17 @@ def load_system(spec: str) -> tuple[Graph, Params]:
 
 
 def _load(spec: str) -> tuple[Graph, Params]:
+    from ._errors import SetupError
+    from ._user_code import _short, call_user, load_function
+
+    try:
+        build = load_function(spec, "build", "the system spec")
+    except UserCodeError:
+        raise
+    except SetupError as exc:
+        raise SystemSpecError(str(exc)) from None
     target, name = parse_system_spec(spec)
-    if _is_file(target):
-        path = Path(target).expanduser().resolve()
-        if not path.is_file():
-            raise SystemSpecError(f"no such file {target} (the system spec is FILE.py:FUNCTION or MODULE:FUNCTION)")
-        module_name = f"semgrad_user_system_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise SystemSpecError(f"cannot load {target} as Python")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.path.insert(0, str(path.parent))  # so the file can import its neighbours
-        try:
-            loader_spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(path.parent))
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ModuleNotFoundError as exc:
-            raise SystemSpecError(f"cannot import {target}: {exc}") from None
-    build = getattr(module, name, None)
-    if not callable(build):
-        raise SystemSpecError(f"{target} has no function {name!r} (the system spec is FILE.py:FUNCTION)")
-    built = build()
+    built = call_user(_short(spec, "build"), build)
     if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph)):
         raise SystemSpecError(f"{target}:{name}() must return (graph, params) as GraphBuilder.build does")
     if not isinstance(built[1], Params):
@@ -276,7 +261,11 @@ class _Built:
 
 
 def custom_loss(config: Any) -> Loss:
-    """The loss ``--metric`` names: normalised exact match, numeric match, or an LLM judge."""
+    """The loss ``--metric`` names: normalised exact match, numeric match, an LLM judge, or the user's own."""
+    from ._user_code import is_code_spec, user_metric
+
+    if is_code_spec(config.metric):
+        return user_metric(config.metric)
     if config.metric == "numeric":
         return numeric_match()
     if config.metric == "judge":

@@ -24,7 +24,7 @@ from ..report import iteration_json as _record
 from ..report import write_report
 from ..tasks import Task, load_tasks, metric_loss
 from ._averages import task_averages
-from ._config import RunConfig, make_optimizer
+from ._config import METRIC_NAMES, RunConfig, make_optimizer
 from ._errors import SetupError
 from ._ledger import Ledger
 from ._predictions import predictions_json
@@ -99,7 +99,7 @@ def loss_for(task: Task) -> Loss:
 
 def task_loss(config: RunConfig, task: Task) -> Loss:
     """The loss a run of `config` scores `task` with: your own data's metric, or the task's scoring kind."""
-    return loss_for(task) if not config.data else _custom_loss(config)
+    return loss_for(task) if not config.data and config.metric in METRIC_NAMES else _custom_loss(config)
 
 
 def _check_extra(backend: str) -> None:
@@ -120,6 +120,10 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     Raises:
         SetupError: A missing key, or a missing extra (httpx) for an HTTP backend.
     """
+    if config.llm:  # the user's own (--llm FILE.py:make): a new one per run
+        from ._user_code import load_llm
+
+        return load_llm(config.llm)
     if config.backend == "simulated":
         from ..backends.fake import LatencyLLM
         from ..backends.simulated import SimulatedLLM
