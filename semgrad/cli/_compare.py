@@ -71,6 +71,11 @@ def command(args: argparse.Namespace) -> int:
     from ..experiments._prices import load_prices
 
     optimizers = parse_optimizers(args.optimizers)
+    if args.data is None:
+        from ..experiments._custom import is_system_spec
+
+        if is_system_spec(args.task):
+            raise ValueError(f"{args.task} looks like your own system: pass --data FILE (JSON Lines, JSON or CSV)")
     if args.param and "one-parameter" not in optimizers:
         raise ValueError("--param is for the one-parameter optimizer, which --optimizers does not list")
     # `compare` gives each optimizer its turn, and `param` to one-parameter alone.
