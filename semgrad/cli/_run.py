@@ -148,6 +148,10 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
 
     if not args.quiet:
         print(f"{'Continuing' if args.resume else 'Writing'} the run in {out}", flush=True)
+        if planned is not None:
+            from ._split import split_line
+
+            print(split_line(planned.tasks, config.protocol), flush=True)
     progress = RunProgress(
         sys.stderr,
         planned=planned.total_calls if planned is not None else None,

@@ -7,14 +7,17 @@ does not import what its ``config.json`` names unless the same spec is typed
 again (see `semgrad.experiments._resume`).
 
 The items are JSON Lines (one ``{"inputs": {...}, "target": ..., "id": ...}``
-object a line; ``id`` optional) or CSV (a ``target`` column, an optional ``id``
-column, every other column an input). They are split, seeded, into train,
-validation and test: by default a third each, at most 20 train and 20
-validation items, the rest test; ``--train``, ``--validation`` and ``--test``
-set the sizes. The run's protocol is the config's: under the official one (the
-default) the gate scores candidates on the training items, and the validation
-split is only scored at the end, beside the test split; under the held-out one
-(``--protocol heldout``) the gate scores them on the validation split.
+object a line; ``id`` optional), a JSON array of such objects (``.json``) or
+CSV (a ``target`` column, an optional ``id`` column, every other column an
+input). They are split, seeded, into train, validation and test: by default a
+third train (at most 20), no validation under the official protocol (a third,
+at most 20, under the held-out one), the rest test; ``--train``,
+``--validation`` (0 allowed) and ``--test`` set the sizes (`split_sizes`). The
+run's protocol is the config's: under the official one (the default) the gate
+scores candidates on the training items, and a validation split asked for is
+only scored at the end, beside the test split; under the held-out one
+(``--protocol heldout``, or any ``--validation`` above 0) the gate scores them
+on the validation split.
 
 Examples:
     >>> parse_system_spec("my_system.py:make")
@@ -64,6 +67,7 @@ __all__ = [
     "systems_loaded_once",
     "parse_system_spec",
     "read_items",
+    "split_sizes",
 ]
 
 #: The scoring choices for your own data.
@@ -153,7 +157,7 @@ def _load(spec: str) -> tuple[Graph, Params]:
 
 
 def read_items(path: str | Path) -> tuple[Example, ...]:
-    """The items in a JSON Lines (``.jsonl``, ``.ndjson``) or CSV (``.csv``) file.
+    """The items in a JSON Lines (``.jsonl``, ``.ndjson``), JSON array (``.json``) or CSV (``.csv``) file.
 
     Raises:
         SystemSpecError: The file is missing, of another kind, or malformed (the message names the line).
@@ -165,10 +169,14 @@ def read_items(path: str | Path) -> tuple[Example, ...]:
     try:
         if suffix in (".jsonl", ".ndjson"):
             items = _read_jsonl(file)
+        elif suffix == ".json":
+            items = _read_json_array(file)
         elif suffix == ".csv":
             items = _read_csv(file)
         else:
-            raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
+            raise SystemSpecError(
+                f"{file}: unknown data format; give a .jsonl (JSON Lines), .json (an array) or .csv file"
+            )
     except UnicodeDecodeError as exc:
         raise SystemSpecError(f"{file}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if not items:
@@ -203,6 +211,22 @@ def _read_jsonl(file: Path) -> list[Example]:
     return items
 
 
+def _read_json_array(file: Path) -> list[Example]:
+    """A JSON array of ``{"inputs": {...}, "target": ..., "id": ...}`` objects."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise SystemSpecError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, list):
+        raise SystemSpecError(f'{file}: expected a JSON array of {{"inputs": {{...}}, "target": ...}} objects')
+    items = []
+    for number, item in enumerate(data, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
+            raise SystemSpecError(f'{file}: item {number}: expected {{"inputs": {{...}}, "target": ...}}')
+        items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+    return items
+
+
 def _read_csv(file: Path) -> list[Example]:
     with file.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's "CSV UTF-8" starts with a BOM
         reader = csv.DictReader(handle)
@@ -221,11 +245,34 @@ def _read_csv(file: Path) -> list[Example]:
     return items
 
 
-def _sizes(n: int, train: int | None, validation: int | None) -> tuple[int, int]:
-    third = max(1, n // 3)
-    return (train if train is not None else min(20, third)), (
-        validation if validation is not None else min(20, n // 3 if n >= 3 else 0)
-    )
+def split_sizes(
+    n: int, train: int | None, validation: int | None, test: int | None, protocol: str = "official"
+) -> tuple[int, int, int]:
+    """The (train, validation, test) sizes of `n` items: a third train (at most 20); under the held-out
+    protocol a third validation (at most 20), under the official one none unless asked (its gate scores on
+    the training items, so a validation split would only cost calls); the rest, or `test`, test.
+
+    Raises:
+        SystemSpecError: The sizes asked for add up to more than `n` (the message says which add up to what).
+
+    Examples:
+        >>> split_sizes(16, None, None, None), split_sizes(16, None, None, None, "heldout")
+        ((5, 0, 11), (5, 5, 6))
+        >>> split_sizes(16, 10, 5, 6)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        semgrad.experiments._custom.SystemSpecError: the split does not fit: train 10 + validation 5 + test 6 = 21 ...
+    """
+    third = n // 3
+    train = train if train is not None else max(1, min(20, third))
+    if validation is None:
+        validation = min(20, third) if protocol == "heldout" else 0
+    asked = train + validation + (test or 0)
+    if asked > n or (test is None and train + validation >= n):
+        parts = f"train {train} + validation {validation}" + (f" + test {test}" if test is not None else "")
+        whole = f"{parts} = {asked} items" if test is not None else f"{parts} = {asked} items, leaving no test item"
+        raise SystemSpecError(f"the split does not fit: {whole}, and there are {n}")
+    return train, validation, n - train - validation if test is None else test
 
 
 def custom_task(config: Any) -> Task:
@@ -240,10 +287,11 @@ def custom_task(config: Any) -> Task:
     missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
     if missing:
         raise SystemSpecError(f"{config.data}: some items lack the graph's input(s) {', '.join(missing)}")
-    train, validation = _sizes(len(items), config.train, config.validation)
-    if train + validation + (config.test or 0) > len(items):
-        raise SystemSpecError(f"{config.data} holds {len(items)} items, fewer than the split asks for")
-    parts = split(items, train=train, validation=validation, test=config.test, seed=config.seed)
+    try:
+        train, validation, test = split_sizes(len(items), config.train, config.validation, config.test, config.protocol)
+    except SystemSpecError as exc:
+        raise SystemSpecError(f"{config.data}: {exc}") from None
+    parts = split(items, train=train, validation=validation, test=test, seed=config.seed)
     built = (graph, params)
     scoring = "numeric" if config.metric == "numeric" else "exact"
     task = _Built(built, config.task)
