@@ -118,7 +118,7 @@ def _show_plan(config: Any, prices: Any, planned: Any, *, dry: bool) -> None:
             f"(the preflight's {planned.preflight_calls} calls, retries, and repair requests after unreadable "
             "replies come on top: --max-calls caps them all)"
         )
-    if config.backend != "simulated":
+    if config.backend not in ("simulated", "custom"):  # your own LLM (--llm) has no price of ours
         print(f"(cost from {prices.describe()})")
 
 
