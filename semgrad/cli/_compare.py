@@ -97,7 +97,15 @@ def command(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    summary = compare(config, optimizers, out, dry_run_only=args.dry_run, prices=prices, on_progress=show)
+    def said(tasks: Any) -> None:
+        from ._split import split_line
+
+        if not args.quiet:
+            print(split_line(tasks, config.protocol), flush=True)
+
+    summary = compare(
+        config, optimizers, out, dry_run_only=args.dry_run, prices=prices, on_progress=show, on_tasks=said
+    )
     return _finish(args, config, summary, out)
 
 

@@ -210,6 +210,7 @@ def compare(
     llm_factory: Callable[[RunConfig], Any] | None = None,
     on_progress: Callable[[str, str, FitProgress], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    on_tasks: Callable[[tuple[Task, ...]], None] | None = None,
 ) -> dict[str, Any]:
     """Run (or dry-run) each optimizer on `config`'s task, splits and seed; write the comparison.
 
@@ -224,12 +225,15 @@ def compare(
             one per optimizer, so the simulated LLM starts from the same state each time).
         on_progress: Called with the optimizer, the task and each `FitProgress`.
         clock: Seconds, for the wall time of each run.
+        on_tasks: Called with the tasks, split, once they are loaded (before anything runs).
 
     Returns:
         The comparison summary (also written to ``out/compare.json``).
     """
     root = Path(out)
     tasks = load_run_tasks(config)  # fail on bad data before anything runs
+    if on_tasks is not None:
+        on_tasks(tasks)
     taken = [name for name in optimizers if any((root / name).glob("checkpoint*.json"))]
     if taken and not dry_run_only:  # a comparison does not resume: each method's run starts afresh
         raise SetupError(f"{root / taken[0]} already holds a run; choose another --out for this comparison")

@@ -13,12 +13,14 @@ from .test_own_llm_and_metric import FAKE_LLM, HALF_METRIC
 
 
 def test_compare_runs_your_system_on_your_items(tmp_path, system_file, items_file):
-    """`semgrad compare my_system.py:build --data items.jsonl` runs each optimizer on the user's system."""
+    """`semgrad compare my_system.py:build --data items.jsonl` says the split, then runs each optimizer on the
+    user's system."""
     result = semgrad(
         "compare", "my_system.py:build", "--data", "items.jsonl", "--optimizers", "neighbor-sgd,tgd",
         "--iterations", "1", "--out", "cmp", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Split: train 4, validation 0, test 8 (official protocol")
     saved = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert saved["task"] == f"{system_file}:build"
     assert [m["optimizer"] for m in saved["methods"]] == ["neighbor-sgd", "tgd"]
