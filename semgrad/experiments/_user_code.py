@@ -214,6 +214,8 @@ def load_llm(spec: str) -> Any:
 def as_score(result: Any, answer: Any, target: Any, where: str = "the metric") -> Score:
     """A metric's result as a `Score`: a number, a ``(number, feedback)`` pair, or a `Score` as it is."""
     if isinstance(result, Score):
+        if not 0 <= result.value <= 1:
+            raise SetupError(f"{where} returned a Score of {result.value!r}: a score is from 0 to 1")
         return result
     feedback = None
     if isinstance(result, tuple) and len(result) == 2:

@@ -104,9 +104,10 @@ def test_a_metric_may_return_a_number_a_pair_or_a_score(value, feedback):
     assert as_score(Score(value, feedback), "a", "b") == Score(value, feedback)
 
 
-@pytest.mark.parametrize("bad", ["1", None, True, 1.5, -0.1, (1, 2, 3)])
+@pytest.mark.parametrize("bad", ["1", None, True, 1.5, -0.1, float("nan"), (1, 2, 3), Score(2.0, "too good")])
 def test_a_metric_that_returns_something_else_is_a_clear_error(bad):
-    """A metric returning text, None, a bool, a number outside 0..1 or a triple is refused, naming what to return."""
+    """A metric returning text, None, a bool, a number (or Score) outside 0..1 or a triple is refused, naming what
+    it returned."""
     with pytest.raises(SetupError, match="the metric returned"):
         as_score(bad, "a", "b")
 
