@@ -366,7 +366,8 @@ def _text(value: Any, what: str) -> str:
 
 def _list(data: Mapping[str, Any], key: str, kind: type) -> list[Any]:
     if key not in data:
-        raise SweepError(f"the sweep spec names no {key}: add `{key} = [...]`")
+        mine = ' (or system = "FILE.py:FUNCTION" and data = "FILE" for your own)' if key == "tasks" else ""
+        raise SweepError(f"the sweep spec names no {key}: add `{key} = [...]`{mine}")
     value = data[key]
     if not isinstance(value, list):
         raise SweepError(f"{key} must be a list, got {type(value).__name__}")
