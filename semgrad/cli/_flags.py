@@ -133,7 +133,11 @@ def _add_split_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=2, help="error samples per iteration")
     parser.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
     parser.add_argument("--train", type=int, help="training items (default: the paper's)")
-    parser.add_argument("--validation", type=int, help="validation items")
+    parser.add_argument(
+        "--validation",
+        type=int,
+        help="validation items (by default none under the official protocol; 0 for none, more selects heldout)",
+    )
     parser.add_argument("--test", type=int, help="test items (default: all held out)")
 
 
