@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from ._flags import HelpWithDefaults, add_command
@@ -33,7 +34,11 @@ def command(args: argparse.Namespace) -> int:
     from ..graphviz import to_dot, to_mermaid
     from ..topologies import layered_graph, liar_graph, paper_graph
 
-    builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
+    builders: dict[str, Callable[[], tuple[Any, Any]]] = {
+        "paper": paper_graph,
+        "liar": liar_graph,
+        "layered": lambda: layered_graph(args.width, args.depth),
+    }
     if args.topology == "layered":
         _check_layered_size(args.width, args.depth)
     if args.topology in builders:

@@ -219,7 +219,7 @@ def _read_json_array(file: Path) -> list[Example]:
         raise SystemSpecError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(data, list):
         raise SystemSpecError(f'{file}: expected a JSON array of {{"inputs": {{...}}, "target": ...}} objects')
-    items = []
+    items: list[Example] = []
     for number, item in enumerate(data, 1):
         if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
             raise SystemSpecError(f'{file}: item {number}: expected {{"inputs": {{...}}, "target": ...}}')
