@@ -8,12 +8,15 @@ method works on real models. Its rules, all derived from the text each prompt *s
 * Each question needs one of the `SKILLS` (a reasoning step; which one follows from the
   question's text and the seed), and about one question in three is *strict*: it also
   needs the final node's instruction to contain `VERIFY`.
-* **Forward.** A hint (any non-final node) writes one line of notes naming itself and
-  applying each skill its instruction names. The final node answers right when its
+* **Forward.** A hint (any non-final node) writes one line of notes applying each skill
+  its instruction names. The notes never name the node: like a real model's, a reply
+  depends on what the request shows, so two nodes sent the very same request get the
+  same reply (and an in-run memo may answer the second from the first). The final node answers right when its
   prompt shows the needed skill (in its instruction or in a hint's notes) and, for a
   strict question, `VERIFY`; otherwise it gives a plausible wrong answer.
 * **Backward.** The reply finds the question among the inputs it is shown and so the
-  missing skill. When it sees the other inputs (siblings), it asks only the input whose
+  missing skill, and each input's notes by the label the prompt gives that input
+  (``[2] hint_1 (...):``). When it sees the other inputs (siblings), it asks only the input whose
   notes apply the fewest skills to add it, and tells the others to keep what they do.
   When it sees one input alone (per-edge, the "no neighbours" ablation), the question is
   not shown either: it guesses a skill from the output and feedback, the same guess for
@@ -100,7 +103,7 @@ _ASK = "Add this step to the instruction: "
 _KEEP = "Keep this input as it is"
 _REPHRASE = "Be thorough."
 #: The version of the rules above, part of `SimulatedLLM.identity` so a cache never mixes two versions.
-_RULES = 4
+_RULES = 5
 
 
 def _digest(text: str) -> int:
@@ -229,7 +232,7 @@ class SimulatedLLM:
             applied = " ".join(s.rstrip(".") + " (applied)." for s in own) or "No particular method."
             numbers = re.findall(r"[0-9]+", request.prompt)
             facts = f"Facts: {', '.join(numbers[:4]) or 'none'}."
-            notes = f"Notes from {request.node}: {applied} {facts}"
+            notes = f"Notes: {applied} {facts}"
             if question is not None and request.node in self._restating:
                 notes += f"\nThe item: {question}"
             return reply_forward(request, notes)
@@ -252,8 +255,10 @@ class SimulatedLLM:
         flips = {"yes": "No", "no": "Yes", "true": "False", "false": "True", "valid": "invalid", "invalid": "valid"}
         return flips.get(right.strip().casefold(), f"not {right}")
 
-    def _notes(self, text: str, target: str) -> str | None:
-        found = re.search(rf"Notes from {re.escape(target)}:([^\n]*)", text)
+    @staticmethod
+    def _notes(text: str, target: str) -> str | None:
+        """The notes of input `target` in a prompt that lists its inputs (``[i] name (role):`` then the value)."""
+        found = re.search(rf"^\[\d+\] {re.escape(target)} \(.*\):\n(Notes:[^\n]*)", text, re.MULTILINE)
         return found.group(1) if found else None
 
     def _backward(self, request: LLMRequest) -> str:
@@ -272,8 +277,8 @@ class SimulatedLLM:
                 {t: f"The answer is wrong (the question is not shown; a guess). {_ASK}{guess}" for t in targets},
             )
         need = self.needed(question)
-        visible = [t for t in re.findall(r"Notes from (\S+?):", text)]
-        if len(set(visible)) <= 1:  # one input alone: it cannot know what its siblings do
+        visible = [t for t in targets if self._notes(text, t) is not None]
+        if len(visible) <= 1:  # one input alone: it cannot know what its siblings do
             return reply_backward(request, {t: f"The answer missed a step. {_ASK}{need}" for t in targets})
         load = {t: len(self._shown_skills(self._notes(text, t) or "")) for t in targets}
         order = sorted(targets, key=lambda t: (load[t], (targets.index(t) - self.skills.index(need)) % len(targets)))
@@ -336,7 +341,7 @@ class SimulatedLLM:
         shown = re.findall(r"<(output|feedback)>\n?(.*?)\n?</\1>", prompt, re.DOTALL)
         if shown:
             return "\n".join(text for _, text in shown)
-        return re.sub(r"Notes from \S+?:[^\n]*", "", prompt)
+        return re.sub(r"Notes:[^\n]*", "", prompt)
 
     def _asks(self, text: str) -> list[str]:
         counts = Counter(s for s in self.skills for _ in range(_flat(text).count(_flat(_ASK + s).rstrip("."))))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._config import run_config
-from ._flags import add_call_flags, add_command
+from ._flags import add_call_flags, add_command, add_own_code_flags
 from ._terminal import EXIT_BUDGET, SIMULATED_NOTICE
 
 if TYPE_CHECKING:
@@ -19,21 +19,26 @@ __all__ = ["add_parser", "command"]
 
 def add_parser(commands: Any) -> None:
     """Add ``compare`` to the subcommands."""
-    from ..experiments import BACKENDS, OPTIMIZERS
+    from ..experiments import OPTIMIZERS
+    from ..experiments._config import NAMED_BACKENDS
 
     cmp = add_command(
         commands,
         "compare",
         help="run several optimizers on one task (same splits and seed) and tabulate them side by side",
     )
-    cmp.add_argument("task", help="the task, e.g. bbh:navigate, gsm8k")
+    cmp.add_argument(
+        "task",
+        help="the task, e.g. bbh:navigate, gsm8k, or your system FILE.py:FUNCTION or MODULE:FUNCTION with --data",
+    )
     cmp.add_argument(
         "--optimizers",
         default="neighbor-sgd,textgrad,optoprime,copro",
         help=f"comma-separated, from: {', '.join(OPTIMIZERS)} (default neighbor-sgd,textgrad,optoprime,copro)",
     )
     cmp.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
-    cmp.add_argument("--backend", default="simulated", choices=BACKENDS)
+    cmp.add_argument("--backend", default="simulated", choices=NAMED_BACKENDS)
+    add_own_code_flags(cmp)
     cmp.add_argument("--out", default="runs/compare", help="the comparison directory (default runs/compare)")
     cmp.add_argument(
         "--iterations", type=int, help="optimisation iterations (default: the paper's, 4; liar 8; your own system 4)"
@@ -69,6 +74,11 @@ def command(args: argparse.Namespace) -> int:
     from ..experiments._prices import load_prices
 
     optimizers = parse_optimizers(args.optimizers)
+    if args.data is None:
+        from ..experiments._custom import is_system_spec
+
+        if is_system_spec(args.task):
+            raise ValueError(f"{args.task} looks like your own system: pass --data FILE (JSON Lines, JSON or CSV)")
     if args.param and "one-parameter" not in optimizers:
         raise ValueError("--param is for the one-parameter optimizer, which --optimizers does not list")
     # `compare` gives each optimizer its turn, and `param` to one-parameter alone.
@@ -90,7 +100,15 @@ def command(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    summary = compare(config, optimizers, out, dry_run_only=args.dry_run, prices=prices, on_progress=show)
+    def said(tasks: Any) -> None:
+        from ._split import split_line
+
+        if not args.quiet:
+            print(split_line(tasks, config.protocol), flush=True)
+
+    summary = compare(
+        config, optimizers, out, dry_run_only=args.dry_run, prices=prices, on_progress=show, on_tasks=said
+    )
     return _finish(args, config, summary, out)
 
 

@@ -12,6 +12,7 @@ __all__ = ["run_config"]
 def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any:
     """The `RunConfig` of `run`'s flags (or `compare`'s, which lack a few: those keep their defaults)."""
     from ..experiments import RunConfig
+    from ..experiments._user_code import canonical_code_spec, is_code_spec
     from ..tasks import paper_iterations
 
     task, data = args.task, getattr(args, "data", None)
@@ -19,10 +20,15 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         from ..experiments._custom import canonical_spec
 
         task, data = canonical_spec(task), str(Path(data).resolve())
+    llm, metric = getattr(args, "llm", None), getattr(args, "metric", "exact")
+    if llm is not None and args.backend != "simulated":
+        raise ValueError(f"--llm replaces --backend: drop --backend {args.backend}, or --llm")
+    if is_code_spec(metric):
+        metric = canonical_code_spec(metric, "metric")
     return RunConfig(
         task=task,
         data_dir=args.data_dir,
-        backend=args.backend,
+        backend="custom" if llm else args.backend,
         optimizer=optimizer or args.optimizer,
         iterations=args.iterations if args.iterations is not None else 4 if data else paper_iterations(task),
         k=args.k,
@@ -52,7 +58,8 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
             for option in ("temperature", "max_output_tokens")
         },
         data=data,
-        metric=getattr(args, "metric", "exact"),
+        metric=metric,
         criteria=getattr(args, "criteria", None),
         max_items=args.max_items,
+        llm=canonical_code_spec(llm, "make") if llm else None,
     )

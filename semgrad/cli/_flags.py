@@ -18,6 +18,7 @@ __all__ = [
     "add_command",
     "add_global_flags",
     "add_max_items_flag",
+    "add_own_code_flags",
     "temperature",
 ]
 
@@ -88,6 +89,27 @@ def add_command(commands: Any, name: str, **kwargs: Any) -> argparse.ArgumentPar
     return parser
 
 
+def add_own_code_flags(parser: argparse.ArgumentParser) -> None:
+    """--data, --metric, --criteria and --llm: your own items, metric and LLM (run and compare)."""
+    parser.add_argument(
+        "--data", help="your items: JSON Lines {'inputs': {...}, 'target': ...}, a JSON array of those, or CSV"
+    )
+    parser.add_argument(
+        "--metric",
+        default="exact",
+        help="how outputs are scored: exact (normalised exact match), normalized, numeric, judge (an LLM judge), or "
+        "your own FILE.py:FUNCTION or MODULE:FUNCTION, fn(output, target) returning a number from 0 to 1, a "
+        "(number, feedback) pair or a semgrad.core.Score; a paper task is scored by its protocol's metric (exact) "
+        "unless another is named",
+    )
+    parser.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
+    parser.add_argument(
+        "--llm",
+        help="your own LLM: FILE.py:FUNCTION or MODULE:FUNCTION (default function make) returning a callable that "
+        "takes an LLMRequest and returns the reply's text; it replaces --backend",
+    )
+
+
 def temperature(text: str) -> float | None:
     """A temperature, or None for ``none`` (no temperature is sent)."""
     if text.strip().lower() == "none":
@@ -123,10 +145,19 @@ def add_max_items_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_split_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=int, default=2, help="error samples per iteration")
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=2,
+        help="error samples per iteration (TextGrad under --protocol official: its batch of 3)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the seed of the split and the optimizer")
     parser.add_argument("--train", type=int, help="training items (default: the paper's)")
-    parser.add_argument("--validation", type=int, help="validation items")
+    parser.add_argument(
+        "--validation",
+        type=int,
+        help="validation items (by default none under the official protocol; 0 for none, more selects heldout)",
+    )
     parser.add_argument("--test", type=int, help="test items (default: all held out)")
 
 

@@ -1,8 +1,9 @@
-"""``semgrad graph``: print one of the built-in topologies as Graphviz DOT or Mermaid."""
+"""``semgrad graph``: print one of the built-in topologies, or your own system, as Graphviz DOT or Mermaid."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from ._flags import HelpWithDefaults, add_command
@@ -18,7 +19,10 @@ def add_parser(commands: Any) -> None:
     graph = add_command(
         commands, "graph", help="print a topology as Graphviz DOT or Mermaid", formatter_class=HelpWithDefaults
     )
-    graph.add_argument("topology", choices=("paper", "liar", "layered"))
+    graph.add_argument(
+        "topology",
+        help="paper, liar or layered, or your own system FILE.py:FUNCTION or MODULE:FUNCTION (its code is run)",
+    )
     graph.add_argument("--format", choices=("dot", "mermaid"), default="dot", help="the output format")
     graph.add_argument("--width", type=int, default=4, help="nodes per layer (layered)")
     graph.add_argument("--depth", type=int, default=4, help="layers (layered)")
@@ -30,10 +34,23 @@ def command(args: argparse.Namespace) -> int:
     from ..graphviz import to_dot, to_mermaid
     from ..topologies import layered_graph, liar_graph, paper_graph
 
+    builders: dict[str, Callable[[], tuple[Any, Any]]] = {
+        "paper": paper_graph,
+        "liar": liar_graph,
+        "layered": lambda: layered_graph(args.width, args.depth),
+    }
     if args.topology == "layered":
         _check_layered_size(args.width, args.depth)
-    builders = {"paper": paper_graph, "liar": liar_graph, "layered": lambda: layered_graph(args.width, args.depth)}
-    graph, _ = builders[args.topology]()
+    if args.topology in builders:
+        graph, _ = builders[args.topology]()
+    else:
+        from ..experiments._custom import is_system_spec, load_system
+
+        if not is_system_spec(args.topology):
+            raise ValueError(
+                f"unknown topology {args.topology!r}: give paper, liar, layered, or your system FILE.py:FUNCTION"
+            )
+        graph, _ = load_system(args.topology)
     print(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
     return 0
 

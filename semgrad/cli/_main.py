@@ -30,8 +30,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        print(f"semgrad: error: {one_line(str(exc)) or type(exc).__name__}", file=sys.stderr)
+        print(f"semgrad: error: {_error_text(exc)}", file=sys.stderr)
         return 1
+
+
+def _error_text(exc: Exception) -> str:
+    """The error as the terminal shows it: one line, or for an error in the user's own code one short block
+    (its type and message, then the user's frames)."""
+    user_code = sys.modules.get("semgrad.experiments._user_code")  # loaded whenever the user's code has run
+    if user_code is not None and isinstance(exc, user_code.UserCodeError):
+        head, *frames = str(exc).splitlines()
+        return "\n".join([one_line(head), *(f"  {one_line(frame)}" for frame in frames)])
+    return one_line(str(exc)) or type(exc).__name__
 
 
 @contextlib.contextmanager

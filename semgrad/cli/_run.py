@@ -128,7 +128,7 @@ def _show_plan(config: Any, prices: Any, planned: Any, *, dry: bool) -> None:
             f"(the preflight's {planned.preflight_calls} calls, retries, and repair requests after unreadable "
             "replies come on top: --max-calls caps them all)"
         )
-    if config.backend != "simulated":
+    if config.backend not in ("simulated", "custom"):  # your own LLM (--llm) has no price of ours
         print(f"(cost from {prices.describe()})")
 
 
@@ -158,6 +158,10 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
 
     if not args.quiet:
         print(f"{'Continuing' if args.resume else 'Writing'} the run in {out}", flush=True)
+        if planned is not None:
+            from ._split import split_line
+
+            print(split_line(planned.tasks, config.protocol), flush=True)
     progress = RunProgress(
         sys.stderr,
         planned=planned.total_calls if planned is not None else None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._flags import HelpWithDefaults, add_call_flags, add_command
+from ._flags import HelpWithDefaults, add_call_flags, add_command, add_own_code_flags
 from ._terminal import EXIT_BUDGET
 
 __all__ = ["add_run_parser"]
@@ -14,11 +14,13 @@ RUN_DESCRIPTION = """Run one of the paper's experiments, or your own system on y
 
   semgrad run bbh:navigate --data-dir DATA
   semgrad run my_system.py:build --data items.jsonl --metric exact
+  semgrad run my_system.py:build --data items.jsonl --metric my_metric.py:score --llm my_llm.py:make
 
 Your system is a Python file or importable module with a function (build unless named after the colon)
 that returns (graph, params). Each run gets a new folder (printed at the start) holding config.json, the
 checkpoint, results.json and report.html. Continue one with `semgrad run --resume --out DIR`; a run of your
-own system must name the system again (semgrad never imports code because a file names it)."""
+own system (or your --llm, --metric) must name it again (semgrad never imports code because a file names it).
+See docs/your-own-system.md."""
 
 _RUN_EPILOG = """\
 failures and exit codes:
@@ -59,7 +61,7 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
 
 def _add_what_runs(run: argparse.ArgumentParser) -> None:
     """The task or system, its data and metric, the backend and the run folder."""
-    from ..experiments import BACKENDS
+    from ..experiments._config import NAMED_BACKENDS
 
     run.add_argument(
         "task",
@@ -68,17 +70,12 @@ def _add_what_runs(run: argparse.ArgumentParser) -> None:
         "with --data; optional with --resume (except for your own system, which must be typed again)",
     )
     run.add_argument("--data-dir", help="the folder that holds bbh/, gsm8k/ and liar/")
-    run.add_argument("--data", help="your items: JSON Lines {'inputs': {...}, 'target': ...} or CSV (a target column)")
+    add_own_code_flags(run)
     run.add_argument(
-        "--metric",
-        default="exact",
-        choices=("exact", "normalized", "numeric", "judge"),
-        help="how your items are scored: normalised exact match, numbers, or an LLM judge; a paper task is "
-        "scored by its protocol's metric (exact) unless normalized or numeric replaces it",
-    )
-    run.add_argument("--criteria", help="the LLM judge's criteria (--metric judge)")
-    run.add_argument(
-        "--backend", default="simulated", choices=BACKENDS, help="simulated (offline), openai-compatible or anthropic"
+        "--backend",
+        default="simulated",
+        choices=NAMED_BACKENDS,
+        help="simulated (offline), openai-compatible or anthropic (--llm replaces it)",
     )
     run.add_argument("--out", help="the run folder (default: a new folder runs/<task>-<date>-<time>)")
 
@@ -103,8 +100,9 @@ def _add_training(run: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("official", "heldout"),
         help="official (the default, unless --validation is given): the paper's splits, and the gate scores "
-        "candidates on the training items and reuses that forward; heldout: the gate scores them on a disjoint "
-        "validation split",
+        "candidates on the training items and reuses that forward; an identical temperature-0 request of the "
+        "training loop is answered once (a memo hit, no call) and a redrawn sample keeps its feedback, so a run "
+        "makes at most the planned calls; heldout: the gate scores them on a disjoint validation split",
     )
     run.add_argument(
         "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"

@@ -215,14 +215,21 @@ def _usage(value: Any) -> FrozenMap[str, int]:
 
 @attrs.frozen
 class LLMResponse:
-    """One LLM reply: its text, token usage (e.g. ``input_tokens``, ``output_tokens``) and model."""
+    """One LLM reply: its text, token usage (e.g. ``input_tokens``, ``output_tokens``) and model.
+
+    ``memo_hit`` is True when an in-run memo (``effects.memoized``) answered the request
+    from memory: no call was made, and the runner and `fit`'s budget count it as a memo
+    hit, never as a call (its usage is the original call's, already counted). It is
+    provenance, not content: two replies that differ only in it are equal.
+    """
 
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
     usage: FrozenMap[str, int] = attrs.field(default=FrozenMap(), converter=_usage)
     model: str = ""
+    memo_hit: bool = attrs.field(default=False, eq=False)
 
 
-_P_TEXT, _P_USAGE, _P_MODEL = slot_setters(LLMResponse, "text", "usage", "model")
+_P_TEXT, _P_USAGE, _P_MODEL, _P_MEMO = slot_setters(LLMResponse, "text", "usage", "model", "memo_hit")
 
 
 def _response(text: str) -> LLMResponse:
@@ -230,6 +237,7 @@ def _response(text: str) -> LLMResponse:
     _P_TEXT(response, text)
     _P_USAGE(response, _NO_USAGE)
     _P_MODEL(response, "")
+    _P_MEMO(response, False)
     return response
 
 
@@ -299,7 +307,7 @@ def as_reply(value: object) -> Reply:
 
     Examples:
         >>> as_reply("4")
-        <Success: LLMResponse(text='4', usage=FrozenMap({}), model='')>
+        <Success: LLMResponse(text='4', usage=FrozenMap({}), model='', memo_hit=False)>
     """
     if type(value) is str:
         return _success(_response(value))

@@ -116,7 +116,9 @@ def mark_answered(response: LLMResponse, by: Answerer) -> LLMResponse:
 def answered_by(response: Any) -> str | None:
     """``"cache"`` or ``"memo"`` when the layer below answered `response` itself (see `mark_answered`), else None."""
     mark = _ANSWERED.get()
-    return mark[1] if mark is not None and mark[0] is response else None
+    if mark is not None and mark[0] is response:
+        return str(mark[1])
+    return "memo" if getattr(response, "memo_hit", False) is True else None  # a memo's reply carries its mark
 
 
 def forget_answered() -> None:

@@ -33,7 +33,8 @@ class Budget:
     the cache instead, as the CLI does: ``cached(retrying(budgeted(provider, ...)))``;
     the call it refuses stops `fit` the same way. A call this budget refuses
     reaches no LLM; the run's statistics count it as a failed call of kind
-    ``"budget"`` (see `RunStatistics`).
+    ``"budget"`` (see `RunStatistics`). A request an in-run memo (``memoized``)
+    answers from memory is no call: the budget neither counts nor refuses it.
 
     Attributes:
         max_calls: Calls `fit` may make (calls it started; the refused ones are not
@@ -78,6 +79,10 @@ class BudgetGuard:
         self.stopped = "budget"
 
     async def __call__(self, request: LLMRequest) -> Any:
+        from_memory = getattr(self.llm, "answers_from_memory", None)
+        if from_memory is not None and from_memory(request):  # a memo hit: no call, nothing to count or refuse
+            result = self.llm(request)
+            return await result if hasattr(result, "__await__") else result
         # Reserve before calling (as `budgeted` does), so the calls in flight cannot pass the budget together.
         estimate = estimate_tokens(request) if self.budget.max_tokens is not None else 0
         if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
@@ -102,6 +107,9 @@ class BudgetGuard:
             raise
         finally:
             self.reserved -= estimate
+        if getattr(result, "memo_hit", False):  # answered from memory after all (an identical call was in flight)
+            self.calls -= 1
+            return result
         self.tokens += charged_tokens(result, estimate)
         return result
 

@@ -20,7 +20,7 @@ from .._files import remove_stale_temporaries
 from ..core import FrozenMap, Graph, Params
 from ..core._prompts import render_examples
 from ..core.optim import StageReport, Step, Transform, apply_updates
-from ._belongs import differing_parts
+from ._belongs import PARTS, differing_parts
 from ._checkpoint import CheckpointError, _field_types, read_checkpoint, write_checkpoint
 from ._runner import RunStatistics
 from ._state_types import register_state_type
@@ -167,6 +167,17 @@ class FitState:
                 "start a new run with another checkpoint path (semgrad run: another --out)"
             )
         differ = differing_parts(state.belongs_to, belongs) if belongs is not None else ()
+        if (
+            PARTS["optimizer"] in differ
+            and optimizer is not None
+            and not _same_shape(state.opt_state, optimizer.init(params))
+        ):
+            raise CheckpointError(
+                f"{path} was written by an optimizer whose state has another shape than this one's -- another "
+                "optimizer, or this one as an older semgrad built it (an official-protocol run from before a "
+                "redrawn sample's feedback was reused, say) -- so it cannot be resumed; start a new run with "
+                "another checkpoint path (semgrad run: another --out)"
+            )
         if differ:
             raise CheckpointError(
                 f"{path} belongs to another run: {', '.join(differ)} differ; "

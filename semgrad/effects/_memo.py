@@ -4,7 +4,9 @@ The paper's code memoises its ``chat`` for the length of a run: a request it has
 already sent at temperature 0 is answered from memory, and no call is made. The
 official protocol does the same with `memoized`, which keeps each reply in memory
 (never on disk) for as long as the wrapper lives -- one run -- and counts its
-answers as ``hits``, apart from calls. Only deterministic requests (temperature 0)
+answers as ``hits``, apart from calls. A reply from memory is marked
+(``LLMResponse.memo_hit``): a `Runner` counts it in ``RunStatistics.memo_hits`` and
+`fit`'s budget lets it through uncounted, so a memo hit is never a call. Only deterministic requests (temperature 0)
 are memoised unless told otherwise: at any other temperature an identical request
 is a deliberate new draw.
 """
@@ -16,6 +18,7 @@ import json
 from typing import Any
 
 import anyio
+import attrs
 
 from ..core import LLMRequest, LLMResponse
 from ._accounting import mark_answered
@@ -63,6 +66,10 @@ class _Memoized:
         """The wrapped LLM's identity."""
         return identity_of(self.inner)
 
+    def answers_from_memory(self, request: LLMRequest) -> bool:
+        """Whether `request` would be answered from memory now (no call): `fit`'s budget lets it through."""
+        return (self.every_temperature or _deterministic(request)) and memo_key(request) in self._known
+
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         if not (self.every_temperature or _deterministic(request)):
             self.calls += 1
@@ -72,7 +79,7 @@ class _Memoized:
             await self._pending[key].wait()
         if key in self._known:
             self.hits += 1
-            return mark_answered(self._known[key], "memo")
+            return mark_answered(attrs.evolve(self._known[key], memo_hit=True), "memo")
         event = self._pending[key] = anyio.Event()
         try:
             self.calls += 1
@@ -92,8 +99,10 @@ def memoized(llm: Any, *, every_temperature: bool = False) -> Any:
 
     Identical means what the provider is sent (see `memo_key`). A failed call is not
     remembered (it is asked again). ``.hits`` counts the answers from memory, ``.calls``
-    the requests passed on; put it *outside* any counting middleware so a memo hit is
-    never counted as a call.
+    the requests passed on. An answer from memory has ``memo_hit`` set: a `Runner` counts
+    it as a memo hit (``RunStatistics.memo_hits``), never as a call, and `fit`'s budget
+    neither counts nor refuses it. Put it *outside* any counting middleware (a tally, a
+    ``budgeted`` layer), which would otherwise see it.
 
     Args:
         llm: A sync or async LLM.
@@ -106,8 +115,8 @@ def memoized(llm: Any, *, every_temperature: bool = False) -> Any:
         >>> from semgrad.core import LLMRequest, Message
         >>> llm = memoized(lambda request: "4")
         >>> r = LLMRequest((Message("user", "2+2?"),), options={"temperature": 0})
-        >>> [anyio.run(llm, r).text for _ in range(3)], llm.hits, llm.calls
-        (['4', '4', '4'], 2, 1)
+        >>> [anyio.run(llm, r).memo_hit for _ in range(3)], llm.hits, llm.calls
+        ([False, True, True], 2, 1)
         >>> hot = LLMRequest((Message("user", "2+2?"),), options={"temperature": 0.7})
         >>> _ = anyio.run(llm, hot); _ = anyio.run(llm, hot); llm.hits, llm.calls
         (2, 3)

@@ -62,6 +62,9 @@ class RunStatistics:
         peak_in_flight: The most calls that were in flight at once.
         input_tokens: Sum of the ``input_tokens`` usage the replies reported.
         output_tokens: Sum of the ``output_tokens`` usage the replies reported.
+        memo_hits: Requests an in-run memo (``memoized``) answered from memory: no
+            call, so counted here and in none of the counts above (nor told to
+            ``on_reply``).
     """
 
     calls: int = 0
@@ -73,6 +76,7 @@ class RunStatistics:
     output_tokens: int = 0
     calls_by_engine: FrozenMap[str, int] = FrozenMap()
     tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
+    memo_hits: int = 0
 
 
 class Runner:
@@ -131,7 +135,7 @@ class Runner:
         self._purposes: dict[str, int] = {}
         self._engines: dict[str, int] = {}
         self._kinds: dict[str, int] = {}
-        self._calls = self._errors = self._in_flight = self._peak = 0
+        self._calls = self._errors = self._in_flight = self._peak = self._memo_hits = 0
         self._tokens_in = self._tokens_out = 0
         self._engine_tokens: dict[str, tuple[int, int]] = {}
 
@@ -147,6 +151,7 @@ class Runner:
             self._tokens_out,
             FrozenMap(self._engines),
             FrozenMap(self._engine_tokens),
+            self._memo_hits,
         )
 
     async def run(self, program: Program[T]) -> T:
@@ -203,12 +208,17 @@ class Runner:
         return await self.run(taken.pop())
 
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
+        if type(reply) is Success:  # `Success` is final: no isinstance (an ABC check) per call
+            response = reply.unwrap()
+            if response.memo_hit:  # answered from memory: no call (its tokens were counted when it was made)
+                self._memo_hits += 1
+                return
         self._calls += 1
         purposes, engines, engine = self._purposes, self._engines, request.engine
         purposes[request.purpose] = purposes.get(request.purpose, 0) + 1
         engines[engine] = engines.get(engine, 0) + 1
-        if type(reply) is Success:  # `Success` is final: no isinstance (an ABC check) per call
-            usage = reply.unwrap().usage
+        if type(reply) is Success:
+            usage = response.usage
             if usage.view if type(usage) is FrozenMap else usage:  # usually empty: skip the look-ups
                 used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
                 if used_in or used_out:

@@ -263,6 +263,7 @@ def compare(
     llm_factory: Callable[[RunConfig], Any] | None = None,
     on_progress: Callable[[str, str, FitProgress], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    on_tasks: Callable[[tuple[Task, ...]], None] | None = None,
 ) -> CompareResult:
     """Run (or dry-run) each optimizer on `config`'s task, splits and seed; write the comparison.
 
@@ -277,6 +278,7 @@ def compare(
             one per optimizer, so the simulated LLM starts from the same state each time).
         on_progress: Called with the optimizer, the task and each `FitProgress`.
         clock: Seconds, for the wall time of each run.
+        on_tasks: Called with the tasks, split, once they are loaded (before anything runs).
 
     Returns:
         The comparison, a `CompareResult` (also written to ``out/compare.json``; indexing it by a key of
@@ -284,6 +286,8 @@ def compare(
     """
     root = Path(out)
     tasks = load_run_tasks(config)  # fail on bad data before anything runs
+    if on_tasks is not None:
+        on_tasks(tasks)
     _check_out(root, optimizers, dry_run_only)
     methods = []
     for name in optimizers:

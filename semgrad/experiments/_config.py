@@ -17,9 +17,22 @@ from ..core import ENGINES, FrozenMap, optim
 from ..core.optim import Transform
 from ..tasks import MAX_ITEMS, PAPER_MODELS
 
-__all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "PROTOCOLS", "RunConfig", "make_optimizer"]
+__all__ = [
+    "BACKENDS",
+    "METRIC_NAMES",
+    "NAMED_BACKENDS",
+    "BASELINES",
+    "OPTIMIZERS",
+    "PROTOCOLS",
+    "RunConfig",
+    "make_optimizer",
+]
 
-BACKENDS = ("simulated", "openai-compatible", "anthropic")
+BACKENDS = ("simulated", "openai-compatible", "anthropic", "custom")
+#: The backends a user chooses by name; "custom" is the LLM of ``--llm FILE.py:make``.
+NAMED_BACKENDS = BACKENDS[:3]
+#: The metrics named by a word; ``--metric FILE.py:fn`` names the user's own.
+METRIC_NAMES = ("exact", "normalized", "numeric", "judge")
 #: "official": the gate scores candidates on the training items and that forward is reused
 #: (the official code's loop); "heldout": the gate scores them on a disjoint validation split.
 PROTOCOLS = ("official", "heldout")
@@ -34,6 +47,20 @@ def _choice(allowed: tuple[str, ...], what: str) -> Any:
             raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(allowed)}")
 
     return check
+
+
+def _metric(instance: Any, attribute: Any, value: str) -> None:
+    from ._user_code import is_code_spec
+
+    if value not in METRIC_NAMES and not is_code_spec(value):
+        raise ValueError(
+            f"unknown metric {value!r}; choose one of: {', '.join(METRIC_NAMES)}, or your own FILE.py:FUNCTION"
+        )
+
+
+def _non_negative(instance: Any, attribute: Any, value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"--{attribute.name.replace('_', '-')} must be 0 or more, got {value}")
 
 
 def _positive(instance: Any, attribute: Any, value: int | None) -> None:
@@ -100,7 +127,7 @@ class RunConfig:
     k: int = attrs.field(default=2, validator=_positive)
     seed: int = 0
     train: int | None = attrs.field(default=None, validator=_positive)
-    validation: int | None = attrs.field(default=None, validator=_positive)
+    validation: int | None = attrs.field(default=None, validator=_non_negative)
     test: int | None = attrs.field(default=None, validator=_positive)
     base_url: str | None = attrs.field(default=None, validator=_no_credentials)
     model: str | None = None
@@ -129,11 +156,16 @@ class RunConfig:
     data: str | None = None
     #: Your own data: "exact" and "normalized" compare normalised text. The paper's tasks: "exact" (the
     #: default) is the protocol's metric (`semgrad.tasks.Task.metric`); "normalized" or "numeric" replaces it.
-    metric: str = attrs.field(default="exact", validator=_choice(("exact", "normalized", "numeric", "judge"), "metric"))
+    #: Or the user's own metric, ``FILE.py:FUNCTION`` (made absolute), loaded only when typed.
+    metric: str = attrs.field(default="exact", validator=_metric)
     criteria: str | None = None
     breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
     #: The most items a data file may hold; None: `semgrad.tasks.MAX_ITEMS` (`items_limit`).
     max_items: int | None = attrs.field(default=None, validator=_positive)
+
+    #: The user's own LLM factory (``--llm FILE.py:make``, made absolute; the backend is then "custom"),
+    #: loaded only when typed.
+    llm: str | None = None
 
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (
@@ -184,6 +216,8 @@ class RunConfig:
     def __attrs_post_init__(self) -> None:
         if self.protocol is None:  # a validation size asks for the held-out protocol; else the paper's
             object.__setattr__(self, "protocol", "heldout" if self.validation else "official")
+        if (self.backend == "custom") != bool(self.llm):
+            raise ValueError("the custom backend is the LLM of --llm FILE.py:make: give --llm, not --backend custom")
         if not self.data:  # the paper's tasks: split and scored as the paper does
             if self.protocol == "official" and self.validation:
                 raise ValueError(
@@ -312,31 +346,37 @@ def official_shuffles(config: RunConfig) -> tuple[int, ...]:
     return ()
 
 
-def _protocol_options(config: RunConfig) -> dict[str, Any]:
-    """How error samples are drawn: the paper's way under the official protocol (one generator seeded once
-    after the split's shuffles, no fallback), ours otherwise. A redrawn sample's feedback is not reused here
-    yet (``optim.neighbor_sgd(reuse=True)`` does it): a dry run, which answers every item wrong, would then
-    plan fewer calls than a run makes."""
+def _protocol_options(config: RunConfig, *, planning: bool = False) -> dict[str, Any]:
+    """How error samples are drawn and fed back: the paper's way under the official protocol (one generator
+    seeded once after the split's shuffles, no fallback, a redrawn sample's feedback reused while its backward
+    questions are unchanged), ours otherwise. `planning`: a redrawn sample is asked again, so a plan's dry run
+    (every item wrong, every candidate rejected) counts the most backward calls a run can make."""
     if config.protocol == "official":
-        return {"draw": "official", "fallback": False, "reuse": False, "shuffled": official_shuffles(config)}
+        return {"draw": "official", "fallback": False, "reuse": not planning, "shuffled": official_shuffles(config)}
     return {"draw": "per-iteration", "fallback": True, "reuse": False}
 
 
-def make_optimizer(config: RunConfig) -> Transform:
+def make_optimizer(config: RunConfig, *, planning: bool = False) -> Transform:
     """The optimizer a config names (the paper's and its ablations with the protocol's selection, see
-    `official_shuffles`)."""
+    `official_shuffles`; TextGrad under the official protocol with its script's batch,
+    `optim.TEXTGRAD_BATCH`, whatever ``--k`` says).
+
+    `planning`: the optimizer a plan drives (see `semgrad.experiments.plan`): under the official protocol a
+    redrawn sample's feedback is asked for again instead of reused, so the plan is an upper bound on calls.
+    """
+    common = _protocol_options(config, planning=planning)
     if config.optimizer == "neighbor-sgd":
-        return optim.neighbor_sgd(config.k, seed=config.seed, **_protocol_options(config))
+        return optim.neighbor_sgd(config.k, seed=config.seed, **common)
     if config.optimizer == "via-feedback":
-        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True, **_protocol_options(config))
+        return optim.neighbor_sgd(config.k, seed=config.seed, via_feedback=True, **common)
     if config.optimizer == "tgd":
         return optim.tgd(config.k, seed=config.seed)
     if config.optimizer == "textgrad":
-        return optim.textgrad(config.k, seed=config.seed)
+        return optim.textgrad(optim.TEXTGRAD_BATCH if config.protocol == "official" else config.k, seed=config.seed)
     if config.optimizer == "optoprime":
         return optim.optoprime(config.k, seed=config.seed)
     if config.optimizer == "copro":
         # No depth: one round per iteration, so the rounds are the run's iterations, and a resumed run given
         # more (--resume --iterations N) is the optimizer it checkpointed and goes on as one started with N.
         return optim.copro(breadth=config.breadth, depth=None)
-    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **_protocol_options(config))
+    return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **common)

@@ -7,14 +7,17 @@ does not import what its ``config.json`` names unless the same spec is typed
 again (see `semgrad.experiments._resume`).
 
 The items are JSON Lines (one ``{"inputs": {...}, "target": ..., "id": ...}``
-object a line; ``id`` optional) or CSV (a ``target`` column, an optional ``id``
-column, every other column an input). They are split, seeded, into train,
-validation and test: by default a third each, at most 20 train and 20
-validation items, the rest test; ``--train``, ``--validation`` and ``--test``
-set the sizes. The run's protocol is the config's: under the official one (the
-default) the gate scores candidates on the training items, and the validation
-split is only scored at the end, beside the test split; under the held-out one
-(``--protocol heldout``) the gate scores them on the validation split.
+object a line; ``id`` optional), a JSON array of such objects (``.json``) or
+CSV (a ``target`` column, an optional ``id`` column, every other column an
+input). They are split, seeded, into train, validation and test: by default a
+third train (at most 20), no validation under the official protocol (a third,
+at most 20, under the held-out one), the rest test; ``--train``,
+``--validation`` (0 allowed) and ``--test`` set the sizes (`split_sizes`). The
+run's protocol is the config's: under the official one (the default) the gate
+scores candidates on the training items, and a validation split asked for is
+only scored at the end, beside the test split; under the held-out one
+(``--protocol heldout``, or any ``--validation`` above 0) the gate scores them
+on the validation split.
 
 Examples:
     >>> parse_system_spec("my_system.py:make")
@@ -26,15 +29,14 @@ Examples:
 from __future__ import annotations
 
 import csv
-import importlib
-import importlib.util
+import io
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._files import lone_surrogate, read_regular_text, unreadable
 from .._loaded import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
 from ..core import (
@@ -52,8 +54,10 @@ from ..core import (
 )
 from ..core._parse import format_tagged, parse_tagged
 from ..tasks import MAX_ITEMS, DataError, Task
+from ..tasks import _files as _data_files
 from ..tasks._files import check_items
 from ..tasks._split import split
+from ._user_code import UserCodeError
 
 __all__ = [
     "METRICS",
@@ -67,6 +71,7 @@ __all__ = [
     "systems_loaded_once",
     "parse_system_spec",
     "read_items",
+    "split_sizes",
 ]
 
 #: The scoring choices for your own data.
@@ -137,30 +142,17 @@ def load_system(spec: str) -> tuple[Graph, Params]:
 
 
 def _load(spec: str) -> tuple[Graph, Params]:
+    from ._errors import SetupError
+    from ._user_code import _short, call_user, load_function
+
+    try:
+        build = load_function(spec, "build", "the system spec")
+    except UserCodeError:
+        raise
+    except SetupError as exc:
+        raise SystemSpecError(str(exc)) from None
     target, name = parse_system_spec(spec)
-    if _is_file(target):
-        path = Path(target).expanduser().resolve()
-        if not path.is_file():
-            raise SystemSpecError(f"no such file {target} (the system spec is FILE.py:FUNCTION or MODULE:FUNCTION)")
-        module_name = f"semgrad_user_system_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise SystemSpecError(f"cannot load {target} as Python")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.path.insert(0, str(path.parent))  # so the file can import its neighbours
-        try:
-            loader_spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(path.parent))
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ModuleNotFoundError as exc:
-            raise SystemSpecError(f"cannot import {target}: {exc}") from None
-    build = getattr(module, name, None)
-    if not callable(build):
-        raise SystemSpecError(f"{target} has no function {name!r} (the system spec is FILE.py:FUNCTION)")
-    built = build()
+    built = call_user(_short(spec, "build"), build)
     if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph)):
         raise SystemSpecError(f"{target}:{name}() must return (graph, params) as GraphBuilder.build does")
     if not isinstance(built[1], Params):
@@ -169,25 +161,32 @@ def _load(spec: str) -> tuple[Graph, Params]:
 
 
 def read_items(path: str | Path, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
-    """The items in a JSON Lines (``.jsonl``, ``.ndjson``) or CSV (``.csv``) file.
+    """The items in a JSON Lines (``.jsonl``, ``.ndjson``), JSON array (``.json``) or CSV (``.csv``) file.
+
+    The file is read as a data file is (`semgrad.tasks._files.MAX_BYTES` at most, a regular file: a FIFO
+    or ``/dev/zero`` is refused, never read), and every failure names it.
 
     Raises:
-        SystemSpecError: The file is missing, of another kind, or malformed (the message names the line),
-            or it holds more than `max_items` items (refused as the next one is reached, not read whole).
+        SystemSpecError: The file is missing, of another kind, too large, or malformed (the message names the
+            line), or it holds more than `max_items` items.
     """
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise SystemSpecError(f"no such data file {file}")
+    if not file.is_file():  # a FIFO would block, /dev/zero never end
+        raise SystemSpecError(f"{file}: cannot be read (not a regular file)")
     suffix = file.suffix.lower()
+    if suffix not in (".jsonl", ".ndjson", ".json", ".csv"):
+        raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines), .json (an array) or .csv file")
     try:
-        if suffix in (".jsonl", ".ndjson"):
-            items = _read_jsonl(file, max_items)
-        elif suffix == ".csv":
-            items = _read_csv(file, max_items)
-        else:
-            raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
+        text = read_regular_text(file, limit=_data_files.MAX_BYTES).removeprefix("\ufeff")  # Excel's "CSV UTF-8" BOM
     except UnicodeDecodeError as exc:
         raise SystemSpecError(f"{file}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise SystemSpecError(f"{file}: cannot be read ({unreadable(exc)})") from None
+    try:
+        read = {".csv": _read_csv, ".json": _read_json_array}.get(suffix, _read_jsonl)
+        items = read(file, text, max_items)
     except DataError as exc:  # too many items
         raise SystemSpecError(str(exc)) from None
     if not items:
@@ -205,27 +204,53 @@ def read_items(path: str | Path, *, max_items: int = MAX_ITEMS) -> tuple[Example
     return tuple(items)
 
 
-def _read_jsonl(file: Path, max_items: int) -> list[Example]:
+def _read_jsonl(file: Path, text: str, max_items: int) -> list[Example]:
     items: list[Example] = []
-    with file.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            check_items(len(items) + 1, str(file), max_items)
-            where = f"{file}:{number}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
-                raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
-            items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+    for number, line in enumerate(io.StringIO(text), 1):
+        if not line.strip():
+            continue
+        check_items(len(items) + 1, str(file), max_items)
+        where = f"{file}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; arrays nested thousands deep
+            raise SystemSpecError(f"{where}: not valid JSON ({unreadable(exc)})") from None
+        if lone_surrogate(item) is not None:
+            raise SystemSpecError(
+                f"{where}: a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape), not text"
+            )
+        if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
+            raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
+        items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
     return items
 
 
-def _read_csv(file: Path, max_items: int) -> list[Example]:
-    with file.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's "CSV UTF-8" starts with a BOM
-        reader = csv.DictReader(handle)
+def _read_json_array(file: Path, text: str, max_items: int) -> list[Example]:
+    """A JSON array of ``{"inputs": {...}, "target": ..., "id": ...}`` objects."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemSpecError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; arrays nested thousands deep
+        raise SystemSpecError(f"{file}: not valid JSON ({unreadable(exc)})") from None
+    if not isinstance(data, list):
+        raise SystemSpecError(f'{file}: expected a JSON array of {{"inputs": {{...}}, "target": ...}} objects')
+    if lone_surrogate(data) is not None:
+        raise SystemSpecError(f"{file}: a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape), not text")
+    items: list[Example] = []
+    for number, item in enumerate(data, 1):
+        check_items(number, str(file), max_items)
+        if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
+            raise SystemSpecError(f'{file}: item {number}: expected {{"inputs": {{...}}, "target": ...}}')
+        items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+    return items
+
+
+def _read_csv(file: Path, text: str, max_items: int) -> list[Example]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         columns = reader.fieldnames or []
         twice = sorted({c for c in columns if columns.count(c) > 1})
         if twice:
@@ -239,14 +264,39 @@ def _read_csv(file: Path, max_items: int) -> list[Example]:
             if None in row or any(row[c] is None for c in columns):
                 raise SystemSpecError(f"{file}:{reader.line_num}: expected {len(columns)} fields")
             items.append(Example({c: row[c] for c in inputs}, row["target"], row.get("id", len(items))))
+    except csv.Error as exc:  # a field past the csv module's limit, say
+        raise SystemSpecError(f"{file}:{reader.reader.line_num}: cannot be read as CSV ({exc})") from None
     return items
 
 
-def _sizes(n: int, train: int | None, validation: int | None) -> tuple[int, int]:
-    third = max(1, n // 3)
-    return (train if train is not None else min(20, third)), (
-        validation if validation is not None else min(20, n // 3 if n >= 3 else 0)
-    )
+def split_sizes(
+    n: int, train: int | None, validation: int | None, test: int | None, protocol: str = "official"
+) -> tuple[int, int, int]:
+    """The (train, validation, test) sizes of `n` items: a third train (at most 20); under the held-out
+    protocol a third validation (at most 20), under the official one none unless asked (its gate scores on
+    the training items, so a validation split would only cost calls); the rest, or `test`, test.
+
+    Raises:
+        SystemSpecError: The sizes asked for add up to more than `n` (the message says which add up to what).
+
+    Examples:
+        >>> split_sizes(16, None, None, None), split_sizes(16, None, None, None, "heldout")
+        ((5, 0, 11), (5, 5, 6))
+        >>> split_sizes(16, 10, 5, 6)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        semgrad.experiments._custom.SystemSpecError: the split does not fit: train 10 + validation 5 + test 6 = 21 ...
+    """
+    third = n // 3
+    train = train if train is not None else max(1, min(20, third))
+    if validation is None:
+        validation = min(20, third) if protocol == "heldout" else 0
+    asked = train + validation + (test or 0)
+    if asked > n or (test is None and train + validation >= n):
+        parts = f"train {train} + validation {validation}" + (f" + test {test}" if test is not None else "")
+        whole = f"{parts} = {asked} items" if test is not None else f"{parts} = {asked} items, leaving no test item"
+        raise SystemSpecError(f"the split does not fit: {whole}, and there are {n}")
+    return train, validation, n - train - validation if test is None else test
 
 
 def custom_task(config: Any) -> Task:
@@ -261,10 +311,11 @@ def custom_task(config: Any) -> Task:
     missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
     if missing:
         raise SystemSpecError(f"{config.data}: some items lack the graph's input(s) {', '.join(missing)}")
-    train, validation = _sizes(len(items), config.train, config.validation)
-    if train + validation + (config.test or 0) > len(items):
-        raise SystemSpecError(f"{config.data} holds {len(items)} items, fewer than the split asks for")
-    parts = split(items, train=train, validation=validation, test=config.test, seed=config.seed)
+    try:
+        train, validation, test = split_sizes(len(items), config.train, config.validation, config.test, config.protocol)
+    except SystemSpecError as exc:
+        raise SystemSpecError(f"{config.data}: {exc}") from None
+    parts = split(items, train=train, validation=validation, test=test, seed=config.seed)
     built = (graph, params)
     scoring = "numeric" if config.metric == "numeric" else "exact"
     task = _Built(built, config.task)
@@ -282,7 +333,11 @@ class _Built:
 
 
 def custom_loss(config: Any) -> Loss:
-    """The loss ``--metric`` names: normalised exact match, numeric match, or an LLM judge."""
+    """The loss ``--metric`` names: normalised exact match, numeric match, an LLM judge, or the user's own."""
+    from ._user_code import is_code_spec, user_metric
+
+    if is_code_spec(config.metric):
+        return user_metric(config.metric)
     if config.metric == "numeric":
         return numeric_match()
     if config.metric == "judge":

@@ -5,7 +5,12 @@ real run executes -- `fit`, then the final evaluation of each split -- against a
 local stand-in LLM that answers at once, in the formats the parsers accept, with
 replies of a typical length and every answer wrong: every sample is an error,
 every proposal differs, so the counts are the most a run without failed calls
-makes. Nothing is written (no run folder, no checkpoint, no report).
+makes. A plan is an upper bound, not a forecast: under the official protocol a run
+answers an identical temperature-0 request of its training loop from its in-run
+memo (a memo hit, no call) and lets a redrawn sample keep its feedback, neither of
+which the plan counts on (it drives the optimizer with ``planning=True``, see
+`make_optimizer`), so a run makes at most the planned calls. Nothing is written
+(no run folder, no checkpoint, no report).
 
 Training is driven in full (its cost grows with the train and validation
 splits, which are small). An evaluation split asks the same calls of every item
@@ -63,7 +68,8 @@ def estimate_tokens(text: str) -> int:
 
 @attrs.frozen
 class RunPlan:
-    """What a run of `config` will do: its tasks (loaded and split once) and its calls at most.
+    """What a run of `config` will do: its tasks (loaded and split once) and its calls at most (an upper
+    bound: the official protocol's memo hits and reused feedback make a run's calls fewer, see the module doc).
 
     Retries, repair requests after unreadable replies and the preflight's `preflight_calls`
     (one forward of the first task, before a real backend's run) come on top.
@@ -71,7 +77,7 @@ class RunPlan:
     Attributes:
         config: The run planned.
         tasks: Its tasks, split; a run given this plan runs them.
-        calls_by_phase: Calls by (phase, engine, purpose); phases are `PHASES`.
+        calls_by_phase: At most this many calls by (phase, engine, purpose); phases are `PHASES`.
         tokens_by_engine: Estimated (input, output) tokens by engine (role).
         cost_usd: The estimated cost (0 offline; None when a model has no price).
         preflight_calls: The preflight's calls (one per LLM node of the first task's graph).
@@ -224,7 +230,7 @@ async def _train(config: RunConfig, task: Task, graph: Graph, params: Params, co
     result = await fit(
         graph,
         params,
-        make_optimizer(config),
+        make_optimizer(config, planning=True),
         train=task.split.train,
         validation=task.split.validation if config.protocol == "heldout" else (),
         llm=counter,

@@ -143,8 +143,9 @@ class RunProgress:
         self.tally = _find_accounts(llm)
 
     def figures(self) -> dict[str, Any]:
-        """What the line shows: requests done (calls and hits, for the plan), billed calls, hits, errors, tokens
-        and cost (None: some model unpriced) -- from the run's accounts when watching a run's stack."""
+        """What the line shows: calls done against the plan (calls made, as results.json counts them), hits
+        apart, errors, tokens and cost (None: some model unpriced) -- from the run's accounts when watching a
+        run's stack."""
         if self.tally is None:
             cost = self.cost if self.prices is not None and not self.unpriced else None
             return {
@@ -157,7 +158,7 @@ class RunProgress:
         if self.prices is not None and cost is None and not (total.input_tokens or total.output_tokens):
             cost = 0.0
         return {
-            "done": self.already + total.calls + total.hits,
+            "done": self.already + total.calls,  # as results.json counts them; the plan is an upper bound
             "calls": self.already + total.calls,
             "hits": total.hits,
             "errors": total.errors,

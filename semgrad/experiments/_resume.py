@@ -95,6 +95,7 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
             own system and its spec was not typed again (or differs).
     """
     _check_destinations(saved, given, run_dir)
+    given = _typed_code(saved, given, run_dir)
     if saved.data:
         _check_system(saved, given.get("task"), run_dir)
     elif given.get("task") not in (None, saved.task):
@@ -118,6 +119,30 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
             "--timeout, --cache, --max-items"
         )
     return attrs.evolve(saved, **changes)
+
+
+def _typed_code(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """`given` with the LLM and metric specs typed made absolute; the user's own LLM or metric of the saved run
+    must be typed again (semgrad loads code only when it is typed, never because config.json names it)."""
+    from ._user_code import canonical_code_spec, is_code_spec
+
+    found = dict(given)
+    if found.get("llm"):
+        found["llm"] = canonical_code_spec(found["llm"], "make")
+        found.setdefault("backend", "custom")
+    if found.get("metric") and is_code_spec(found["metric"]):
+        found["metric"] = canonical_code_spec(found["metric"], "metric")
+    missing = [
+        f"--{name} {value}"
+        for name, value in (("llm", saved.llm), ("metric", saved.metric))
+        if value and is_code_spec(value) and name not in found
+    ]
+    if missing:
+        raise SetupError(
+            f"{run_dir} runs your own code ({', '.join(missing)}); semgrad loads code only when you type it: "
+            f"add {' '.join(missing)} to semgrad run --resume"
+        )
+    return found
 
 
 def _check_destinations(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> None:

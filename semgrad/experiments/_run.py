@@ -88,6 +88,10 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     Raises:
         SetupError: A missing key, or a missing extra (httpx) for an HTTP backend.
     """
+    if config.llm:  # the user's own (--llm FILE.py:make): a new one per run
+        from ._user_code import load_llm
+
+        return load_llm(config.llm)
     if config.backend == "simulated":
         from ..backends.fake import LatencyLLM
         from ..backends.simulated import SimulatedLLM
@@ -222,6 +226,7 @@ def run_experiment(
             `MAX_ERROR_SHARE` of its calls did (after writing the results).
     """
     out = Path(run_dir)
+    existed = out.exists()  # a new run whose preflight fails removes the folder it made (the lock makes one)
     with hold_folder(out):  # one process at a time in a run folder (the CLI may hold it already: re-entrant)
         if not checked:
             check_run_dir(config, out, resume)
@@ -236,7 +241,7 @@ def run_experiment(
         # A backend the run built shares one connection pool over every call (each would open its own
         # connection, TLS handshake and all); one that was given is the caller's to enter.
         entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
-        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
+        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply, existed=existed)
         try:
             results = run_loop(run.everything, tasks, entered, check_backend)
         finally:
@@ -364,6 +369,7 @@ class _Run:
     resume: bool
     on_progress: Callable[[str, FitProgress], None] | None
     on_reply: Callable[[Any, Any], None] | None
+    existed: bool = True  # the folder was there before this run (a new run's failed preflight leaves it so)
 
     async def everything(self, tasks: Sequence[Task], entered: Any, check_backend: bool) -> list[dict[str, Any]]:
         """Every task in turn, inside `entered` (the backend's connection pool, when the run enters it)."""
@@ -372,7 +378,14 @@ class _Run:
             if self.stack.journal is not None:
                 self.stack.journal.start()
             if check_backend and self.config.backend != "simulated":
-                await self.preflight(tasks[0])
+                try:
+                    await self.preflight(tasks[0])
+                except Exception:  # a new run that cannot start leaves no folder behind (an interrupt keeps it)
+                    if not self.resume:
+                        from ._user_code import discard_failed_run
+
+                        discard_failed_run(self.out, self.existed, ("config.json", "ledger.json", "journal.jsonl"))
+                    raise
             results: list[dict[str, Any]] = []
             if self.stack.budget_spent:  # the preflight spent the budget (--max-calls below its calls): no task
                 return results
@@ -430,7 +443,9 @@ class _Run:
             make_optimizer(config),
             train=task.split.train,
             validation=task.split.validation if config.protocol == "heldout" else (),
-            llm=self.stack.llm,
+            # The official protocol answers an identical temperature-0 request of the training loop once, as the
+            # paper's memoised chat does: a memo hit is counted as one (RunStatistics.memo_hits), never as a call.
+            llm=self.stack.memoized() if config.protocol == "official" else self.stack.llm,
             iterations=config.iterations,
             loss=task_loss(config, task),
             checkpoint=ckpt,

@@ -12,7 +12,7 @@ import attrs
 
 from ..core import Loss
 from ..tasks import Task, load_tasks, metric_loss
-from ._config import RunConfig
+from ._config import METRIC_NAMES, RunConfig
 from ._errors import SetupError
 
 __all__ = ["check_protocol", "load_run_tasks", "loss_for", "task_loss"]
@@ -51,7 +51,7 @@ def loss_for(task: Task) -> Loss:
 
 def task_loss(config: RunConfig, task: Task) -> Loss:
     """The loss a run of `config` scores `task` with: your own data's metric, or the task's scoring kind."""
-    return loss_for(task) if not config.data else _custom_loss(config)
+    return loss_for(task) if not config.data and config.metric in METRIC_NAMES else _custom_loss(config)
 
 
 def check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ..effects import Accounts, budgeted, cached, limited, retrying
+from ..effects import Accounts, budgeted, cached, limited, memoized, retrying
 from ..effects._accounting import forget_answered
 from ..effects._routing import call, identity_of
 
@@ -272,6 +272,31 @@ class _Tally:
         return f"tally({self.inner!r})"
 
 
+class _MemoHits:
+    """Over a memo over the run's tally: counts the memo's answers as memo hits in the tally's accounts (the
+    requests it passes on are counted by the tally below, as calls or other hits)."""
+
+    is_async = True
+
+    def __init__(self, inner: Any, tally: _Tally) -> None:
+        self.inner, self.tally = inner, tally
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        forget_answered()
+        response: LLMResponse = await call(self.inner, request)
+        if getattr(response, "memo_hit", False) is True:
+            self.tally.accounts = self.tally.accounts.record(request, response)
+        return response
+
+    def __repr__(self) -> str:
+        return f"memo_hits({self.inner!r})"
+
+
 class _Deadline:
     """Each attempt of a call gets `timeout` seconds (under the retries, so a retry gets its own)."""
 
@@ -343,6 +368,11 @@ class RunStack:
         self.journal = journal
         self.tally = _Tally(journal.wrap(llm) if journal is not None else llm, fail_fast)
         self.llm: Any = self.tally
+
+    def memoized(self) -> Any:
+        """The run's LLM behind an in-run memo (the official protocol's): its answers are counted as memo hits
+        in the run's accounts, never as calls."""
+        return _MemoHits(memoized(self.llm), self.tally)
 
     @property
     def budget_spent(self) -> bool:

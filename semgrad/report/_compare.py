@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ._format import esc, percent
-from ._style import CSS
+from ._format import esc, isolate, percent
+from ._style import CSP, CSS
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
 
@@ -21,7 +21,6 @@ _WIDTH, _HEIGHT = 640, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 40, 44
 _PLOT_W, _PLOT_H = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
 _SIMULATED = "The LLM was SIMULATED (offline, deterministic): these figures say nothing about real models."
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def _y(score: float) -> float:
@@ -249,13 +248,18 @@ def compare_caption(summary: Comparison | Mapping[str, Any]) -> str:
         'Task bbh:navigate, official protocol, 20 training / 0 validation / 230 test items, seed 0, 4 iterations'
     """
     summary = _read(summary)
+    return f"Task {summary.task}, {_caption_rest(summary)}"
+
+
+def _caption_rest(summary: Comparison) -> str:
+    """`compare_caption` after the task's name (so that a page can isolate the name)."""
     sizes = summary.sizes if isinstance(summary.sizes, Mapping) else {}
     counts = " / ".join(
         f"{sizes.get(part, '?')} {label}"
         for part, label in (("train", "training"), ("validation", "validation"), ("test", "test"))
     )
     return (
-        f"Task {summary.task}, {summary.protocol or '?'} protocol, {counts} items, "
+        f"{summary.protocol or '?'} protocol, {counts} items, "
         f"seed {summary.seed}, {summary.iterations} iterations; every optimizer ran on the same "
         "splits and seed. Score per iteration: the training items' score at the iteration's start, then the "
         "final params' (in %); test and initial test: the test split's, with the final and the starting params."
@@ -289,19 +293,20 @@ def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
     summary = _read(summary)
     head, rows = _rows(summary)
     table = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    table += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+    table += ["<tr>" + "".join(f"<td>{isolate(c)}</td>" for c in row) + "</tr>" for row in rows]
     table.append("</tbody></table>")
     series = {str(m.optimizer): list(m.scores or ()) for m in summary.methods or ()}
-    facts = f"Backend {esc(summary.backend)}. {esc(compare_caption(summary))}"
-    notes = esc(summary.token_note or "")
+    facts = f"Backend {isolate(summary.backend)}. Task {isolate(summary.task)}, {esc(_caption_rest(summary))}"
+    notes = isolate(summary.token_note) if summary.token_note else ""
     return "\n".join(
         [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="referrer" content="no-referrer">',
             f"<title>Optimizers compared on {esc(summary.task)}</title><style>{CSS}</style></head>",
             "<body><main>",
-            f"<h1>Optimizers compared on {esc(summary.task)}</h1>",
+            f"<h1>Optimizers compared on {isolate(summary.task)}</h1>",
             f'<p class="notice">{_SIMULATED}</p>' if summary.simulated else "",
             f"<p>{facts}</p>",
             "<h2>Side by side</h2>",

@@ -1,8 +1,14 @@
-"""The report's inline style sheet (system fonts only: nothing is fetched)."""
+"""The report's inline style sheet (system fonts only: nothing is fetched), and the Content-Security-Policy of
+every page semgrad writes."""
 
 from __future__ import annotations
 
-__all__ = ["CSS"]
+__all__ = ["CSP", "CSS"]
+
+#: The Content-Security-Policy of every page semgrad writes (the run report, the compare page, ``sweep.html``):
+#: nothing is loaded or run -- no script, frame, font or remote image; only the page's own inline style and
+#: ``data:`` images. Each page carries it in a ``<meta http-equiv>`` tag.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 CSS = """
 :root { color-scheme: light; --ink: #1d2330; --muted: #5b6475; --line: #d7dce4; --accent: #3366aa; }

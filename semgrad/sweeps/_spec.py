@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from .._files import read_regular_text, unreadable
 from ..core import FrozenMap
 from ..experiments import BACKENDS, OPTIMIZERS, RunConfig
 from ..tasks import DataError, expand_task_names, paper_iterations
@@ -57,7 +58,11 @@ SETTINGS = (
     "breadth",
     "max_items",
 )
-_TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")
+#: The most a sweep spec may hold: a spec is a page of TOML (a FIFO or a device is refused).
+MAX_SPEC_BYTES = 2**20
+
+_OWN = ("system", "data", "metric", "criteria", "llm")
+_TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources", *_OWN)
 _MODEL_KEYS = ("name", "model", "forward", "backward", "optimizer")
 _RESOURCE_KEYS = ("num_cpus", "cpus_per_run", "max_retries", "max_parallel", "lease_seconds")
 _RESOURCE_NUMBERS = ("cpus_per_run", "lease_seconds")
@@ -193,7 +198,12 @@ class SweepSpec:
         several = len(self.models) > 1
         return tuple(
             PlannedRun(
-                run_name(task, seed, optimizer.replace(":", "-"), models.name if several else None),
+                run_name(
+                    _short_task(task, self.settings),
+                    seed,
+                    optimizer.replace(":", "-"),
+                    models.name if several else None,
+                ),
                 RunConfig(
                     task=task,
                     seed=seed,
@@ -218,9 +228,19 @@ class SweepSpec:
             "seeds": list(self.seeds),
             "optimizers": list(self.optimizers),
             "models": [attrs.asdict(m) for m in self.models],
-            "settings": {k: v for k, v in self.settings.items() if k not in ("data_dir", "cache")},
+            "settings": {k: v for k, v in self.settings.items() if k not in ("data_dir", "cache", "data")},
             "max_concurrent_calls": dict(self.max_concurrent_calls),
         }
+
+
+def _short_task(task: str, settings: Mapping[str, Any]) -> str:
+    """A run name's task: your own system as its file's (or module's) stem and function."""
+    if not settings.get("data"):
+        return task
+    from ..experiments._custom import parse_system_spec
+
+    target, name = parse_system_spec(task)
+    return f"{Path(target).stem if target.endswith('.py') else target}-{name}"
 
 
 def run_name(task: str, seed: int, optimizer: str, models: str | None = None) -> str:
@@ -242,13 +262,13 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text("utf-8"))
-    except OSError as exc:
-        raise SweepError(f"cannot read the sweep spec {file}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise SweepError(f"cannot read the sweep spec {file}: it is not UTF-8 text") from None
+        data = tomllib.loads(read_regular_text(file, limit=MAX_SPEC_BYTES))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepError(f"cannot read the sweep spec {file}: {unreadable(exc)}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"the sweep spec {file} is not valid TOML: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, arrays nested thousands deep
+        raise SweepError(f"the sweep spec {file} is not valid TOML: {unreadable(exc)}") from None
     return parse_spec(data, name=file.stem, base_dir=file.resolve().parent)
 
 
@@ -273,13 +293,19 @@ def parse_spec(
     """
     _known_keys(data, _TOP, "the sweep spec")
     settings = _settings(_table(data, "settings"), base_dir)
+    own = _own_system(data, base_dir)
+    settings.update(own)
+    if own.get("llm"):
+        if settings.get("backend", "simulated") != "simulated":
+            raise SweepError(f"llm replaces the backend: drop backend = {settings['backend']!r} from [settings]")
+        settings["backend"] = "custom"
     spec = SweepSpec(
         name=_text(data.get("name", name), "name"),
-        tasks=_tasks(_list(data, "tasks", str)),
+        tasks=(own.pop("task"),) if "task" in own else _tasks(_list(data, "tasks", str)),
         seeds=_unique(_list(data, "seeds", int), "seeds"),
         optimizers=_optimizers(_list(data, "optimizers", str)),
         models=_model_sets(data.get("models", {})),
-        settings=FrozenMap(settings),
+        settings=FrozenMap({k: v for k, v in settings.items() if k != "task"}),
         max_concurrent_calls=_limits(
             _table(data, "settings").get("max_concurrent_calls"), settings.get("backend", "simulated")
         ),
@@ -290,6 +316,39 @@ def parse_spec(
     except (TypeError, ValueError) as exc:
         raise SweepError(f"invalid [settings]: {exc}") from None
     return spec
+
+
+def _own_system(data: Mapping[str, Any], base_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The spec's own system (as ``task``), items, metric, criteria and LLM: paths made absolute against
+    `base_dir`, code specs canonical (the spec is typed by the user, so it may name code)."""
+    from ..experiments._custom import canonical_spec
+    from ..experiments._user_code import canonical_code_spec, is_code_spec
+
+    own = {key: _text(data[key], key) for key in _OWN if key in data}
+    if ("system" in own) != ("data" in own):
+        raise SweepError('a sweep of your own system gives both system = "FILE.py:FUNCTION" and data = "FILE"')
+    if "system" in own and "tasks" in data:
+        raise SweepError("a sweep of your own system names no tasks: drop tasks, or system and data")
+
+    def here(spec: str) -> str:
+        target, colon, name = spec.rpartition(":")
+        target, name = (target, name) if colon and name.isidentifier() else (spec, "")
+        if base_dir is not None and (target.endswith(".py") or "/" in target):
+            target = str(Path(base_dir, os.path.expanduser(target)))
+        return f"{target}:{name}" if name else target
+
+    found: dict[str, Any] = {}
+    if "system" in own:
+        found["task"] = canonical_spec(here(own["system"]))
+        found["data"] = str(Path(base_dir or ".", os.path.expanduser(own["data"])).resolve())
+    if "llm" in own:
+        found["llm"] = canonical_code_spec(here(own["llm"]), "make")
+    if "metric" in own:
+        metric = own["metric"]
+        found["metric"] = canonical_code_spec(here(metric), "metric") if is_code_spec(metric) else metric
+    if "criteria" in own:
+        found["criteria"] = own["criteria"]
+    return found
 
 
 def _known_keys(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
@@ -313,7 +372,8 @@ def _text(value: Any, what: str) -> str:
 
 def _list(data: Mapping[str, Any], key: str, kind: type) -> list[Any]:
     if key not in data:
-        raise SweepError(f"the sweep spec names no {key}: add `{key} = [...]`")
+        mine = ' (or system = "FILE.py:FUNCTION" and data = "FILE" for your own)' if key == "tasks" else ""
+        raise SweepError(f"the sweep spec names no {key}: add `{key} = [...]`{mine}")
     value = data[key]
     if not isinstance(value, list):
         raise SweepError(f"{key} must be a list, got {type(value).__name__}")

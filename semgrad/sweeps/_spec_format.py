@@ -40,6 +40,12 @@ round), max_items (the most items one data file may hold; --max-items overrides 
 one-parameter ablation names its parameter in optimizers: "one-parameter:answer.instruction".
 Resources keys: num_cpus, cpus_per_run, max_retries, max_parallel, lease_seconds.
 
+Your own system: instead of tasks, give system = "my_system.py:build" and data =
+"items.jsonl" (paths relative to the spec); metric = "exact" (or numeric, judge with
+criteria = "...", or your own "my_metric.py:fn") and llm = "my_llm.py:make" (your own LLM,
+in place of the backend) are optional. The spec is yours, so it may name code; run folders
+are DIR/<file>-<function>__seed<seed>__<optimizer>. See docs/your-own-system.md.
+
 Example:
 
 {SPEC_EXAMPLE}"""

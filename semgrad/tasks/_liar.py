@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
 
 from ..core import Example
 from ..topologies import LIAR_FIELDS
@@ -64,12 +64,13 @@ def liar_examples(
         >>> liar_examples(["\\t".join(row).replace("Ohio", "none")], "train", "train.tsv")
         ()
     """
-    result, rows = [], 0
-    for number, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
+    result, count = [], 0
+    rows = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    for number, row in enumerate(_rows(rows, source), start=1):
         if not row:
             continue
-        rows += 1
-        check_items(rows, source, max_items)
+        count += 1
+        check_items(count, source, max_items)
         if len(row) != _WIDTH:
             raise DataError(f"{source}:{number}: expected {_WIDTH} tab-separated columns, found {len(row)}")
         target = LIAR_LABELS.get(row[1].strip())
@@ -78,6 +79,19 @@ def liar_examples(
             continue
         result.append(Example(inputs, target, id=f"liar/{file}/{row[0].removesuffix('.json')}"))
     return tuple(result)
+
+
+def _rows(reader: Any, source: str) -> Iterator[list[str]]:
+    """The rows of `reader`; a `DataError` naming `source` and the line when one cannot be read (a field
+    past the csv module's size limit, say)."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise DataError(f"{source}:{reader.line_num}: cannot be read as TSV ({error})") from None
+        yield row
 
 
 def load_liar(

@@ -49,6 +49,42 @@ def test_same_request_same_reply():
     )
 
 
+def test_two_nodes_sent_the_same_request_get_the_same_reply():
+    """A reply depends on what the request shows, never on the node's name (which no provider is sent): two hints
+    with the same instruction and input get the same notes, so a memo keyed on what is sent may answer one from
+    the other, as the paper's memoised chat does, and the trained method is unchanged by it."""
+    import attrs
+
+    from semgrad.effects._memo import memo_key
+
+    graph, params = _params()
+    q = sorted(QUESTIONS)[0]
+    trace = run_sync(forward(graph, params, {"question": q}), _llm())
+    assert trace.value("hint_1") == trace.value("hint_2") and "hint_1" not in str(trace.value("hint_1"))
+    request = next(r for r in _requests(graph, params, q) if r.node == "hint_1")
+    twin = attrs.evolve(request, node="hint_2")
+    assert memo_key(request) == memo_key(twin) and _llm()(request) == _llm()(twin)
+
+
+def _requests(graph, params, question):
+    seen = []
+
+    def llm(request):
+        seen.append(request)
+        return _llm()(request)
+
+    run_sync(forward(graph, params, {"question": question}), llm)
+    return seen
+
+
+def test_the_backward_reads_each_inputs_notes_by_its_label_when_the_notes_are_alike():
+    """With both hints' notes alike (the same instruction), the backward still sees two inputs by their labels and
+    asks one of them for the missing step, the other to keep what it does (not the per-edge guess)."""
+    need, texts = _backward(rules.neighbor_aware())
+    asked = [n for n, text in texts.items() if need in text]
+    assert len(asked) == 1 and "Keep this input" in texts[({"hint_1", "hint_2"} - set(asked)).pop()]
+
+
 def _backward(rule, hint_1: str = "", hint_2: str = "", seed: int = 0):
     llm = _llm(seed)
     graph, params = _params(hint_1=hint_1, hint_2=hint_2)

@@ -87,7 +87,7 @@ def test_own_system_runs_offline_and_writes_the_same_run_folder(tmp_path, system
     results = json.loads((out / "results.json").read_text())
     (task,) = results["tasks"]
     assert task["task"] == canonical_spec(f"{system_file}:build")
-    assert task["sizes"] == {"train": 4, "validation": 4, "test": 4}
+    assert task["sizes"] == {"train": 4, "validation": 0, "test": 8}  # official: no validation split unless asked
     assert task["iterations"] and task["best_score"] > task["initial_score"]
     assert task["accuracy"]["test"] > task["accuracy"]["initial_test"]
     assert "respond.instruction" in (out / "report.html").read_text()

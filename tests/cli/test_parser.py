@@ -42,7 +42,8 @@ def _abbreviations() -> list[tuple[str, str]]:
 def test_no_subcommand_takes_an_abbreviated_option(capsys):
     """Every proper prefix of every long option of every subcommand is refused as an unrecognised argument."""
     abbreviations = _abbreviations()
-    assert ("compare", "--data") in abbreviations and ("run", "--dat") in abbreviations
+    assert ("compare", "--data-") in abbreviations and ("run", "--dat") in abbreviations
+    assert ("graph", "--form") in abbreviations and ("sweep", "--loc") in abbreviations
     for name, prefix in abbreviations:
         with pytest.raises(SystemExit) as exit:
             build_parser().parse_args([name, *POSITIONALS[name], prefix])
@@ -61,13 +62,14 @@ def test_the_top_level_takes_no_abbreviation_either(capsys):
 
 
 def test_an_abbreviation_is_refused_in_one_line_naming_the_full_option():
-    """`semgrad compare TASK --data FILE` exits 2 with one error line saying --data is not --data-dir abbreviated."""
-    result = semgrad("compare", "bbh:navigate", "--data", "items.jsonl", "--dry-run")
+    """`semgrad compare TASK --data-d DIR` exits 2 with one error line saying --data-d is not --data-dir
+    abbreviated."""
+    result = semgrad("compare", "bbh:navigate", "--data-d", "data", "--dry-run")
     assert result.returncode == 2, result.stdout
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert errors == [
-        "semgrad: error: unrecognized arguments: --data items.jsonl; "
-        "--data is not an abbreviation of --data-dir (options are never abbreviated)"
+        "semgrad: error: unrecognized arguments: --data-d data; "
+        "--data-d is not an abbreviation of --data-dir (options are never abbreviated)"
     ]
 
 

@@ -45,7 +45,16 @@ def test_any_other_changed_flag_is_refused_and_the_same_value_is_fine(name, data
         "backend": "anthropic", "optimizer": "tgd", "metric": "numeric",
         "timeout": 1.0, "simulated_latency": 1.0,
     }.get(name, data.draw(st.integers(1, 99).filter(lambda v: v != before)))  # fmt: skip
-    if name in ("data_dir", "base_url", "model", "forward_model", "backward_model", "optimizer_model", "criteria"):
+    if name in (
+        "data_dir",
+        "base_url",
+        "model",
+        "forward_model",
+        "backward_model",
+        "optimizer_model",
+        "criteria",
+        "llm",
+    ):
         other = "something else"
     with pytest.raises(SetupError, match="cannot resume DIR"):
         resumed_config(SAVED, {name: other}, "DIR")

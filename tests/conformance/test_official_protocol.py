@@ -108,6 +108,16 @@ def test_bbh_same_gate_decisions_and_calls_per_phase(bbh):
     assert per_phase(side.calls, BBH_ITERATIONS) == per_phase(theirs.calls, BBH_ITERATIONS)
 
 
+def test_bbh_fit_counts_a_memo_hit_as_one_never_as_a_call(bbh):
+    """Point 3: fit's own counts are the calls that reached the LLM -- its statistics by purpose are the side's
+    recorded calls and the official code's, and the memo's answers are counted apart as memo hits -- so a memo
+    hit is no call on either side (fit once counted each as a call)."""
+    _, theirs, ours, side = bbh
+    assert ours.statistics.memo_hits > 0
+    assert ours.statistics.calls == len(side.calls) == len(theirs.calls)
+    assert dict(ours.statistics.calls_by_purpose) == dict(Counter(c.purpose for c in theirs.calls))
+
+
 def test_bbh_redrawn_item_makes_no_backward_call_without_the_memo():
     """Point 3: an item drawn again after a rejection, its output unchanged, keeps its feedback with no new
     backward call even when no memo answers it; with reuse off it is asked again."""

@@ -61,7 +61,8 @@ def _skills(text: str) -> str:
 
 
 def outcome(optimizer: str, data_dir: Path, run_dir: Path, task: str = "bbh:navigate") -> dict[str, Any]:
-    """One simulated run's figures: decisions, accuracies and the skills each instruction ends with."""
+    """One simulated run's figures: decisions, accuracies, the skills each instruction ends with, the final
+    instructions and each iteration's record (as results.json has it)."""
     liar = task == "liar"
     param = (LIAR_ALONE if liar else ALONE) if optimizer == "one-parameter" else None
     iterations = LIAR_ITERATIONS if liar else ITERATIONS
@@ -74,6 +75,8 @@ def outcome(optimizer: str, data_dir: Path, run_dir: Path, task: str = "bbh:navi
         "test": task["accuracy"]["test"],
         "initial_test": task["accuracy"]["initial_test"],
         "skills": {name.removesuffix(".instruction"): _skills(v) for name, v in task["params"]["final"].items()},
+        "final": task["params"]["final"],
+        "iterations": task["iterations"],
     }
 
 

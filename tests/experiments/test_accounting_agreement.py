@@ -51,7 +51,8 @@ def _provider(config: RunConfig, sent: list[object]):
 def test_the_live_line_results_report_and_compare_agree_on_calls_and_cost(tmp_path, cache):
     """On one fake run (replies with tokens and a dated model name, costing under one cent), the calls the provider
     received, the live line's calls, results.json's calls, the report's total and compare's calls column are one
-    number; the cost is one number too, shown with four decimals (never $0.00); hits are apart from calls."""
+    number; the cost is one number too, shown with four decimals (never $0.00); cache and memo hits are apart from
+    calls."""
     config = _config(tmp_path, cache)
     sent: list[object] = []
     progress = RunProgress(io.StringIO(), prices=PRICES, fancy=False)
@@ -62,7 +63,8 @@ def test_the_live_line_results_report_and_compare_agree_on_calls_and_cost(tmp_pa
     assert calls == len(sent) == sum(data["calls"]["by_purpose"].values()) == summary.total_calls
     assert cost == pytest.approx(len(sent) * (10 * 2.5 + 2 * 10.0) / 1e6) and 0 < cost < 0.01
     hits = sum(data["counters"]["hits"].values())
-    assert (hits > 0) == cache  # the run's own repeated requests, answered by its cache
+    assert (data["counters"]["hits"].get("cache", 0) > 0) == cache  # the run's own repeated requests, cached
+    assert data["counters"]["hits"]["memo"] > 0  # the official protocol's memo answers, counted apart
 
     figures = progress.figures()
     assert figures["calls"] == calls and figures["hits"] == hits and figures["cost"] == pytest.approx(cost)

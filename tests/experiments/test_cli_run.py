@@ -257,13 +257,15 @@ def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
 
 @needs_data
 def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_server):
-    """--dry-run on the paper's BBH protocol prints per-purpose counts equal to what a run then makes with no
-    errors (a recording fake), and makes no call itself."""
+    """--dry-run on the paper's BBH protocol prints per-purpose counts a run then makes with no errors (a
+    recording fake) at most -- under the official protocol its memo answers an identical request again without a
+    call, and a redrawn item keeps its feedback, so the plan is an upper bound -- and makes no call itself."""
     config = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=2)
     report = dry_run(config)
     rec = RecordingLLM(HashLLM())
     run_experiment(config, tmp_path / "real", llm=rec)
-    assert report.by_purpose() == dict(rec.counts())
+    made, planned = dict(rec.counts()), report.by_purpose()
+    assert set(made) == set(planned) and all(made[p] <= planned[p] for p in planned), (made, planned)
     result = openai_run(counting_server, "--iterations", "2", "--dry-run", "--out", str(tmp_path / "dry"))
     assert result.returncode == 0, result.stderr
     for purpose, n in report.by_purpose().items():
@@ -426,7 +428,9 @@ def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
 
 @needs_data
 def test_a_copro_run_resumed_with_more_iterations_goes_on_as_one_started_with_them(tmp_path):
-    """COPRO resumed with --iterations grown (which --resume allows) is accepted and ends as a run started with them."""
+    """COPRO resumed with --iterations grown (which --resume allows) is accepted and ends as a run started with them
+    (the same params, decisions and scores; not the same calls: the in-run memo is not checkpointed, so the
+    resumed process asks again what the whole run's memo answered)."""
     from semgrad.experiments._resume import resumed_config
 
     config = RunConfig("bbh:navigate", data_dir=str(DATA), optimizer="copro", breadth=2, iterations=1, train=2, test=2)
@@ -434,5 +438,7 @@ def test_a_copro_run_resumed_with_more_iterations_goes_on_as_one_started_with_th
     grown = resumed_config(config, {"iterations": 2}, tmp_path / "cut")
     resumed = run_experiment(grown, tmp_path / "cut", resume=True)["tasks"][0]
     whole = run_experiment(attrs.evolve(config, iterations=2), tmp_path / "whole")["tasks"][0]
-    assert (resumed["params"], resumed["iterations"]) == (whole["params"], whole["iterations"])
+    assert resumed["params"] == whole["params"]
+    uncounted = [{k: v for k, v in r.items() if k != "calls"} for r in (*resumed["iterations"], *whole["iterations"])]
+    assert uncounted[: len(resumed["iterations"])] == uncounted[len(resumed["iterations"]) :]
     assert resumed["accuracy"] == whole["accuracy"]

@@ -90,7 +90,7 @@ def test_a_run_given_its_plan_loads_nothing_again_and_refuses_another_configs_pl
 
     monkeypatch.setattr(custom, "read_items", no_reading)
     summary = run_experiment(config, tmp_path / "run", plan=planned)
-    assert summary["tasks"][0]["sizes"] == {"train": 4, "validation": 4, "test": 4}
+    assert summary["tasks"][0]["sizes"] == {"train": 4, "validation": 0, "test": 8}
 
 
 def test_semgrad_run_reads_the_data_once_trains_once_and_builds_one_llm(tmp_path, monkeypatch, capsys):

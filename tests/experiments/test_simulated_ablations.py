@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from .simulated_ablations import DATA, table
+from .simulated_ablations import DATA, outcome, table
 
 README = Path(__file__).parents[2] / "README.md"
 
@@ -58,3 +59,24 @@ def test_liar_without_neighbours_every_analysis_gets_the_same_guess(liar_rows):
     assert float(alone[3]) < float(full[3])
     for name in ("no-gradients", "no-neighbors", "one-parameter"):
         assert lines[name][3:] != full[3:], f"{name} ends like the full method"
+
+
+def test_liar_without_the_gate_ends_as_the_method_because_every_update_helps_and_then_none_is_made():
+    """The README's reason LIAR's no-gate row ends as the full method's: each update the method makes raises the
+    training score (so the gate accepts it too), and once no training item is wrong the official protocol makes no
+    backward call and no rewrite -- an empty candidate, which the gate declines and no-gate takes, changing nothing."""
+    if not (DATA / "liar" / "train.tsv").is_file():
+        pytest.skip(f"LIAR data is absent: {DATA}")
+    with tempfile.TemporaryDirectory() as tmp:  # as the table's runs: scratch folders, not test outputs
+        full = outcome("neighbor-sgd", DATA, Path(tmp) / "full", "liar")
+        free = outcome("no-gate", DATA, Path(tmp) / "free", "liar")
+    assert "r" in full["decisions"] and set(free["decisions"]) == {"A"}  # the gate did decline something
+    scores = [r["train_score"] for r in full["iterations"]] + [full["train"]]
+    for i, (gated, ungated) in enumerate(zip(full["iterations"], free["iterations"], strict=True)):
+        assert gated["updates"] == ungated["updates"] and gated["train_score"] == ungated["train_score"]
+        if gated["accepted"]:
+            assert scores[i + 1] > scores[i], f"iteration {gated['iteration']}: an update that did not help"
+        else:  # declined by the gate, taken without it: nothing wrong, so nothing was asked and nothing changes
+            assert gated["train_score"] == 1.0 and not gated["updates"], gated
+            assert not gated["calls"].get("backward") and not gated["calls"].get("rewrite"), gated["calls"]
+    assert full["final"] == free["final"] and (full["train"], full["test"]) == (free["train"], free["test"])

@@ -26,8 +26,12 @@ def test_readme_holds_the_table_the_script_prints(rows):
 
 
 def test_each_method_makes_its_own_calls(rows):
-    """Only TextGrad and the paper's method make backward calls; OptoPrime one rewrite per iteration."""
+    """Only TextGrad and the paper's method make backward calls, TextGrad several times as many; OptoPrime one
+    rewrite per iteration."""
     calls = {line.split(" | ")[0].strip("| "): line.split(" | ")[3] for line in rows.splitlines()[2:]}
     assert calls["optoprime"].endswith(" / 0 / 4") and calls["copro"].split(" / ")[1] == "0"
     textgrad, paper = (int(calls[m].split(" / ")[1]) for m in ("textgrad", "neighbor-sgd"))
-    assert textgrad == 6 * paper  # 6 backward calls per error sample against the paper's 1
+    # The paper's method asks 1 backward question per error sample (at most k = 2 per iteration), TextGrad 6 per
+    # item of its batch of 3. Bounds, not equalities: under the official protocol a redrawn sample keeps its
+    # feedback and the in-run memo answers an identical request again without a call (issue 31, point 3).
+    assert 0 < paper <= 2 * 4 and 5 * paper < textgrad <= 6 * 3 * 4

@@ -304,9 +304,10 @@ NAME_LOADERS = {
 }
 
 
-#: The one module that imports code by name: `semgrad run FILE.py:build --data ...` loads the system the
-#: user TYPED (never one a file names; tests/cli/test_custom_system.py checks a config.json naming other code).
-TYPED_SYSTEM_LOADER = Path(semgrad.__file__).parent / "experiments" / "_custom.py"
+#: The one module that imports code by name: `semgrad run FILE.py:build --data ... --llm L.py --metric M.py:fn`
+#: loads the system, LLM and metric the user TYPED (never those a file names; tests/cli/test_custom_system.py and
+#: tests/cli/test_own_llm_and_metric.py check a config.json naming other code).
+TYPED_SYSTEM_LOADER = Path(semgrad.__file__).parent / "experiments" / "_user_code.py"
 
 
 def test_no_module_of_semgrad_loads_or_evaluates_code_by_a_name_it_read():

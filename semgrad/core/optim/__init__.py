@@ -46,7 +46,7 @@ from ._stages import (
     select_error_samples,
     validation_gate,
 )
-from ._textgrad import sample_batch, textgrad, textgrad_gradients, textgrad_update
+from ._textgrad import TEXTGRAD_BATCH, sample_batch, textgrad, textgrad_gradients, textgrad_update
 
 __all__ = [
     "ABLATIONS",
@@ -61,6 +61,7 @@ __all__ = [
     "ParamGradient",
     "Proposal",
     "SelectState",
+    "TEXTGRAD_BATCH",
     "StageReport",
     "SwitchState",
     "Step",

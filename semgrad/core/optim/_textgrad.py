@@ -36,6 +36,7 @@ from ._stages import backward, full_update, select_error_samples, validation_gat
 
 __all__ = [
     "GRADIENT_BLOCK",
+    "TEXTGRAD_BATCH",
     "TEXTGRAD_UPDATE_SYSTEM",
     "TEXTGRAD_UPDATE_USER",
     "render_textgrad_update",
@@ -44,6 +45,10 @@ __all__ = [
     "textgrad_gradients",
     "textgrad_update",
 ]
+
+#: The batch TextGrad's prompt-optimization script draws each iteration (its ``--batch_size`` default):
+#: `textgrad` and `sample_batch`'s default, and what ``semgrad run --protocol official`` uses.
+TEXTGRAD_BATCH = 3
 
 GRADIENT_BLOCK = """<gradient {index}>
 The text was used in this call of a language model:
@@ -86,7 +91,7 @@ the new value
 _TIES_KEEP = -1e-9
 
 
-def sample_batch(k: int = 3, *, seed: int = 0) -> Transform:
+def sample_batch(k: int = TEXTGRAD_BATCH, *, seed: int = 0) -> Transform:
     """Choose the `k` items of this iteration's training batch, right answers included, as TextGrad's
     prompt-optimization script does: its loader shuffles the items each epoch (seeded by `seed` and the
     epoch) and hands them out `k` at a time, the last batch of an epoch possibly shorter.
@@ -237,7 +242,7 @@ def textgrad_update(
 
 
 def textgrad(
-    k: int = 3,
+    k: int = TEXTGRAD_BATCH,
     *,
     seed: int = 0,
     gate: bool = False,
@@ -255,7 +260,7 @@ def textgrad(
     with their conversations, and `constraints`.
 
     Args:
-        k: The batch size (TextGrad's script: 3).
+        k: The batch size (TextGrad's script: `TEXTGRAD_BATCH`, 3).
         seed: Seeds the batches.
         gate: Revert an update whose validation score is lower than the best so far
             (a tie is kept), as TextGrad's prompt-optimization script does with
