@@ -181,3 +181,24 @@ def test_a_line_cut_by_a_kill_gets_no_line_glued_to_it(tmp_path):
     journal.close()
     again, said = _journal(tmp_path, (tmp_path / Journal.FILE).read_bytes())
     assert sorted(again.replies) == ["a" * 64, "b" * 64] and len(said) == 1
+
+
+def test_the_journal_is_bounded_when_written_and_when_read(tmp_path, monkeypatch):
+    """Writing stops at the size limit with one line saying so (the run goes on); a larger file is refused on
+    resume in one line naming the file and the limit."""
+    from semgrad.core import LLMRequest, LLMResponse, Message
+    from semgrad.experiments import _journal
+
+    monkeypatch.setattr(_journal, "MAX_BYTES", 1000)
+    said: list[str] = []
+    journal = Journal.open(tmp_path, resume=False, say=said.append)
+    for i in range(50):
+        journal.record(f"{i:064x}", LLMRequest((Message("user", "hi"),)), LLMResponse("yes " * 10, {}, "m"))
+    journal.close()
+    size = (tmp_path / Journal.FILE).stat().st_size
+    assert 0 < size <= 1000 and len(said) == 1 and "1,000 bytes" in said[0]
+    assert journal.lines == len((tmp_path / Journal.FILE).read_bytes().splitlines())
+    with (tmp_path / Journal.FILE).open("a") as file:
+        file.write("x" * 1000 + "\n")
+    with pytest.raises(SetupError, match=r"journal\.jsonl is larger than 1,000 bytes"):
+        Journal.open(tmp_path, resume=True)
