@@ -312,10 +312,16 @@ def test_the_circle_finder_sees_lazy_relative_and_package_circles(tmp_path):
 #: packages of lower layers. Report never imports experiments; sweeps sit above experiments; cli on top.
 LAYERS = (
     ("semgrad.core",),
-    ("semgrad._files", "semgrad._loaded", "semgrad._samples", "semgrad.graphviz", "semgrad.topologies"),
+    (
+        "semgrad._files",
+        "semgrad._loaded_systems",
+        "semgrad._bundled_pairs",
+        "semgrad.diagrams",
+        "semgrad.topologies",
+    ),
     ("semgrad.effects",),
     ("semgrad.backends", "semgrad"),
-    ("semgrad.tasks", "semgrad.report", "semgrad.testing", "semgrad._demo"),
+    ("semgrad.tasks", "semgrad.report", "semgrad.testing", "semgrad._offline_demo", "semgrad.graphviz"),
     ("semgrad.experiments",),
     ("semgrad.sweeps",),
     ("semgrad.cli",),

@@ -69,7 +69,7 @@ def command(args: argparse.Namespace) -> int:
 def _config_and_folder(args: argparse.Namespace) -> tuple[Any, Path]:
     """The config and run folder: from the typed flags, or on --resume from the folder's config.json."""
     from ..experiments._resume import load_saved_config, resumed_config
-    from ..experiments._runs import new_run_dir
+    from ..experiments._run_folder import new_run_dir
 
     if args.resume:
         if args.out is None:

@@ -24,7 +24,7 @@ from ._run import (
     run_experiment,
     run_stack,
 )
-from ._stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
+from ._run_stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
 
 __all__ = [
     "BACKENDS",

@@ -28,7 +28,7 @@ from ._dry_run import estimate_tokens
 from ._plan import plan
 from ._results import RunSummary, thaw_json
 from ._run import SetupError, build_llm, estimate_cost, load_run_tasks, run_experiment
-from ._stack import _NOT_FAILURES, failures
+from ._run_stack import _NOT_FAILURES, failures
 
 __all__ = ["PurposeMeter", "compare", "parse_optimizers"]
 

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._loaded import _LOADED, systems_loaded_once
+from .._loaded_systems import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
 from ..core import (
     Example,

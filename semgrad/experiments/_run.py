@@ -30,7 +30,7 @@ from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, model_for, price_of
 from ._results import RunSummary
-from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
+from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 if TYPE_CHECKING:
     from ._plan import RunPlan

@@ -17,7 +17,7 @@ from ._chart import score_chart
 from ._format import as_list, as_mapping, as_text, esc, number
 from ._gate import gate_labels
 from ._graph import GraphShape, graph_shape, graph_svg
-from ._samples import errors_line, total_errors
+from ._predictions import errors_line, total_errors
 from ._style import CSS
 from ._summary import header, per_task_table, summary_table
 from ._task import chart_points, mean_points, task_section

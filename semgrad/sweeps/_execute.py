@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._files import read_regular_text
-from .._loaded import systems_loaded_once
+from .._loaded_systems import systems_loaded_once
 from ..experiments import RunConfig, RunSummary, TaskResult, build_llm, load_run_tasks, run_experiment
 from ..experiments._resume import CONFIG_BYTES
 from ..tasks import bbh_category

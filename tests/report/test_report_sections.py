@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from semgrad.core import FrozenMap
 from semgrad.effects import RunStatistics
 from semgrad.report import render_report
-from semgrad.report._samples import errors_json
+from semgrad.report._predictions import errors_json
 
 from .conftest import make_results, make_task, parse
 
