@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._chart import percent_grid
 from ._format import esc, percent
 from ._style import CSS
 
@@ -41,10 +42,7 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT}" '
         f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="score per iteration and optimizer">'
     ]
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = _y(tick)
-        parts.append(f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}"/>')
-        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+    parts += percent_grid(_LEFT, _WIDTH - _RIGHT, _y)
     bottom = _TOP + _PLOT_H
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')
     for i in range(n):

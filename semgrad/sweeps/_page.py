@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
-from ._chart import esc, optimizer_chart, percent
+from ..report._format import esc, percent
+from ._chart import optimizer_chart
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
 
