@@ -68,6 +68,8 @@ ONCE = {
     "HTML escaping (esc)": (_defines_function("esc"), "semgrad/report/_format.py"),
     "a score as a percentage (percent)": (_defines_function("percent"), "semgrad/report/_format.py"),
     "the 0-100 % grid of the charts": (_texts_containing('class="grid"'), "semgrad/report/_chart.py"),
+    "the pages' content security policy": (_texts_containing("default-src"), "semgrad/report/_style.py"),
+    "the head of a self-contained page": (_texts_containing('<html lang="en"><head>'), "semgrad/report/_style.py"),
 }
 
 

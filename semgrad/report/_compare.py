@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._chart import percent_grid
-from ._format import esc, percent
-from ._style import CSS
+from ._format import as_text, esc, percent
+from ._style import page_head
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
 
@@ -22,7 +22,6 @@ _WIDTH, _HEIGHT = 640, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 40, 44
 _PLOT_W, _PLOT_H = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
 _SIMULATED = "The LLM was SIMULATED (offline, deterministic): these figures say nothing about real models."
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def _y(score: float) -> float:
@@ -193,10 +192,7 @@ def render_compare(summary: Mapping[str, Any]) -> str:
     notes = esc(summary.get("token_note") or "")
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-            f"<title>Optimizers compared on {esc(summary.get('task'))}</title><style>{CSS}</style></head>",
+            page_head(f"Optimizers compared on {as_text(summary.get('task'))}"),
             "<body><main>",
             f"<h1>Optimizers compared on {esc(summary.get('task'))}</h1>",
             f'<p class="notice">{_SIMULATED}</p>' if summary.get("simulated") else "",

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["CSS"]
+from ._format import esc
+
+__all__ = ["CSP", "CSS", "page_head"]
+
+#: The pages load nothing and run nothing: inline style, and images only as data: URLs.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 CSS = """
 :root { color-scheme: light; --ink: #1d2330; --muted: #5b6475; --line: #d7dce4; --accent: #3366aa; }
@@ -85,3 +90,20 @@ p.errors { margin: 6px 0; padding: 4px 10px; border-left: 4px solid #c0392b; bac
 p.errors.none { border-left-color: #2e9e44; background: #f3fbf5; }
 footer { margin-top: 40px; color: var(--muted); font-size: .85rem; }
 """
+
+
+def page_head(title: str, css: str = CSS) -> str:
+    """The start of a self-contained page (run report, comparison, sweep), up to its ``<body>``: the strict
+    `CSP`, no referrer, the viewport, the escaped `title` and the inline `css`.
+
+    Examples:
+        >>> page_head("a <b>", css="p {}").endswith("<title>a &lt;b&gt;</title><style>p {}</style></head>")
+        True
+    """
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{css}</style></head>"
+    )

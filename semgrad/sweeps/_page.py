@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
-from ..report._format import esc, percent
+from ..report._format import as_text, esc, percent
+from ..report._style import page_head
 from ._chart import optimizer_chart
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
@@ -204,9 +205,7 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     )
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>Sweep {esc(sweep.get('name'))}</title><style>{_STYLE}</style></head><body>",
+            page_head(f"Sweep {as_text(sweep.get('name'))}", css=_STYLE) + "<body>",
             f"<h1>Sweep {esc(sweep.get('name'))}</h1>",
             notice,
             f"<p>{facts}</p>",
