@@ -32,7 +32,7 @@ def command(args: argparse.Namespace) -> int:
     """Run the experiment the flags describe; the process's exit code."""
     config, out = _config_and_folder(args)
     if args.show_prompts is None and not args.dry_run:
-        from ..experiments._run import _check_run_dir as check_run_dir
+        from ..experiments._run import check_run_dir
 
         check_run_dir(config, out, args.resume)  # before the plan, the prompt and the backend's cache
     from ..experiments._prices import load_prices

@@ -340,8 +340,6 @@ def check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
         _check_fresh_dir(config, out)
 
 
-_check_run_dir = check_run_dir  # the name it had
-
 #: What a run writes into its folder, beside ``checkpoint*.json`` (and a cache the config puts there).
 _RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html")
 
