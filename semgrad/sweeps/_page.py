@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
-from ..report._format import as_text, esc, percent
+from ..report._format import as_text, count, esc, money, percent
 from ..report._style import page_head
 from ._chart import optimizer_chart
 
@@ -53,14 +53,6 @@ _AVERAGE_COLUMNS = (
     ("gsm8k", "GSM8K"),
     ("overall", "All tasks"),
 )
-
-
-def _number(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "\u2014"
-
-
-def _money(value: Any) -> str:
-    return f"${value:,.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
 
 
 def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
@@ -171,9 +163,9 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f"<td>{esc(run.get('seed'))}</td>",
             f'<td class="text">{esc(optimizer)}</td>',
             *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
-            f"<td>{esc(_number(run.get('calls')))}</td>",
-            f"<td>{esc(_number(total))}</td>",
-            f"<td>{esc(_money(run.get('cost_usd')))}</td>",
+            f"<td>{esc(count(run.get('calls')))}</td>",
+            f"<td>{esc(count(total))}</td>",
+            f"<td>{esc(money(run.get('cost_usd')))}</td>",
             f'<td class="error">{esc(run.get("error") or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -201,7 +193,7 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     runs = totals.get("runs", len(summary.get("runs") or ()))
     facts = (
         f"{esc(runs)} runs on backend {esc(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
-        f"{esc(_number(totals.get('calls')))} calls; cost {esc(_money(totals.get('cost_usd')))}."
+        f"{esc(count(totals.get('calls')))} calls; cost {esc(money(totals.get('cost_usd')))}."
     )
     return "\n".join(
         [
