@@ -315,6 +315,7 @@ LAYERS = (
     (
         "semgrad._files",
         "semgrad._loaded_systems",
+        "semgrad._lock",
         "semgrad._bundled_pairs",
         "semgrad.diagrams",
         "semgrad.topologies",

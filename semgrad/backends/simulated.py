@@ -32,6 +32,36 @@ So with neighbours, the hints split the skills between them; without, they all g
 same guesses; without gradients, nothing is learned; with one parameter, the other nodes
 never learn; without the gate, an update that drops a skill is kept. Every rule is
 visible in the replies' text, which the report shows.
+
+**Any graph** (``SimulatedLLM(answers, graph=graph)``, as ``semgrad run my_system.py:build
+--data items.jsonl`` builds it). The answers are keyed by the text of the graph's first input
+(the item); the rules above hold, and the graph gives each node its role:
+
+* The *answering* node is the output (or, when the output is a function node, the LLM nodes
+  that feed it through function nodes); every other LLM node writes notes.
+* A node whose successor does not read the item itself *restates* it: its notes end with a
+  line ``The item: ...``, so the nodes after it know which item they work on (an
+  extract -> judge -> answer chain answers from the item the extractor read). Notes apply the
+  steps the node's instruction holds and the steps its inputs' notes apply, so a step held
+  anywhere upstream reaches the answer.
+* **Backward at a node that reads other nodes**, not the answering one. A call that shows the
+  node's task (neighbour-aware; TextGrad's call about one input) knows what the node itself
+  will do: its feedback asks it for steps, which its rewrite adds, dropping its oldest beyond
+  capacity. When the new steps fill the node (its other samples may ask for more, which it
+  cannot see), the call hands each step the node applies now to its least-loaded input
+  (unless an input applies it already); the other inputs are told to keep what they do. A
+  call that shows one input alone (per edge) sees neither the task nor the siblings: it asks
+  that input for the step the question needs (when the input restates the question) or
+  guesses, as above -- so in a chain the no-neighbours ablation asks every node for the same
+  steps and holds fewer distinct ones. A call about the node's own instruction alone
+  (TextGrad's) follows the rules above.
+* An answering node that reads no other LLM node has no one to hand steps to: it *holds*
+  steps itself, its rewrite adding the steps of the questions it is shown beside their
+  expected answers (and `VERIFY`), a COPRO candidate a guessed step.
+
+On the paper's graphs (hints read the question, the answer reads the question and the hints)
+no node restates, only the answer hands steps on and it reads other nodes, so a graph changes
+none of their replies (``tests/backends/test_simulated_graphs.py`` checks every reply of a run).
 """
 
 from __future__ import annotations
@@ -43,7 +73,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import FrozenMap, LLMRequest, parse_number
+from ..core import FrozenMap, Graph, LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
 from ..core.optim._copro import COPRO_SYSTEM
 from ..core.optim._named_blocks import format_named
@@ -91,7 +121,10 @@ class SimulatedLLM:
             get a plausible wrong answer).
         skills: The reasoning steps questions need (see module doc).
         seed: Varies which skill each question needs, which are strict, and guesses.
-        final_nodes: Names of the nodes that give the system's answer.
+        final_nodes: Names of the nodes that give the system's answer (default: the
+            `graph`'s answering nodes, else ``answer``, ``final`` and ``output``).
+        graph: The system's graph, which gives each node its role (see module doc);
+            `answers` are then keyed by the text of its first input.
 
     Examples:
         >>> from semgrad.core import Message
@@ -111,14 +144,20 @@ class SimulatedLLM:
         *,
         skills: tuple[str, ...] = SKILLS,
         seed: int = 0,
-        final_nodes: tuple[str, ...] = ("answer", "final", "output"),
+        final_nodes: tuple[str, ...] | None = None,
+        graph: Graph | None = None,
     ) -> None:
         if not skills:
             raise ValueError("SimulatedLLM needs at least one skill")
         self.answers = dict(answers or {})
         self.skills = tuple(skills)
         self.seed = seed
+        self.graph = graph
+        if final_nodes is None:
+            final_nodes = _answering(graph) if graph is not None else ("answer", "final", "output")
         self.final_nodes = tuple(final_nodes)
+        self._restating = _restating(graph, self.final_nodes) if graph is not None else ()
+        self._holding = _holding(graph, self.final_nodes) if graph is not None else ()
         self._fallback = HashLLM(salt=f"simulated:{seed}")
         self._by_length = sorted(self.answers, key=len, reverse=True)
 
@@ -134,16 +173,17 @@ class SimulatedLLM:
             True
         """
         answers = json.dumps(sorted(self.answers.items()), ensure_ascii=False)
-        return FrozenMap(
-            {
-                "provider": "simulated",
-                "rules": _RULES,
-                "seed": self.seed,
-                "skills": self.skills,
-                "final_nodes": self.final_nodes,
-                "answers": f"{_digest(answers):x}",
-            }
-        )
+        facts: dict[str, Any] = {
+            "provider": "simulated",
+            "rules": _RULES,
+            "seed": self.seed,
+            "skills": self.skills,
+            "final_nodes": self.final_nodes,
+            "answers": f"{_digest(answers):x}",
+        }
+        if self.graph is not None:
+            facts.update(graph=self.graph.fingerprint, restating=self._restating, holding=self._holding)
+        return FrozenMap(facts)
 
     def needed(self, question: str) -> str:
         """The skill a question needs."""
@@ -189,7 +229,10 @@ class SimulatedLLM:
             applied = " ".join(s.rstrip(".") + " (applied)." for s in own) or "No particular method."
             numbers = re.findall(r"[0-9]+", request.prompt)
             facts = f"Facts: {', '.join(numbers[:4]) or 'none'}."
-            return reply_forward(request, f"Notes from {request.node}: {applied} {facts}")
+            notes = f"Notes from {request.node}: {applied} {facts}"
+            if question is not None and request.node in self._restating:
+                notes += f"\nThe item: {question}"
+            return reply_forward(request, notes)
         if question is None:
             return reply_forward(request, "unknown")
         right = self.answers[question]
@@ -214,6 +257,10 @@ class SimulatedLLM:
         return found.group(1) if found else None
 
     def _backward(self, request: LLMRequest) -> str:
+        if self.graph is not None and not self._is_final(request):
+            handed = self._hand_over(request)
+            if handed is not None:
+                return handed
         text = self._text(request)
         question = self._question(text)
         targets = request.targets
@@ -243,6 +290,45 @@ class SimulatedLLM:
         }
         return reply_backward(request, replies)
 
+    def _hand_over(self, request: LLMRequest) -> str | None:
+        """An inner node's backward reply when the call shows its task (see module doc), else None.
+
+        The node's rewrite will add the steps its feedback asks for and drop its oldest beyond
+        capacity; when the new steps fill it, each step it applies now, which a rewrite asked for more
+        steps by other samples would drop, goes to the input that applies the fewest steps, unless an
+        input applies it already, and the other inputs keep what they do. The node's own instruction,
+        when it is a target beside inputs, is asked for the steps its feedback asks (alone, as TextGrad
+        asks about it, the rules of the paper's graphs answer).
+        """
+        node = request.node or ""
+        own = f"{node}.instruction"
+        task = re.search(r"<(task|system_prompt)>\n?(.*?)\n?</\1>", request.prompt, re.DOTALL)
+        if task is None or request.targets == (own,):  # one input alone, or the instruction alone: as above
+            return None
+        current = task.group(2)
+        feedback = "\n".join(re.findall(r"<feedback>\n?(.*?)\n?</feedback>", request.prompt, re.DOTALL))
+        asks = self._asks(feedback)
+        held = self._shown_skills(current)
+        full = len(set(held) | set(asks)) >= CAPACITY  # filled: more asks would drop the rest
+        text = self._text(request)
+        inputs = [t for t in request.targets if t != own]
+        applied = {t: self._shown_skills(self._notes(text, t) or "") for t in inputs}
+        asked: dict[str, list[str]] = {t: [] for t in inputs}
+        for skill in (s for s in held if full and s not in asks):
+            if inputs and not any(skill in applied[t] for t in inputs):
+                chosen = min(inputs, key=lambda t: (len(applied[t]) + len(asked[t]), inputs.index(t)))
+                asked[chosen].append(skill)
+        replies = {}
+        for target in request.targets:
+            if target == own:
+                replies[target] = " ".join(f"{_ASK}{s}" for s in asks) or f"{_KEEP}."
+            elif asked[target]:
+                steps = " ".join(f"{_ASK}{s}" for s in asked[target])
+                replies[target] = f"{node} takes on a new step and has no room left for one it applies now. {steps}"
+            else:
+                replies[target] = f"{_KEEP}; {node} applies the steps it is asked for itself."
+        return reply_backward(request, replies)
+
     @staticmethod
     def _output_and_feedback(prompt: str) -> str:
         """The output and feedback a per-edge backward prompt shows, and nothing about the input asked
@@ -268,25 +354,37 @@ class SimulatedLLM:
         """The rewrite of parameter `name` whose value is `current`, from what `text` shows."""
         node = name.removesuffix(".instruction")
         if node in self.final_nodes:
-            shown_expected = "expected output is" in _flat(text.replace(current, ""))
+            shown = text.replace(current, "")
+            shown_expected = "expected output is" in _flat(shown)
+            if shown_expected and node in self._holding:  # no one to hand steps to: it holds them
+                needs = " ".join(_ASK + self.needed(q) for q in self._by_length if q and q in shown)
+                current = self._hold(current, self._asks(needs)) if needs else current
             if shown_expected and _flat(VERIFY).rstrip(".") not in _flat(current):
                 return f"{current} {VERIFY}".strip()
             return current
-        held = self._shown_skills(current)
-        base = current
-        for skill in held:
-            base = re.sub(re.escape(skill), "", base, flags=re.I)
-        base = " ".join(base.split())
         shown = text.replace(current, "")
         asks = self._asks(shown)
         if not asks and _flat(_KEEP) not in _flat(shown):  # no feedback at all: it can only rephrase
+            held = self._shown_skills(current)
+            base = self._without_skills(current, held)
             reworded = base if _REPHRASE in base else f"{base} {_REPHRASE}"
             return " ".join([reworded, *held]).strip()
         if not asks:  # told to keep it
             return current
+        return self._hold(current, asks)
+
+    def _without_skills(self, current: str, held: list[str]) -> str:
+        base = current
+        for skill in held:
+            base = re.sub(re.escape(skill), "", base, flags=re.I)
+        return " ".join(base.split())
+
+    def _hold(self, current: str, asks: list[str]) -> str:
+        """`current` with the `asks` added, keeping at most `CAPACITY` steps (the oldest dropped)."""
+        held = self._shown_skills(current)
         kept = [s for s in held if s not in asks] + asks
         kept = kept[-CAPACITY:]
-        return " ".join([base, *kept]).strip()
+        return " ".join([self._without_skills(current, held), *kept]).strip()
 
     def _copro_candidate(self, name: str, prompt: str, index: int) -> str:
         """COPRO's `index`-th candidate for `name` (shown the current instruction or the attempts, never
@@ -295,6 +393,9 @@ class SimulatedLLM:
         tried = re.findall(r"(?m)^Instruction: (.*)$", prompt)
         base = current or (tried[-1] if tried else "")
         if name.removesuffix(".instruction") in self.final_nodes:
+            if not index % 2 and name.removesuffix(".instruction") in self._holding:
+                guess = self.skills[_digest(f"candidate:{self.seed}:{name}:{base}:{index}") % len(self.skills)]
+                return self._hold(base, [guess])
             return self._improve(name, base, "expected output is" if index % 2 else "")
         guess = self.skills[_digest(f"candidate:{self.seed}:{name}:{base}:{index}") % len(self.skills)]
         return self._improve(name, base, _ASK + guess)
@@ -334,3 +435,34 @@ class SimulatedLLM:
             else:
                 values[target] = self._improve(target, current[target], text)
         return format_named("improved", values)
+
+
+def _answering(graph: Graph) -> tuple[str, ...]:
+    """The LLM nodes whose reply is the system's answer: the output, or those feeding it through function nodes."""
+    found: list[str] = []
+    todo = [graph.output]
+    while todo:
+        name = todo.pop(0)
+        node = graph[name]
+        if node.kind == "llm" and name not in found:
+            found.append(name)
+        elif node.kind == "function":
+            todo.extend(node.inputs)
+    return tuple(sorted(found, key=graph.position))
+
+
+def _restating(graph: Graph, answering: tuple[str, ...]) -> tuple[str, ...]:
+    """The notes-writing nodes with a successor that does not read the item (the graph's first input)."""
+    if not graph.inputs:
+        return ()
+    item = graph.inputs[0]
+    return tuple(
+        name
+        for name in graph.of_kind("llm")
+        if name not in answering and any(item not in graph[s].inputs for s in graph.successors(name))
+    )
+
+
+def _holding(graph: Graph, answering: tuple[str, ...]) -> tuple[str, ...]:
+    """The answering nodes that read no other LLM node (directly or through other nodes): they hold steps."""
+    return tuple(a for a in answering if not any(graph[n].kind == "llm" for n in graph.ancestors(a)))

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._config import run_config
 from ._flags import add_call_flags, add_command
 from ._terminal import EXIT_BUDGET, SIMULATED_NOTICE
+
+if TYPE_CHECKING:
+    from ..experiments import CompareResult
 
 __all__ = ["add_parser", "command"]
 
@@ -91,7 +94,7 @@ def command(args: argparse.Namespace) -> int:
     return _finish(args, config, summary, out)
 
 
-def _finish(args: argparse.Namespace, config: Any, summary: dict[str, Any], out: Path) -> int:
+def _finish(args: argparse.Namespace, config: Any, summary: CompareResult, out: Path) -> int:
     """Print the table and where it was written, and say which optimizers stopped early."""
     from ..report._compare import compare_table
 
@@ -100,8 +103,8 @@ def _finish(args: argparse.Namespace, config: Any, summary: dict[str, Any], out:
     print(compare_table(summary))
     if not args.dry_run:
         print(f"Wrote {out / 'compare.json'}, {out / 'compare.md'} and {out / 'compare.html'}")
-    stopped = [m for m in summary["methods"] if m.get("stopped")]
+    stopped = [m for m in summary.methods if m.stopped]
     for method in stopped:
-        detail = method.get("stopped_detail") or method["stopped"]
-        print(f"semgrad: {method['optimizer']} stopped early: {detail}; its row is partial", file=sys.stderr)
-    return EXIT_BUDGET if any(m["stopped"] == "budget" for m in stopped) else 0
+        detail = method.stopped_detail or method.stopped
+        print(f"semgrad: {method.optimizer} stopped early: {detail}; its row is partial", file=sys.stderr)
+    return EXIT_BUDGET if any(m.stopped == "budget" for m in stopped) else 0

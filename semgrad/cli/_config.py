@@ -54,4 +54,5 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         data=data,
         metric=getattr(args, "metric", "exact"),
         criteria=getattr(args, "criteria", None),
+        max_items=args.max_items,
     )

@@ -17,6 +17,7 @@ __all__ = [
     "add_call_flags",
     "add_command",
     "add_global_flags",
+    "add_max_items_flag",
     "temperature",
 ]
 
@@ -105,6 +106,20 @@ def add_call_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     parser.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
+    add_max_items_flag(parser)
+
+
+def add_max_items_flag(parser: argparse.ArgumentParser) -> None:
+    """--max-items: the most items one data file may hold (run, compare and sweep)."""
+    from ..tasks import MAX_ITEMS
+
+    parser.add_argument(
+        "--max-items",
+        type=int,
+        metavar="N",
+        help=f"the most items one data file may hold (default: {MAX_ITEMS:,}); a larger file is refused "
+        "before anything runs",
+    )
 
 
 def _add_split_flags(parser: argparse.ArgumentParser) -> None:

@@ -32,6 +32,16 @@ def command(args: argparse.Namespace) -> int:
     """Run the experiment the flags describe; the process's exit code."""
     config, out = _config_and_folder(args)
     if args.show_prompts is None and not args.dry_run:
+        from .._lock import hold_folder
+
+        with hold_folder(out):  # a second process on this folder stops here, before any call
+            return _command(args, config, out)
+    return _command(args, config, out)
+
+
+def _command(args: argparse.Namespace, config: Any, out: Path) -> int:
+    """`command` once the folder is held (when the run writes it)."""
+    if args.show_prompts is None and not args.dry_run:
         from ..experiments._run import check_run_dir
 
         check_run_dir(config, out, args.resume)  # before the plan, the prompt and the backend's cache
@@ -176,7 +186,7 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
     except BaseException:
         progress.close(finished=False)  # the error's one line follows (main)
         raise
-    progress.close(finished=not summary.get("stopped"))  # a stop is said below, with its reason
+    progress.close(finished=not summary.stopped)  # a stop is said below, with its reason
     return summary
 
 

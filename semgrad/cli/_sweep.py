@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._flags import add_command
+import attrs
+
+from ..core import FrozenMap
+from ._flags import add_command, add_max_items_flag
 from ._terminal import EXIT_BUDGET, SIMULATED_NOTICE
 
 __all__ = ["add_parser", "command"]
@@ -32,17 +35,29 @@ def add_parser(commands: Any) -> None:
     sweep.add_argument(
         "--num-cpus", type=int, help="CPUs of a Ray started on this machine (default: the spec's, else all)"
     )
+    add_max_items_flag(sweep)
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     sweep.set_defaults(func=command)
 
 
 def command(args: argparse.Namespace) -> int:
     """Run (or resume) the sweep, one line per finished run; its exit code."""
-    from ..sweeps import load_spec, run_sweep
+    from .._lock import hold_folder
+    from ..sweeps import load_spec
 
     _check_limits(args)
     spec = load_spec(args.spec)
+    if args.max_items is not None:  # the flag over the spec's settings.max_items
+        spec = attrs.evolve(spec, settings=FrozenMap({**spec.settings, "max_items": args.max_items}))
     out = Path(args.out) if args.out else Path("sweeps") / spec.name
+    with hold_folder(out):  # a second sweep on this folder stops here, in one line, before any call
+        return _run(args, spec, out)
+
+
+def _run(args: argparse.Namespace, spec: Any, out: Path) -> int:
+    """Run the sweep in `out` (held), one line per finished run; its exit code."""
+    from ..sweeps import run_sweep
+
     total, done = len(spec.runs()), [0]
     if spec.backend == "simulated" and not args.quiet:
         print(SIMULATED_NOTICE, file=sys.stderr)

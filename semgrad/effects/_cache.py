@@ -103,8 +103,28 @@ class CacheError(ValueError):
     """A cache file that cannot be used: damaged, not an SQLite database, or another application's."""
 
 
+class _CacheFileError(CacheError, sqlite3.OperationalError):
+    """SQLite failed on the cache file ("disk I/O error", a full disk, a lock held past the busy timeout):
+    one line naming the file. Still an `sqlite3.OperationalError`, as before it named the file."""
+
+
 def _unusable(path: Path, exc: Exception | str, remedy: str = _REMEDY) -> CacheError:
     return CacheError(f"cannot use the cache {path}: {exc}; {remedy}")
+
+
+def _failed(path: Path, exc: sqlite3.OperationalError) -> _CacheFileError:
+    """`exc`, raised by SQLite on the cache `path`, as one line that names the file.
+
+    Examples:
+        >>> str(_failed(Path("runs/cache.sqlite"), sqlite3.OperationalError("disk I/O error")))[:45]
+        'the cache runs/cache.sqlite failed: disk I/O '
+    """
+    if isinstance(exc, _CacheFileError):
+        return exc
+    return _CacheFileError(
+        f"the cache {path} failed: {exc}; "
+        "check the disk it is on (full, read-only, removed?) or pass another cache path"
+    )
 
 
 def _is_token_count(name: Any, count: Any) -> bool:
@@ -189,7 +209,10 @@ class SqliteStore:
                 self.path, f"its folder cannot be made ({exc.strerror or exc})", "pass another cache path"
             ) from None
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
+        except sqlite3.OperationalError as exc:  # "unable to open database file"
+            raise _failed(self.path, exc) from None
         self._closer = weakref.finalize(self, self._conn.close)
         # Switching a new file to WAL takes an exclusive lock, and SQLite may report "database is
         # locked" at once (without its busy handler) when another process opens the file at the
@@ -205,7 +228,8 @@ class SqliteStore:
                 break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
+                    self.close()
+                    raise _failed(self.path, exc) from None
                 time.sleep(0.01)
             except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
                 self.close()
@@ -230,8 +254,8 @@ class SqliteStore:
     def _query(self, sql: str, row: tuple[Any, ...] = ()) -> Any:
         try:
             return self._conn.execute(sql, row).fetchone()
-        except sqlite3.OperationalError:
-            raise
+        except sqlite3.OperationalError as exc:  # "disk I/O error", "database or disk is full"...
+            raise _failed(self.path, exc) from None
         except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
             raise _unusable(self.path, exc) from None
 
@@ -264,8 +288,11 @@ class SqliteStore:
         row = (key, response.text, usage, response.model, request.purpose, request.node, time.time())
         if not all(_storable_text(value) for value in row):
             return  # SQLite holds UTF-8 only: such a reply is answered, not kept
-        with self._lock, self._conn:
-            self._query("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        try:
+            with self._lock, self._conn:
+                self._query("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.OperationalError as exc:  # the commit, on a full disk
+            raise _failed(self.path, exc) from None
 
     def __len__(self) -> int:
         with self._lock:

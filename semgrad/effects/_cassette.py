@@ -23,19 +23,25 @@ reply's ``\ud83d`` escape can carry) is written with JSON's ASCII escapes.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from .._files import open_regular
+from .._files import open_regular, unreadable, write_failed
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, request_key
 from ..core._requests import _canonical
 from ._cache import _storable_usage, _token_counts
 from ._routing import Middleware, call
 
-__all__ = ["recorded", "replayed"]
+__all__ = ["MAX_BYTES", "MAX_LINE_BYTES", "recorded", "replayed"]
+
+#: The most a cassette may hold, and one line of it (a reply of megabytes is far past any model's output):
+#: a larger file or line is refused naming the file and the limit, never read whole.
+MAX_BYTES = 2 * 2**30
+MAX_LINE_BYTES = 64 * 2**20
 
 
 def _record(request: LLMRequest, response: LLMResponse) -> str:
@@ -66,8 +72,11 @@ class _Recorded(Middleware):
         return response
 
     def _append(self, line: str) -> None:
-        with self._lock, self.path.open("a", encoding="utf-8") as file:
-            file.write(line)
+        try:
+            with self._lock, self.path.open("a", encoding="utf-8") as file:
+                file.write(line)
+        except OSError as exc:  # a full disk: the message names the cassette
+            raise write_failed(self.path, exc) from None
 
     def __repr__(self) -> str:
         return f"recorded({self.inner!r}, path={str(self.path)!r})"
@@ -129,21 +138,50 @@ def _reply(line: bytes) -> tuple[str, LLMResponse]:
     return key, LLMResponse(text, _token_counts(usage), model)
 
 
+class _TooLong(Exception):
+    """A cassette line, or the whole file, past its limit."""
+
+
+def _lines(file: Any) -> Any:
+    """The lines of the cassette `file`, each read up to `MAX_LINE_BYTES`; `_TooLong` (saying which limit)
+    when a line or the whole file is longer: nothing past the limit is read."""
+    total, number = 0, 0
+    while True:
+        line = file.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        number += 1
+        total += len(line)
+        if len(line) > MAX_LINE_BYTES:
+            raise _TooLong(f"line {number} is longer than {MAX_LINE_BYTES:,} bytes")
+        if total > MAX_BYTES:
+            raise _TooLong(f"it is larger than {MAX_BYTES:,} bytes, the most a cassette may hold")
+        yield line
+
+
 def _load(path: Path) -> dict[str, LLMResponse]:
     replies: dict[str, LLMResponse] = {}
     with _open(path) as file:
         number = 0
+        size = os.fstat(file.fileno()).st_size
+        if size > MAX_BYTES:
+            raise _unreadable(path, f"it is larger than {MAX_BYTES:,} bytes, the most a cassette may hold")
+        lines = _lines(file)
         try:
-            for number, line in enumerate(file, 1):  # noqa: B007 (used by the handlers below, naming the line)
+            for number, line in enumerate(lines, 1):  # noqa: B007 (used by the handlers below, naming the line)
                 if line.strip():
                     key, reply = _reply(line)
                     replies[key] = reply
+        except _TooLong as exc:
+            raise _unreadable(path, str(exc)) from None
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}:{number}: not a cassette record (not UTF-8 at byte {exc.start})") from None
         except RecursionError:
             raise ValueError(f"{path}:{number}: not a cassette record (JSON nested too deeply)") from None
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"{path}:{number}: not a cassette record ({exc}); was it written by recorded()?") from exc
+            raise ValueError(
+                f"{path}:{number}: not a cassette record ({unreadable(exc)}); was it written by recorded()?"
+            ) from exc
         except OSError as exc:
             raise _unreadable(path, f"reading line {number + 1} failed ({exc.strerror or exc})") from None
     return replies

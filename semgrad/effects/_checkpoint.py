@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from .._files import read_regular_text, write_text_atomically
+from .._files import read_regular_text, unreadable, write_text_atomically
 from ..core import FrozenMap
 from ._state_types import registered_state_types, state_type, tag_of
 
@@ -303,6 +303,8 @@ def read_checkpoint(path: str | os.PathLike[str], types: Mapping[str, type] = _N
         raise CheckpointError(f"checkpoint {target} is damaged (not JSON: {exc}); {_REMEDY}") from None
     except RecursionError:
         raise CheckpointError(f"checkpoint {target} is damaged (JSON nested too deeply); {_REMEDY}") from None
+    except ValueError as exc:  # a 5,000-digit integer
+        raise CheckpointError(f"checkpoint {target} is damaged ({unreadable(exc)}); {_REMEDY}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{target} is not a semgrad checkpoint (expected format {FORMAT}); {_REMEDY}")
     try:

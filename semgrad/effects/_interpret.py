@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from returns.result import Failure
 
@@ -39,10 +39,23 @@ from ..core import (
 )
 from ..core._requests import _response, _success
 
-if TYPE_CHECKING:
-    from ._runner import Runner
+__all__ = ["Driven", "drive_sync", "error_of", "innermost", "not_a_program", "reply_of"]
 
-__all__ = ["drive_sync", "error_of", "innermost", "not_a_program", "reply_of"]
+
+class Driven(Protocol):
+    """What a driver reads and counts of the runner it drives (`Runner` has it).
+
+    Named here, below the drivers, so that they need not import the runner that
+    imports them.
+    """
+
+    llm: Callable[[LLMRequest], Any]
+    max_concurrency: int | None
+    timeout: float | None
+    _in_flight: int
+    _peak: int
+
+    def _finished(self, request: LLMRequest, reply: Reply) -> None: ...
 
 
 def reply_of(result: Any) -> Reply:
@@ -93,7 +106,7 @@ def innermost(program: Program[Any], conts: list[Any], index: int) -> Program[An
             return program
 
 
-def drive_sync(runner: Runner, taken: list[Program[Any]]) -> Any:
+def drive_sync(runner: Driven, taken: list[Program[Any]]) -> Any:
     """Run the program on top of `taken` (taking it off) with `runner`'s sync LLM; its value.
 
     A `gather`'s children are answered one after another, in order, each to its end (a
@@ -122,7 +135,7 @@ def drive_sync(runner: Runner, taken: list[Program[Any]]) -> Any:
             return _drive_machine(runner, taken)
 
 
-def _drive_machine(runner: Runner, taken: list[Program[Any]]) -> Any:
+def _drive_machine(runner: Driven, taken: list[Program[Any]]) -> Any:
     """`drive_sync` for any program: every reply is fed to its states, depth first."""
     program = taken.pop()
     queue = list(reversed(program.emitted))

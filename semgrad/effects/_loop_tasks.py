@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ._interpret import Driven
 from ._pool import WorkerPool, cancel_requested, cancelled_outside
 
 if TYPE_CHECKING:
     from ..core import Program
-    from ._runner import Runner
 
 __all__ = ["LoopTasks", "asyncio_loop"]
 
@@ -95,7 +95,7 @@ class LoopTasks:
             self.failure = exc
         self.cancel()
 
-    async def run(self, runner: Runner, program: Program[Any]) -> WorkerPool:
+    async def run(self, runner: Driven, program: Program[Any]) -> WorkerPool:
         """Run `program`'s pool with this task as its first worker; the pool once every worker has ended."""
         self.pool = pool = WorkerPool(runner, program, self.spawn, self.cancel, self.loop.create_future)
         del program  # the run holds each sample's current state only (see `Runner.run`)

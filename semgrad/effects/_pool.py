@@ -39,17 +39,14 @@ import inspect
 from collections import deque
 from collections.abc import Callable
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from returns.result import Failure
 
 from ..core import Done, Gathered, LLMRequest, Program, ProtocolError, Reply, as_reply, combinator
 from ..core._requests import _response, _success
-from ._interpret import error_of, innermost
-
-if TYPE_CHECKING:
-    from ._runner import Runner
+from ._interpret import Driven, error_of, innermost
 
 __all__ = ["WorkerPool", "cancel_requested", "cancelled_outside", "in_task_group"]
 
@@ -79,7 +76,7 @@ class WorkerPool:
 
     def __init__(
         self,
-        runner: Runner,
+        runner: Driven,
         program: Program[Any],
         spawn: Callable[..., Any],
         cancel: Callable[[], Any],
@@ -354,7 +351,7 @@ def _event_parks() -> Callable[[], _EventPark]:
     return lambda: _EventPark(new_event())
 
 
-async def in_task_group(runner: Runner, program: Program[Any]) -> WorkerPool:
+async def in_task_group(runner: Driven, program: Program[Any]) -> WorkerPool:
     """Run the pool's workers in an anyio task group (trio, or asyncio with a task factory)."""
     pool: WorkerPool | None = None
     try:

@@ -10,6 +10,7 @@ Examples:
 
 from ..report import PUBLISHED
 from ._compare import PurposeMeter, compare, parse_optimizers
+from ._compare_result import CompareResult, MethodResult
 from ._config import BACKENDS, BASELINES, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
 from ._plan import RunPlan, plan
@@ -29,8 +30,10 @@ from ._run_stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
 __all__ = [
     "BACKENDS",
     "BASELINES",
+    "CompareResult",
     "FAIL_FAST_CALLS",
     "MAX_ERROR_SHARE",
+    "MethodResult",
     "OPTIMIZERS",
     "PROTOCOLS",
     "PUBLISHED",

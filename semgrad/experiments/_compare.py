@@ -19,10 +19,11 @@ from typing import Any
 import attrs
 
 from .._files import write_text_atomically
-from ..core import LLMRequest
+from ..core import FrozenMap, LLMRequest
 from ..effects import FitProgress
 from ..report._compare import compare_table, render_compare
 from ..tasks import Task
+from ._compare_result import CompareResult, MethodResult
 from ._config import OPTIMIZERS, RunConfig
 from ._dry_run import estimate_tokens
 from ._plan import plan
@@ -147,17 +148,17 @@ def _check_compare_dir(root: Path, optimizers: Sequence[str]) -> None:
 
 def _planned_method(
     cfg: RunConfig, tasks: Sequence[Task], prices: Mapping[str, tuple[float, float]] | None
-) -> dict[str, Any]:
+) -> MethodResult:
     """A method's row of a dry comparison: its plan's calls, tokens and cost (the tasks loaded once)."""
     planned = plan(cfg, prices=prices, tasks=tasks)
-    return {
-        "optimizer": cfg.optimizer,
-        "calls": planned.total_calls,
-        "calls_by_purpose": planned.by_purpose(),
-        "input_tokens": planned.input_tokens,
-        "output_tokens": planned.output_tokens,
-        "cost_usd": planned.cost_usd,
-    }
+    return MethodResult(
+        optimizer=cfg.optimizer,
+        calls=planned.total_calls,
+        calls_by_purpose=FrozenMap(planned.by_purpose()),
+        input_tokens=planned.input_tokens,
+        output_tokens=planned.output_tokens,
+        cost_usd=planned.cost_usd,
+    )
 
 
 def _run_method(
@@ -168,7 +169,7 @@ def _run_method(
     llm_factory: Callable[[RunConfig], Any] | None,
     progress: Callable[[str, FitProgress], None] | None,
     clock: Callable[[], float],
-) -> dict[str, Any]:
+) -> MethodResult:
     """Run one method into ``root/<optimizer>`` and give its row, read from its `RunSummary`."""
     name = cfg.optimizer
     meter = PurposeMeter(llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks))
@@ -178,27 +179,71 @@ def _run_method(
     )
     wall = clock() - started
     tokens = {role: (used[0], used[1]) for role, used in meter.by_engine.items()}
-    return {
-        "optimizer": name,
-        "scores": _scores(summary),
-        "test": summary.averages["overall"],
-        "initial_test": _initial_test(summary),
-        "calls": summary.total_calls,
-        "calls_by_purpose": dict(summary.calls_by_purpose),
-        "tokens_by_purpose": {p: used[0] + used[1] for p, used in meter.by_purpose.items()},
-        "input_tokens": sum(u[0] for u in meter.by_purpose.values()),
-        "output_tokens": sum(u[1] for u in meter.by_purpose.values()),
+    return MethodResult(
+        optimizer=name,
+        scores=tuple(_scores(summary)),
+        test=summary.averages.get("overall"),
+        initial_test=_initial_test(summary),
+        calls=summary.total_calls,
+        calls_by_purpose=summary.calls_by_purpose,
+        tokens_by_purpose=FrozenMap((p, used[0] + used[1]) for p, used in meter.by_purpose.items()),
+        input_tokens=sum(u[0] for u in meter.by_purpose.values()),
+        output_tokens=sum(u[1] for u in meter.by_purpose.values()),
         # the simulated backend is offline: its tokens are estimates of text never sent, at no price
-        "cost_usd": 0.0 if cfg.backend == "simulated" else summary.cost_usd or estimate_cost(cfg, tokens, prices),
-        "wall_s": round(wall, 3),
-        "run_dir": name,
-        "stopped": summary.stopped,
-        "stopped_detail": summary.stopped_detail,
+        cost_usd=0.0 if cfg.backend == "simulated" else summary.cost_usd or estimate_cost(cfg, tokens, prices),
+        wall_s=round(wall, 3),
+        run_dir=name,
+        stopped=summary.stopped,
+        stopped_detail=summary.stopped_detail,
         # counted in "calls", but never sent: the run's own budget or stop refused them
-        "refused": sum(int(summary.errors_by_kind.get(kind, 0)) for kind in _NOT_FAILURES),
+        refused=sum(int(summary.errors_by_kind.get(kind, 0)) for kind in _NOT_FAILURES),
         # calls that failed at the backend after retries (the scores count them as wrong answers)
-        "failed_calls": failures(thaw_json(summary.counters)),
-    }
+        failed_calls=failures(thaw_json(summary.counters)),
+    )
+
+
+def _check_out(root: Path, optimizers: Sequence[str], dry_run_only: bool) -> None:
+    """A real comparison goes into a folder of its own that holds no run yet: it does not resume, each method's
+    run starts afresh."""
+    if dry_run_only:
+        return
+    taken = [name for name in optimizers if any((root / name).glob("checkpoint*.json"))]
+    if taken:
+        raise SetupError(f"{root / taken[0]} already holds a run; choose another --out for this comparison")
+    _check_compare_dir(root, optimizers)
+
+
+def _method_config(config: RunConfig, name: str) -> RunConfig:
+    """`config` for the optimizer `name` (the `param` only one-parameter takes dropped for the others)."""
+    return attrs.evolve(config, optimizer=name, param=config.param if name == "one-parameter" else None)
+
+
+def _comparison(
+    config: RunConfig, tasks: Sequence[Task], methods: Sequence[MethodResult], dry_run_only: bool
+) -> CompareResult:
+    """The comparison of `methods`, with the settings they shared."""
+    parts = ("train", "validation", "test")
+    return CompareResult(
+        task=config.task,
+        backend=config.backend,
+        simulated=config.backend == "simulated",
+        seed=config.seed,
+        iterations=config.iterations,
+        k=config.k,
+        protocol=config.protocol,
+        sizes=FrozenMap((part, sum(len(getattr(t.split, part)) for t in tasks)) for part in parts),
+        dry_run=dry_run_only,
+        token_note="" if dry_run_only else TOKEN_NOTE,
+        methods=tuple(methods),
+    )
+
+
+def _write(root: Path, result: CompareResult) -> None:
+    """``compare.json``, ``compare.md`` (the table) and ``compare.html`` (the page) into `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(root / "compare.json", json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
+    write_text_atomically(root / "compare.md", compare_table(result) + "\n")
+    write_text_atomically(root / "compare.html", render_compare(result))
 
 
 def compare(
@@ -211,7 +256,7 @@ def compare(
     llm_factory: Callable[[RunConfig], Any] | None = None,
     on_progress: Callable[[str, str, FitProgress], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, Any]:
+) -> CompareResult:
     """Run (or dry-run) each optimizer on `config`'s task, splits and seed; write the comparison.
 
     Args:
@@ -227,39 +272,21 @@ def compare(
         clock: Seconds, for the wall time of each run.
 
     Returns:
-        The comparison summary (also written to ``out/compare.json``).
+        The comparison, a `CompareResult` (also written to ``out/compare.json``; indexing it by a key of
+        ``compare.json`` still works).
     """
     root = Path(out)
     tasks = load_run_tasks(config)  # fail on bad data before anything runs
-    taken = [name for name in optimizers if any((root / name).glob("checkpoint*.json"))]
-    if taken and not dry_run_only:  # a comparison does not resume: each method's run starts afresh
-        raise SetupError(f"{root / taken[0]} already holds a run; choose another --out for this comparison")
-    if not dry_run_only:
-        _check_compare_dir(root, optimizers)
+    _check_out(root, optimizers, dry_run_only)
     methods = []
     for name in optimizers:
-        cfg = attrs.evolve(config, optimizer=name, param=config.param if name == "one-parameter" else None)
+        cfg = _method_config(config, name)
         if dry_run_only:
             methods.append(_planned_method(cfg, tasks, prices))
             continue
         progress = (lambda task, event, name=name: on_progress(name, task, event)) if on_progress else None
         methods.append(_run_method(cfg, tasks, root, prices, llm_factory, progress, clock))
-    result = {
-        "task": config.task,
-        "backend": config.backend,
-        "simulated": config.backend == "simulated",
-        "seed": config.seed,
-        "iterations": config.iterations,
-        "k": config.k,
-        "protocol": config.protocol,
-        "sizes": {part: sum(len(getattr(t.split, part)) for t in tasks) for part in ("train", "validation", "test")},
-        "dry_run": dry_run_only,
-        "token_note": "" if dry_run_only else TOKEN_NOTE,
-        "methods": methods,
-    }
+    result = _comparison(config, tasks, methods, dry_run_only)
     if not dry_run_only:
-        root.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(root / "compare.json", json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-        write_text_atomically(root / "compare.md", compare_table(result) + "\n")
-        write_text_atomically(root / "compare.html", render_compare(result))
+        _write(root, result)
     return result

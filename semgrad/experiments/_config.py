@@ -15,7 +15,7 @@ import attrs
 from .._files import write_text_atomically
 from ..core import ENGINES, FrozenMap, optim
 from ..core.optim import Transform
-from ..tasks import PAPER_MODELS
+from ..tasks import MAX_ITEMS, PAPER_MODELS
 
 __all__ = ["BACKENDS", "BASELINES", "OPTIMIZERS", "PROTOCOLS", "RunConfig", "make_optimizer"]
 
@@ -132,6 +132,8 @@ class RunConfig:
     metric: str = attrs.field(default="exact", validator=_choice(("exact", "normalized", "numeric", "judge"), "metric"))
     criteria: str | None = None
     breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
+    #: The most items a data file may hold; None: `semgrad.tasks.MAX_ITEMS` (`items_limit`).
+    max_items: int | None = attrs.field(default=None, validator=_positive)
 
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (
@@ -142,7 +144,18 @@ class RunConfig:
         "max_calls",
         "max_tokens",
         "simulated_latency",
+        "max_items",
     )
+
+    @property
+    def items_limit(self) -> int:
+        """The most items a data file of this run may hold: `max_items`, else `semgrad.tasks.MAX_ITEMS`.
+
+        Examples:
+            >>> RunConfig("gsm8k").items_limit, RunConfig("gsm8k", max_items=50).items_limit
+            (1000000, 50)
+        """
+        return MAX_ITEMS if self.max_items is None else self.max_items
 
     def models(self) -> dict[str, str]:
         """The model per engine, for backends that take one (an engine left out runs on `model`).
@@ -283,16 +296,17 @@ def official_shuffles(config: RunConfig) -> tuple[int, ...]:
     if config.data or not config.data_dir:
         return ()
     family, _, name = config.task.partition(":")
+    limit = config.items_limit
     try:
         if family == "bbh" and name and name != "all":
-            n = len(load_bbh(config.data_dir, name))
+            n = len(load_bbh(config.data_dir, name, max_items=limit))
             return (n, n)
         if family == "gsm8k":
-            return (len(load_gsm8k(config.data_dir, "train")), len(load_gsm8k(config.data_dir, "test")))
+            train, test = (load_gsm8k(config.data_dir, f, max_items=limit) for f in ("train", "test"))
+            return (len(train), len(test))
         if family == "liar":
-            return (
-                sum(1 for e in load_liar(config.data_dir, "train", drop_incomplete=False) if liar_official_keep(e)),
-            )
+            kept = load_liar(config.data_dir, "train", drop_incomplete=False, max_items=limit)
+            return (sum(1 for e in kept if liar_official_keep(e)),)
     except Exception:  # the run's own loading reports a missing or malformed file
         return ()
     return ()

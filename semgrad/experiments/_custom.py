@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import importlib
 import importlib.util
+import io
 import json
 import re
 import sys
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._files import lone_surrogate, read_regular_text, unreadable
 from .._loaded_systems import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
 from ..core import (
@@ -51,7 +53,9 @@ from ..core import (
     parse_number,
 )
 from ..core._parse import format_tagged, parse_tagged
-from ..tasks import Task
+from ..tasks import MAX_ITEMS, DataError, Task
+from ..tasks import _files as _data_files
+from ..tasks._files import check_items
 from ..tasks._split import split
 
 __all__ = [
@@ -167,25 +171,34 @@ def _load(spec: str) -> tuple[Graph, Params]:
     return built
 
 
-def read_items(path: str | Path) -> tuple[Example, ...]:
+def read_items(path: str | Path, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
     """The items in a JSON Lines (``.jsonl``, ``.ndjson``) or CSV (``.csv``) file.
 
+    The file is read as a data file is (`semgrad.tasks._files.MAX_BYTES` at most, a regular file: a FIFO
+    or ``/dev/zero`` is refused, never read), and every failure names it.
+
     Raises:
-        SystemSpecError: The file is missing, of another kind, or malformed (the message names the line).
+        SystemSpecError: The file is missing, of another kind, too large, or malformed (the message names the
+            line), or it holds more than `max_items` items.
     """
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise SystemSpecError(f"no such data file {file}")
+    if not file.is_file():  # a FIFO would block, /dev/zero never end
+        raise SystemSpecError(f"{file}: cannot be read (not a regular file)")
     suffix = file.suffix.lower()
+    if suffix not in (".jsonl", ".ndjson", ".csv"):
+        raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
     try:
-        if suffix in (".jsonl", ".ndjson"):
-            items = _read_jsonl(file)
-        elif suffix == ".csv":
-            items = _read_csv(file)
-        else:
-            raise SystemSpecError(f"{file}: unknown data format; give a .jsonl (JSON Lines) or .csv file")
+        text = read_regular_text(file, limit=_data_files.MAX_BYTES).removeprefix("\ufeff")  # Excel's "CSV UTF-8" BOM
     except UnicodeDecodeError as exc:
         raise SystemSpecError(f"{file}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise SystemSpecError(f"{file}: cannot be read ({unreadable(exc)})") from None
+    try:
+        items = _read_csv(file, text, max_items) if suffix == ".csv" else _read_jsonl(file, text, max_items)
+    except DataError as exc:  # too many items
+        raise SystemSpecError(str(exc)) from None
     if not items:
         raise SystemSpecError(f"{file}: no items")
     seen: dict[Any, int] = {}
@@ -201,26 +214,32 @@ def read_items(path: str | Path) -> tuple[Example, ...]:
     return tuple(items)
 
 
-def _read_jsonl(file: Path) -> list[Example]:
-    items = []
-    with file.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{file}:{number}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
-                raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
-            items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+def _read_jsonl(file: Path, text: str, max_items: int) -> list[Example]:
+    items: list[Example] = []
+    for number, line in enumerate(io.StringIO(text), 1):
+        if not line.strip():
+            continue
+        check_items(len(items) + 1, str(file), max_items)
+        where = f"{file}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; arrays nested thousands deep
+            raise SystemSpecError(f"{where}: not valid JSON ({unreadable(exc)})") from None
+        if lone_surrogate(item) is not None:
+            raise SystemSpecError(
+                f"{where}: a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape), not text"
+            )
+        if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
+            raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
+        items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
     return items
 
 
-def _read_csv(file: Path) -> list[Example]:
-    with file.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's "CSV UTF-8" starts with a BOM
-        reader = csv.DictReader(handle)
+def _read_csv(file: Path, text: str, max_items: int) -> list[Example]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         columns = reader.fieldnames or []
         twice = sorted({c for c in columns if columns.count(c) > 1})
         if twice:
@@ -230,9 +249,12 @@ def _read_csv(file: Path) -> list[Example]:
         inputs = [c for c in columns if c not in ("target", "id")]
         items = []
         for row in reader:
+            check_items(len(items) + 1, str(file), max_items)
             if None in row or any(row[c] is None for c in columns):
                 raise SystemSpecError(f"{file}:{reader.line_num}: expected {len(columns)} fields")
             items.append(Example({c: row[c] for c in inputs}, row["target"], row.get("id", len(items))))
+    except csv.Error as exc:  # a field past the csv module's limit, say
+        raise SystemSpecError(f"{file}:{reader.reader.line_num}: cannot be read as CSV ({exc})") from None
     return items
 
 
@@ -251,7 +273,7 @@ def custom_task(config: Any) -> Task:
             "--data is for your own system (FILE.py:FUNCTION)"
         )
     graph, params = load_system(config.task)
-    items = read_items(config.data)
+    items = read_items(config.data, max_items=config.items_limit)
     missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
     if missing:
         raise SystemSpecError(f"{config.data}: some items lack the graph's input(s) {', '.join(missing)}")
@@ -287,8 +309,8 @@ def custom_loss(config: Any) -> Loss:
 class _CustomSimulated(SimulatedLLM):
     """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
 
-    def __init__(self, answers: dict[str, str], output: str, numeric: bool, seed: int) -> None:
-        super().__init__(answers, seed=seed, final_nodes=(output,))
+    def __init__(self, answers: dict[str, str], graph: Graph, numeric: bool, seed: int) -> None:
+        super().__init__(answers, seed=seed, graph=graph)
         self.numeric = numeric
 
     def __call__(self, request: LLMRequest) -> str:
@@ -309,13 +331,15 @@ class _CustomSimulated(SimulatedLLM):
 
 
 def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMRequest], str]:
-    """The simulated LLM for a custom run: it knows each item's target (keyed by its first input's text)."""
+    """The simulated LLM for a custom run: it knows each item's target (keyed by the graph's first input's text)
+    and gives each node of the graph its role (see `semgrad.backends.simulated`)."""
     (task,) = tasks
     graph, _ = task.build()
     parts = task.split
+    item = graph.inputs[0] if graph.inputs else None
     answers = {
-        str(next(iter(e.inputs.values()))): str(e.target)
+        str(e.inputs.get(item, next(iter(e.inputs.values())))): str(e.target)
         for e in parts.train + parts.validation + parts.test
         if e.inputs
     }
-    return _CustomSimulated(answers, graph.output, config.metric == "numeric", config.seed)
+    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed)

@@ -16,7 +16,7 @@ import attrs
 from ..core import FrozenMap
 from ._config import PROTOCOLS, RunConfig
 from ._plan import OUTPUT_TOKENS, RunPlan, _Counter, estimate_tokens, plan
-from ._run import load_run_tasks
+from ._run_tasks import load_run_tasks
 
 __all__ = ["DryRunReport", "dry_run", "dry_run_protocols", "estimate_tokens", "report_of"]
 

@@ -34,6 +34,7 @@ from ..effects import Runner, fit, run_loop
 from ..tasks import Task
 from ._config import RunConfig, make_optimizer
 from ._prices import estimate_cost
+from ._run_tasks import check_protocol, load_run_tasks, task_loss
 
 __all__ = ["OUTPUT_TOKENS", "PHASES", "SAMPLE", "RunPlan", "estimate_tokens", "plan"]
 
@@ -183,8 +184,6 @@ def plan(
     Raises:
         SetupError: The tasks cannot be loaded, or the protocol cannot run on their splits.
     """
-    from ._run import check_protocol, load_run_tasks
-
     loaded = tuple(tasks) if tasks is not None else load_run_tasks(config)
     check_protocol(config, loaded)
     counter = counter if counter is not None else _Counter(output_tokens)
@@ -222,8 +221,6 @@ async def _drive(config: RunConfig, tasks: Sequence[Task], counter: _Counter) ->
 
 
 async def _train(config: RunConfig, task: Task, graph: Graph, params: Params, counter: _Counter) -> Params:
-    from ._run import task_loss
-
     result = await fit(
         graph,
         params,
@@ -243,8 +240,6 @@ async def _evaluate(
     config: RunConfig, task: Task, graph: Graph, params: Params, examples: Sequence[Example], counter: _Counter
 ) -> bool:
     """Count the evaluation of `examples` under `params`: all of them, or a sample scaled (then True)."""
-    from ._run import task_loss
-
     if not examples:
         return False
     loss = task_loss(config, task)

@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from .._files import read_regular_text, unreadable
 from ..effects._accounting import price_of, token_cost
 
 __all__ = [
@@ -39,6 +40,9 @@ __all__ = [
 DEFAULT_MODELS = {"openai-compatible": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 
 Prices = Mapping[str, tuple[float, float]]
+
+#: The most a ``--prices`` file may hold: a price table is a few kilobytes (a FIFO or a device is refused).
+MAX_BYTES = 2**20
 
 
 @attrs.frozen
@@ -98,10 +102,11 @@ def load_prices(path: str | None) -> PriceTable:
     if not path:
         return bundled_prices()
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_regular_text(Path(path), limit=MAX_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:
         raise ValueError(
-            f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} ({exc})"
+            f"cannot read the price table {path}: expected JSON {{model: [usd_per_1M_in, usd_per_1M_out]}} "
+            f"({unreadable(exc)})"
         ) from None
     return _parse(data, path)
 

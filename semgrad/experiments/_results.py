@@ -189,6 +189,7 @@ class TaskResult(_View):
     sizes: FrozenMap[str, int] = FrozenMap()
     protocol: str | None = None
     scored_on: str | None = None
+    metric: str | None = None
     initial_score: float | None = None
     best_score: float | None = None
     stopped: str | None = None
@@ -223,6 +224,7 @@ class TaskResult(_View):
             protocol=_text(data.get("protocol"), f"{where}.protocol"),
             # read as the sweep always read it: anything but the string "train" means the test split
             scored_on=data.get("scored_on") if isinstance(data.get("scored_on"), str) else None,
+            metric=_text(data.get("metric"), f"{where}.metric"),
             initial_score=_score(data.get("initial_score"), f"{where}.initial_score"),
             best_score=_score(data.get("best_score"), f"{where}.best_score"),
             stopped=_text(data.get("stopped"), f"{where}.stopped"),

@@ -59,7 +59,7 @@ __all__ = ["load_saved_config", "resumed_config"]
 #: The largest config.json read back (real ones are a kilobyte or two).
 CONFIG_BYTES = 2**20
 #: May change freely on resume: how the run runs, not what it computes.
-_FREE = ("concurrency", "timeout", "cache", "simulated_latency")
+_FREE = ("concurrency", "timeout", "cache", "simulated_latency", "max_items")
 #: May only grow on resume (None means no limit, the largest).
 _GROW = ("iterations", "max_calls", "max_tokens")
 
@@ -115,26 +115,38 @@ def resumed_config(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os
         raise SetupError(
             f"cannot resume {run_dir}: its config.json has {name} {before}, not {value}; --resume may only "
             "extend a run (more --iterations, a larger --max-calls or --max-tokens) or change --concurrency, "
-            "--timeout, --cache"
+            "--timeout, --cache, --max-items"
         )
     return attrs.evolve(saved, **changes)
 
 
 def _check_destinations(saved: RunConfig, given: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> None:
     """Refuse to take from ``config.json`` alone a server the API key would go to, or a new cache file to
-    create outside the run folder (see the module's docs)."""
-    what, flags = [], []
+    create outside the run folder (see the module's docs). The refusal says what the file claims, as the
+    file's words, and never offers them as a command to type."""
+    claims, flags = [], []
     if saved.backend != "simulated" and saved.base_url and "base_url" not in given and not _on_this_machine(saved):
-        what.append(f"sends its calls, with your API key, to {saved.base_url}")
-        flags.append(f"--base-url {shlex.quote(saved.base_url)}")
+        claims.append(f"sends its calls, with your API key, to {_quoted(saved.base_url)}")
+        flags.append("--base-url URL (the server you mean)")
     if saved.cache and "cache" not in given and not _known_cache(saved.cache, run_dir):
-        what.append(f"would create its cache at {saved.cache}")
-        flags.append(f"--cache {shlex.quote(saved.cache)} (or --cache '' to go on without one)")
-    if what:
+        claims.append(f"creates its cache at {_quoted(saved.cache)}")
+        flags.append("--cache FILE (or --cache '' to go on without one)")
+    if claims:
         raise SetupError(
-            f"{run_dir} {' and '.join(what)}; semgrad takes these only from what you type: "
-            f"semgrad run --resume --out {shlex.quote(str(run_dir))} {' '.join(flags)}"
+            f"cannot resume {run_dir}: {_file_says(run_dir)} the run {' and '.join(claims)}; that is the file's claim, "
+            "not yours, and semgrad takes a server or a new cache file only from what you type: check it, then "
+            f"type your own {' and '.join(flags)} after semgrad run --resume --out {shlex.quote(str(run_dir))}"
         )
+
+
+def _file_says(run_dir: str | os.PathLike[str]) -> str:
+    """Whose words follow: the run folder's file (anyone who can write the folder may have put them there)."""
+    return f"its file {Path(run_dir) / 'config.json'} says"
+
+
+def _quoted(value: str) -> str:
+    """A value read from a file, quoted as data (and cut short): never to be read as something to type."""
+    return repr(value if len(value) <= 200 else value[:199] + "\u2026")
 
 
 def _on_this_machine(saved: RunConfig) -> bool:
@@ -167,8 +179,13 @@ def _check_system(saved: RunConfig, typed: str | None, run_dir: str | os.PathLik
 
     if typed is None:
         raise SetupError(
-            f"{run_dir} is a run of your own system {saved.task}; semgrad loads code only when you type it: "
-            f"semgrad run {saved.task} --resume --out {run_dir}"
+            f"cannot resume {run_dir}: {_file_says(run_dir)} it is a run of your own system {_quoted(saved.task)}; "
+            "semgrad loads code only from a system spec you type, never from a file: if you know that code and "
+            f"want it run, type its spec yourself before --resume: semgrad run FILE.py:FUNCTION --resume --out "
+            f"{shlex.quote(str(run_dir))}"
         )
     if canonical_spec(typed) != saved.task:
-        raise SetupError(f"cannot resume {run_dir}: it is a run of {saved.task}, not {canonical_spec(typed)}")
+        raise SetupError(
+            f"cannot resume {run_dir}: {_file_says(run_dir)} it is a run of {_quoted(saved.task)}, "
+            f"not {canonical_spec(typed)}, the system you typed"
+        )

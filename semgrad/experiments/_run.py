@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._files import write_text_atomically
-from ..core import Example, Graph, Loss, Params, forward
+from .._lock import hold_folder
+from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
-from ..tasks import Task, load_tasks, metric_loss
+from ..tasks import Task
 from ._averages import task_averages
 from ._config import RunConfig, make_optimizer
 from ._errors import SetupError
@@ -31,6 +32,7 @@ from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, estimate_cost
 from ._results import RunSummary
 from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
+from ._run_tasks import check_protocol, load_run_tasks, loss_for, task_loss
 
 if TYPE_CHECKING:
     from ._plan import RunPlan
@@ -62,41 +64,6 @@ class RunFailed(RuntimeError):
     def __init__(self, message: str, summary: RunSummary) -> None:
         super().__init__(message)
         self.summary = summary
-
-
-def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
-    """The tasks a config names, split by the paper's protocol (or the sizes it gives).
-
-    A config with `data` names your own system: loading it imports the code its spec names.
-    """
-    if config.data:
-        from ._custom import custom_task
-
-        return (custom_task(config),)
-    if not config.data_dir:
-        raise SetupError("no data directory; pass --data-dir DIR (the folder that holds bbh/, gsm8k/ and liar/)")
-    tasks = load_tasks(
-        [config.task],
-        config.data_dir,
-        seed=config.seed,
-        train=config.train,
-        validation=config.validation,
-        test=config.test,
-        protocol=config.protocol,
-    )
-    if config.metric in ("normalized", "numeric"):  # --metric replaces the protocol's metric
-        tasks = tuple(attrs.evolve(task, metric=config.metric) for task in tasks)
-    return tasks
-
-
-def loss_for(task: Task) -> Loss:
-    """The loss for a task's metric (`semgrad.tasks.Task.metric`: the protocol's unless chosen)."""
-    return metric_loss(task.metric)
-
-
-def task_loss(config: RunConfig, task: Task) -> Loss:
-    """The loss a run of `config` scores `task` with: your own data's metric, or the task's scoring kind."""
-    return loss_for(task) if not config.data else _custom_loss(config)
 
 
 def _check_extra(backend: str) -> None:
@@ -245,24 +212,26 @@ def run_experiment(
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
+        FolderInUse: Another process holds `run_dir` (`semgrad._lock`): nothing was done.
         RunFailed: Its first `FAIL_FAST_CALLS` calls all failed, or more than
             `MAX_ERROR_SHARE` of its calls did (after writing the results).
     """
     out = Path(run_dir)
-    if not checked:
-        check_run_dir(config, out, resume)
-    tasks = _planned_tasks(config, plan)
-    backend = llm if llm is not None else build_llm(config, tasks)
-    stack = run_stack(config, backend)
-    ledger = Ledger.load(out) if resume else Ledger(out)
-    if hasattr(on_reply, "watch"):
-        on_reply.watch(stack.llm)  # type: ignore[union-attr]
-    # A backend the run built shares one connection pool over every call (each would open its own
-    # connection, TLS handshake and all); one that was given is the caller's to enter.
-    entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
-    run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
-    results = run_loop(run.everything, tasks, entered, check_backend)
-    return _conclude(config, out, results, ledger, stack, prices, tasks)
+    with hold_folder(out):  # one process at a time in a run folder (the CLI may hold it already: re-entrant)
+        if not checked:
+            check_run_dir(config, out, resume)
+        tasks = _planned_tasks(config, plan)
+        backend = llm if llm is not None else build_llm(config, tasks)
+        stack = run_stack(config, backend)
+        ledger = Ledger.load(out) if resume else Ledger(out)
+        if hasattr(on_reply, "watch"):
+            on_reply.watch(stack.llm)  # type: ignore[union-attr]
+        # A backend the run built shares one connection pool over every call (each would open its own
+        # connection, TLS handshake and all); one that was given is the caller's to enter.
+        entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
+        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply)
+        results = run_loop(run.everything, tasks, entered, check_backend)
+        return _conclude(config, out, results, ledger, stack, prices, tasks)
 
 
 def _planned_tasks(config: RunConfig, plan: RunPlan | None) -> tuple[Task, ...]:
@@ -308,16 +277,6 @@ def _failed(summary: Mapping[str, Any], stack: RunStack) -> str | None:
             f"more than the {MAX_ERROR_SHARE:.0%} a run may lose; the results are not to be trusted"
         )
     return None
-
-
-def check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:
-    """The config's protocol can run on the tasks' splits (held-out needs a validation split)."""
-    if config.protocol == "heldout":
-        empty = [t.name for t in tasks if not t.split.validation]
-        if empty:
-            raise SetupError(
-                f"the held-out protocol needs a validation split, and {empty[0]} has none; pass --validation N"
-            )
 
 
 def check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
@@ -559,12 +518,6 @@ def _transient_failures(evaluated: Sequence[tuple[Any, Any]]) -> int:
     """Calls of an evaluation that failed in a way another attempt may not (an outage, a rate limit,
     a timeout: `LLMError.retryable`), after the stack's retries."""
     return sum(1 for trace, _ in evaluated for _, error in trace.errors if getattr(error, "retryable", False))
-
-
-def _custom_loss(config: RunConfig) -> Loss:
-    from ._custom import custom_loss
-
-    return custom_loss(config)
 
 
 def _published(task: Task) -> dict[str, Any] | None:

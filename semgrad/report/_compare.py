@@ -8,10 +8,10 @@ line per optimizer; `compare_table` is the table in Markdown (README, terminal).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ._chart import percent_grid
-from ._format import as_text, esc, percent
+from ._format import as_text, esc, isolate, percent
 from ._style import page_head
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
@@ -80,42 +80,120 @@ def _money(value: Any) -> str:
     return "\u2014" if value is None else f"${value:,.4f}"
 
 
-def _purposes(methods: Sequence[Mapping[str, Any]], field: str) -> list[str]:
+class ComparedMethod(Protocol):
+    """What the page reads of one optimizer's row: the fields of `semgrad.experiments.MethodResult`."""
+
+    @property
+    def optimizer(self) -> str: ...
+    @property
+    def scores(self) -> Sequence[float | None]: ...
+    @property
+    def test(self) -> float | None: ...
+    @property
+    def initial_test(self) -> float | None: ...
+    @property
+    def calls(self) -> int: ...
+    @property
+    def calls_by_purpose(self) -> Mapping[str, int]: ...
+    @property
+    def tokens_by_purpose(self) -> Mapping[str, int]: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def wall_s(self) -> float | None: ...
+    @property
+    def stopped(self) -> str | None: ...
+    @property
+    def refused(self) -> int: ...
+    @property
+    def failed_calls(self) -> int: ...
+
+
+class Comparison(Protocol):
+    """What the page reads of a comparison: the fields of `semgrad.experiments.CompareResult` (the report sits
+    below experiments, so it names the fields it reads rather than the class)."""
+
+    @property
+    def task(self) -> str: ...
+    @property
+    def backend(self) -> str | None: ...
+    @property
+    def simulated(self) -> bool: ...
+    @property
+    def seed(self) -> int | None: ...
+    @property
+    def iterations(self) -> int | None: ...
+    @property
+    def protocol(self) -> str | None: ...
+    @property
+    def sizes(self) -> Mapping[str, int]: ...
+    @property
+    def dry_run(self) -> bool: ...
+    @property
+    def token_note(self) -> str: ...
+    @property
+    def methods(self) -> Sequence[ComparedMethod]: ...
+
+
+class _Keys:
+    """A comparison (or a method's row) given as a mapping, in ``compare.json``'s form: each key read as the
+    field of that name, a missing one as None (the page reads every field leniently)."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # no field's name: copy, pickle and the like find nothing here
+            raise AttributeError(name)
+        value = self._data.get(name)
+        if name == "methods":
+            return tuple(_Keys(m) for m in value or () if isinstance(m, Mapping))
+        return value
+
+
+def _read(summary: Comparison | Mapping[str, Any]) -> Comparison:
+    """`summary` as fields: a `CompareResult` as it is, a mapping (``compare.json``'s form) read by its keys."""
+    return _Keys(summary) if isinstance(summary, Mapping) else summary
+
+
+def _purposes(methods: Sequence[ComparedMethod], field: str) -> list[str]:
     order = ("forward", "backward", "rewrite", "critique", "evaluate", "summarize")
-    seen = {p for m in methods for p in (m.get(field) or {})}
+    seen = {p for m in methods for p in (getattr(m, field) or {})}
     return [p for p in order if p in seen] + sorted(seen - set(order))
 
 
-def _count(method: Mapping[str, Any], key: str) -> int:
-    value = method.get(key)
+def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _notes(method: Mapping[str, Any]) -> str:
+def _notes(method: ComparedMethod) -> str:
     """What the method's row must say beside its name: a stop (its figures are partial), and calls without a reply.
 
     Examples:
-        >>> _notes({"stopped": "budget", "refused": 3, "failed_calls": 2})
+        >>> _notes(_Keys({"stopped": "budget", "refused": 3, "failed_calls": 2}))
         ' (stopped early: budget; partial; 3 of its calls refused, never sent; 2 calls without a reply)'
-        >>> _notes({})
+        >>> _notes(_Keys({}))
         ''
     """
     notes = []
-    if method.get("stopped"):  # its scores and counts are those of a partial run: the row says so
-        refused = _count(method, "refused")
+    if method.stopped:  # its scores and counts are those of a partial run: the row says so
+        refused = _count(method.refused)
         unsent = f"; {refused:,} of its calls refused, never sent" if refused else ""
-        notes.append(f"stopped early: {method['stopped']}; partial{unsent}")
-    failed = _count(method, "failed_calls")
+        notes.append(f"stopped early: {method.stopped}; partial{unsent}")
+    failed = _count(method.failed_calls)
     if failed:  # the scores count them as wrong answers
         notes.append(f"{failed:,} calls without a reply")
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    methods = list(summary.get("methods") or ())
+def _head(methods: Sequence[ComparedMethod], dry: bool) -> tuple[list[str], list[str], list[str]]:
+    """The table's header, and the purposes it has a calls column and a tokens column for."""
     calls = _purposes(methods, "calls_by_purpose")
     tokens = _purposes(methods, "tokens_by_purpose")
-    dry = bool(summary.get("dry_run"))
     head = ["optimizer"]
     if not dry:
         head += ["score per iteration", "test", "initial test"]
@@ -123,22 +201,30 @@ def _rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head += [f"{p} tokens" for p in tokens] + ["tokens in", "tokens out", "cost"]
     if not dry:
         head.append("wall time")
-    rows = []
-    for m in methods:
-        row = [str(m.get("optimizer")) + _notes(m)]
-        if not dry:
-            scores = " \u2192 ".join(percent(s) for s in (m.get("scores") or ()))
-            row += [scores or "\u2014", percent(m.get("test")), percent(m.get("initial_test"))]
-        row += [_num((m.get("calls_by_purpose") or {}).get(p, 0)) for p in calls] + [_num(m.get("calls"))]
-        row += [_num((m.get("tokens_by_purpose") or {}).get(p, 0)) for p in tokens]
-        row += [_num(m.get("input_tokens")), _num(m.get("output_tokens")), _money(m.get("cost_usd"))]
-        if not dry:
-            row.append(f"{m.get('wall_s', 0.0):.2f} s")
-        rows.append(row)
-    return head, rows
+    return head, calls, tokens
 
 
-def compare_caption(summary: Mapping[str, Any]) -> str:
+def _row(m: ComparedMethod, calls: Sequence[str], tokens: Sequence[str], dry: bool) -> list[str]:
+    row = [str(m.optimizer) + _notes(m)]
+    if not dry:
+        scores = " \u2192 ".join(percent(s) for s in (m.scores or ()))
+        row += [scores or "\u2014", percent(m.test), percent(m.initial_test)]
+    row += [_num((m.calls_by_purpose or {}).get(p, 0)) for p in calls] + [_num(m.calls)]
+    row += [_num((m.tokens_by_purpose or {}).get(p, 0)) for p in tokens]
+    row += [_num(m.input_tokens), _num(m.output_tokens), _money(m.cost_usd)]
+    if not dry:
+        row.append(f"{m.wall_s or 0.0:.2f} s")
+    return row
+
+
+def _rows(summary: Comparison) -> tuple[list[str], list[list[str]]]:
+    methods = list(summary.methods or ())
+    dry = bool(summary.dry_run)
+    head, calls, tokens = _head(methods, dry)
+    return head, [_row(m, calls, tokens, dry) for m in methods]
+
+
+def compare_caption(summary: Comparison | Mapping[str, Any]) -> str:
     """What the comparison's scores are: the task, protocol, split sizes, seed and iterations (plain text).
 
     Examples:
@@ -147,20 +233,26 @@ def compare_caption(summary: Mapping[str, Any]) -> str:
         >>> caption.split(";")[0]
         'Task bbh:navigate, official protocol, 20 training / 0 validation / 230 test items, seed 0, 4 iterations'
     """
-    sizes = summary.get("sizes") if isinstance(summary.get("sizes"), Mapping) else {}
+    summary = _read(summary)
+    return f"Task {summary.task}, {_caption_rest(summary)}"
+
+
+def _caption_rest(summary: Comparison) -> str:
+    """`compare_caption` after the task's name (so that a page can isolate the name)."""
+    sizes = summary.sizes if isinstance(summary.sizes, Mapping) else {}
     counts = " / ".join(
         f"{sizes.get(part, '?')} {label}"
         for part, label in (("train", "training"), ("validation", "validation"), ("test", "test"))
     )
     return (
-        f"Task {summary.get('task')}, {summary.get('protocol') or '?'} protocol, {counts} items, "
-        f"seed {summary.get('seed')}, {summary.get('iterations')} iterations; every optimizer ran on the same "
+        f"{summary.protocol or '?'} protocol, {counts} items, "
+        f"seed {summary.seed}, {summary.iterations} iterations; every optimizer ran on the same "
         "splits and seed. Score per iteration: the training items' score at the iteration's start, then the "
         "final params' (in %); test and initial test: the test split's, with the final and the starting params."
     )
 
 
-def compare_table(summary: Mapping[str, Any]) -> str:
+def compare_table(summary: Comparison | Mapping[str, Any]) -> str:
     """The comparison as a Markdown table (one row per optimizer), under its caption when it has a task.
 
     Examples:
@@ -168,14 +260,15 @@ def compare_table(summary: Mapping[str, Any]) -> str:
         ...     "calls_by_purpose": {"backward": 6, "rewrite": 3}}]}).splitlines()[2])
         | textgrad | 6 | 3 | 9 | — | — | — |
     """
+    summary = _read(summary)
     head, rows = _rows(summary)
-    lines = [compare_caption(summary), ""] if summary.get("task") is not None else []
+    lines = [compare_caption(summary), ""] if summary.task is not None else []
     lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def render_compare(summary: Mapping[str, Any]) -> str:
+def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
     """The comparison page: settings, the table and the chart.
 
     Examples:
@@ -183,25 +276,26 @@ def render_compare(summary: Mapping[str, Any]) -> str:
         >>> "&lt;b&gt;t&lt;/b&gt;" in page and "SIMULATED" in page and "<script" not in page
         True
     """
+    summary = _read(summary)
     head, rows = _rows(summary)
     table = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    table += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+    table += ["<tr>" + "".join(f"<td>{isolate(c)}</td>" for c in row) + "</tr>" for row in rows]
     table.append("</tbody></table>")
-    series = {str(m.get("optimizer")): list(m.get("scores") or ()) for m in summary.get("methods") or ()}
-    facts = f"Backend {esc(summary.get('backend'))}. {esc(compare_caption(summary))}"
-    notes = esc(summary.get("token_note") or "")
+    series = {str(m.optimizer): list(m.scores or ()) for m in summary.methods or ()}
+    facts = f"Backend {isolate(summary.backend)}. Task {isolate(summary.task)}, {esc(_caption_rest(summary))}"
+    notes = isolate(summary.token_note) if summary.token_note else ""
     return "\n".join(
         [
-            page_head(f"Optimizers compared on {as_text(summary.get('task'))}"),
+            page_head(f"Optimizers compared on {as_text(summary.task)}"),
             "<body><main>",
-            f"<h1>Optimizers compared on {esc(summary.get('task'))}</h1>",
-            f'<p class="notice">{_SIMULATED}</p>' if summary.get("simulated") else "",
+            f"<h1>Optimizers compared on {isolate(summary.task)}</h1>",
+            f'<p class="notice">{_SIMULATED}</p>' if summary.simulated else "",
             f"<p>{facts}</p>",
             "<h2>Side by side</h2>",
             "\n".join(table),
             f"<p>{notes}</p>" if notes else "",
-            "" if summary.get("dry_run") else "<h2>Training score per iteration</h2>",
-            "" if summary.get("dry_run") else compare_chart(series),
+            "" if summary.dry_run else "<h2>Training score per iteration</h2>",
+            "" if summary.dry_run else compare_chart(series),
             "</main></body></html>",
             "",
         ]

@@ -3,8 +3,14 @@
 Every value that comes from ``results.json`` or ``config.json`` is untrusted text
 (it was written by LLMs and read from datasets). It reaches the page only through
 `esc`, which HTML-escapes it (quotes included) and replaces characters no HTML
-document should contain. The number helpers accept anything and show a dash for
-what is not a finite number, so a malformed field can never break the page.
+document should contain, or through `isolate`, which also puts it in a ``<bdi>``
+element when it holds a character that can reorder text: bidirectional overrides
+(U+202E makes what follows read right to left) and right-to-left letters cannot
+reorder the page around it. Every page -- the run report, the
+compare page and ``sweep.html`` -- shows user text with `isolate`, and `esc` itself
+closes any override where an element cannot be used (attributes, SVG, titles).
+The number helpers accept anything and show a dash for what is not a finite
+number, so a malformed field can never break the page.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import html
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +30,10 @@ __all__ = [
     "as_text",
     "count",
     "esc",
+    "isolate",
+    "isolate_html",
     "money",
+    "needs_isolation",
     "number",
     "percent",
     "points",
@@ -33,6 +43,11 @@ __all__ = [
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 DASH = "\u2014"
+
+#: Bidirectional embeddings and overrides (LRE, RLE, PDF, LRO, RLO): they reorder the text after them.
+_OVERRIDES = re.compile("[\u202a-\u202e]")
+#: Bidirectional isolates (LRI, RLI, FSI, PDI): a stray PDI in user text could close the isolate `esc` opens.
+_ISOLATES = re.compile("[\u2066-\u2069]")
 
 
 def as_text(value: Any) -> str:
@@ -56,13 +71,62 @@ def as_text(value: Any) -> str:
 def esc(value: Any) -> str:
     """`value` as text that is safe inside an element or a double-quoted attribute.
 
+    Text holding a bidirectional embedding or override (U+202A-U+202E) comes back between
+    FIRST STRONG ISOLATE and POP DIRECTORY ISOLATE (U+2068, U+2069): the plain-text form of
+    ``unicode-bidi: isolate``, which ends the override where the value ends even where no
+    element can hold it (an attribute, an SVG label, a title). Isolate characters in the
+    value itself are replaced, so that none can close that isolate early.
+
     Examples:
         >>> esc('"><img src=x onerror=alert(1)>')
         '&quot;&gt;&lt;img src=x onerror=alert(1)&gt;'
         >>> esc("a\\x00b")
         'a\\ufffdb'
+        >>> esc("abc\\u202eevil") == "\\u2068abc\\u202eevil\\u2069"
+        True
+        >>> esc("x\\u2069\\u202e") == "\\u2068x\\ufffd\\u202e\\u2069"
+        True
     """
-    return html.escape(_UNPRINTABLE.sub("\ufffd", as_text(value)), quote=True)
+    text = _ISOLATES.sub("\ufffd", _UNPRINTABLE.sub("\ufffd", as_text(value)))
+    if _OVERRIDES.search(text):
+        text = f"\u2068{text}\u2069"
+    return html.escape(text, quote=True)
+
+
+#: Bidirectional classes that can reorder text: right-to-left letters, Arabic digits, and the controls.
+_REORDERING = frozenset({"R", "AL", "AN", "LRE", "LRO", "RLE", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
+
+
+def needs_isolation(text: str) -> bool:
+    """Whether `text` holds a character that can reorder the text around it (an override such as U+202E, a
+    right-to-left letter, an Arabic digit). Text without one is laid out left to right whether it is in a
+    ``<bdi>`` or not, so `isolate` leaves it bare.
+
+    Examples:
+        >>> needs_isolation("gsm8k"), needs_isolation("a\\u202eb"), needs_isolation("\\u05e9\\u05dc\\u05d5\\u05dd")
+        (False, True, True)
+    """
+    return not text.isascii() and any(unicodedata.bidirectional(c) in _REORDERING for c in text)
+
+
+def isolate_html(markup: str, text: str) -> str:
+    """`markup`, the escaped HTML that shows the user text `text`, in a ``<bdi>`` element when `text` needs one
+    (see `needs_isolation`): its direction, and any override it holds, stay inside the element."""
+    return f"<bdi>{markup}</bdi>" if needs_isolation(text) else markup
+
+
+def isolate(value: Any) -> str:
+    """`value` escaped (see `esc`) for an element's content, isolated: inside a ``<bdi>`` element when it holds
+    a character that can reorder the text around it (U+202E, a right-to-left letter). Every page shows user text
+    -- task and run names, parameters, outputs, errors -- through it.
+
+    Examples:
+        >>> isolate("<b>gsm8k</b>")
+        '&lt;b&gt;gsm8k&lt;/b&gt;'
+        >>> isolate("gsm8k\\u202e 0.1") == "<bdi>\\u2068gsm8k\\u202e 0.1\\u2069</bdi>"
+        True
+    """
+    return isolate_html(esc(value), as_text(value))
 
 
 def number(value: Any) -> float | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._chart import score_chart
-from ._format import as_list, as_mapping, as_text, esc, number
+from ._format import as_list, as_mapping, as_text, esc, isolate, number
 from ._gate import gate_labels
 from ._graph import GraphShape, graph_shape, graph_svg
 from ._predictions import errors_line, total_errors
@@ -80,14 +80,15 @@ def _graph_groups(tasks: list[Mapping[str, Any]]) -> dict[tuple[GraphShape, str,
 
 
 def _text_details(title: str, text: str) -> str:
-    return f'<details class="source"><summary>{title}</summary><pre>{esc(text)}</pre></details>' if text else ""
+    return f'<details class="source"><summary>{title}</summary><pre>{isolate(text)}</pre></details>' if text else ""
 
 
 def _graph_section(tasks: list[Mapping[str, Any]]) -> str:
     groups, parts = _graph_groups(tasks), []
     for k, ((shape, dot, mermaid), names) in enumerate(groups.items()):
         element_id = "graph-picture" if k == 0 else f"graph-picture-{k}"
-        used_by = f'<p class="used-by">Used by: {esc(", ".join(names))}</p>' if len(groups) > 1 else ""
+        listed = ", ".join(isolate(name) for name in names)
+        used_by = f'<p class="used-by">Used by: {listed}</p>' if len(groups) > 1 else ""
         parts.append(
             f'<div class="graph-block">{used_by}{graph_svg(shape, element_id=element_id)}'
             f"{_text_details('Graphviz DOT', dot)}{_text_details('Mermaid', mermaid)}</div>"
@@ -101,7 +102,7 @@ def _config_section(config: Mapping[str, Any] | None) -> str:
     text = json.dumps(config, indent=2, ensure_ascii=False, default=str)
     return (
         f'<section id="config-section"><h2>Configuration</h2><details><summary>config.json</summary>'
-        f"<pre>{esc(text)}</pre></details></section>"
+        f"<pre>{isolate(text)}</pre></details></section>"
     )
 
 

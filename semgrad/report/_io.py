@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._files import read_regular_text, write_text_atomically
+from .._files import read_regular_text, unreadable, write_text_atomically
 from ._html import check_results, render_report
 
 __all__ = ["REPORT_NAME", "read_json", "write_report"]
@@ -35,13 +35,15 @@ def read_json(path: Path) -> Any:
     except FileNotFoundError:
         raise
     except OSError as error:
-        raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
+        raise ValueError(f"{path}: cannot be read ({unreadable(error)})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply") from None
+    except ValueError as error:  # a 5,000-digit integer
+        raise ValueError(f"{path}: not valid JSON ({unreadable(error)})") from None
 
 
 def write_report(run_dir: str | os.PathLike[str]) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._format import DASH, as_list, as_mapping, as_text, count, esc, number
+from ._format import DASH, as_list, as_mapping, as_text, count, isolate, number
 
 __all__ = ["errors_json", "errors_line", "predictions_table", "total_errors"]
 
@@ -30,7 +30,7 @@ def _row(position: int, entry: Mapping[str, Any]) -> str:
     correct = entry.get("correct") if isinstance(entry.get("correct"), bool) else None
     label, kind = _CORRECT[correct]
     cells = "".join(
-        f'<td><div class="cell-text">{esc(text)}</div></td>'
+        f'<td><div class="cell-text">{isolate(text)}</div></td>'
         for text in (_inputs_text(entry.get("inputs")), as_text(entry.get("output")), as_text(entry.get("target")))
     )
     return f'<tr class="{kind}"><td class="num">{position}</td>{cells}<td class="num verdict">{label}</td></tr>'
@@ -61,7 +61,7 @@ def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
     opened = " open" if len(entries) <= _OPEN_ROWS else ""
     return (
         f'<h3>Predictions</h3><details class="predictions-block"{opened}><summary>'
-        f"{count(right)} of {count(len(entries))} correct on the {esc(split)} split with the final parameters"
+        f"{count(right)} of {count(len(entries))} correct on the {isolate(split)} split with the final parameters"
         f'</summary><table class="predictions" id="{task_id}-predictions"><thead><tr>{head}</tr></thead>'
         f"<tbody>{rows}</tbody></table></details>"
     )
@@ -69,7 +69,7 @@ def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
 
 def _kinds(value: Any) -> str:
     listed = [(as_text(kind), count(n)) for kind, n in as_mapping(value).items()]
-    return ", ".join(f"{esc(kind)} {n}" for kind, n in listed)
+    return ", ".join(f"{isolate(kind)} {n}" for kind, n in listed)
 
 
 def errors_line(source: Mapping[str, Any], element_id: str) -> str:

@@ -1,4 +1,5 @@
-"""The report's inline style sheet (system fonts only: nothing is fetched)."""
+"""The report's inline style sheet (system fonts only: nothing is fetched), the Content-Security-Policy of
+every page semgrad writes, and the head those pages share."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from ._format import esc
 
 __all__ = ["CSP", "CSS", "page_head"]
 
-#: The pages load nothing and run nothing: inline style, and images only as data: URLs.
+#: The Content-Security-Policy of every page semgrad writes (the run report, the compare page, ``sweep.html``):
+#: nothing is loaded or run -- no script, frame, font or remote image; only the page's own inline style and
+#: ``data:`` images. Each page carries it in a ``<meta http-equiv>`` tag (`page_head`).
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 CSS = """

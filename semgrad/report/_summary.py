@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._format import as_list, as_mapping, as_text, count, esc, money, number, percent, points
+from ._format import as_list, as_mapping, as_text, count, esc, isolate, money, number, percent, points
 from ._gate import gate_labels
 
 __all__ = [
@@ -94,12 +94,12 @@ def task_published(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
 
 def _published_html(figures: Sequence[tuple[str, float]]) -> str:
     return "<br>".join(
-        f'<span class="published">{esc(label)}: {esc(percent(value))}</span>' for label, value in figures
+        f'<span class="published">{isolate(label)}: {esc(percent(value))}</span>' for label, value in figures
     )
 
 
 def _fact(label: str, value: Any) -> str:
-    return f"<dt>{esc(label)}</dt><dd>{esc(value)}</dd>"
+    return f"<dt>{esc(label)}</dt><dd>{isolate(value)}</dd>"
 
 
 def header(results: Mapping[str, Any]) -> str:
@@ -129,19 +129,19 @@ def header(results: Mapping[str, Any]) -> str:
     if isinstance(results.get("failed"), str):
         notices.append(
             f'<p id="failed-notice" class="notice warn"><strong>Failed run: its figures are not to be '
-            f"trusted.</strong> {esc(results.get('failed'))}</p>"
+            f"trusted.</strong> {isolate(results.get('failed'))}</p>"
         )
     if results.get("stopped") is not None:
         notices.append(
             f'<p id="stopped-notice" class="notice warn"><strong>Stopped early</strong> '
-            f"({esc(results.get('stopped'))}): the figures are those of the iterations completed.</p>"
+            f"({isolate(results.get('stopped'))}): the figures are those of the iterations completed.</p>"
         )
     errors = number(results.get("errors"))
     if errors:
         kinds = as_mapping(results.get("errors_by_kind"))
         refused = sum(number(kinds.get(kind)) or 0 for kind in _REFUSED)
         failed = {kind: n for kind, n in kinds.items() if kind not in _REFUSED}
-        listed = ", ".join(f"{esc(kind)} {esc(n)}" for kind, n in failed.items())
+        listed = ", ".join(f"{isolate(kind)} {isolate(n)}" for kind, n in failed.items())
         if errors > refused:
             notices.append(
                 f'<p id="errors-notice" class="notice warn"><strong>{esc(int(errors - refused))} calls without '
@@ -154,7 +154,7 @@ def header(results: Mapping[str, Any]) -> str:
                 "belonged to was left unfinished, and is done again when the run is resumed).</p>"
             )
     return (
-        f'<header><h1>semgrad run report: <span class="task-name">{esc(results.get("task"))}</span></h1>'
+        f'<header><h1>semgrad run report: <span class="task-name">{isolate(results.get("task"))}</span></h1>'
         f'<dl class="facts">{facts}</dl>{"".join(notices)}</header>'
     )
 
@@ -198,7 +198,7 @@ def _accuracy_rows(task: Mapping[str, Any], figures: Mapping[str, float]) -> lis
 def _metric_row(task: Mapping[str, Any]) -> list[Row]:
     """The metric the scores were computed with, when results.json names one (older runs do not)."""
     metric = task.get("metric")
-    return [("Metric", f'<span class="metric">{esc(metric)}</span>', "")] if isinstance(metric, str) else []
+    return [("Metric", f'<span class="metric">{isolate(metric)}</span>', "")] if isinstance(metric, str) else []
 
 
 def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:
@@ -206,7 +206,7 @@ def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> l
     plain = as_mapping(results.get("averages_unweighted"))
     unscored = results.get("unscored_tasks")
     if isinstance(unscored, list) and unscored:
-        listed = ", ".join(esc(name) for name in unscored[:5]) + (", \u2026" if len(unscored) > 5 else "")
+        listed = ", ".join(isolate(name) for name in unscored[:5]) + (", \u2026" if len(unscored) > 5 else "")
         rows.append(
             (
                 "Tasks without a test score",
@@ -230,7 +230,7 @@ def _counts(value: Any) -> str:
     if not entries:
         return "\u2014"
     total = sum(number(n) or 0 for n in entries.values())
-    listed = " \u00b7 ".join(f"{esc(name)}: {count(n)}" for name, n in entries.items())
+    listed = " \u00b7 ".join(f"{isolate(name)}: {count(n)}" for name, n in entries.items())
     return f"{listed} (total {count(total)})"
 
 
@@ -277,8 +277,8 @@ def _task_row(index: int, task: Mapping[str, Any], figures: Mapping[str, float])
     accuracy = as_mapping(task.get("accuracy"))
     test, initial = number(accuracy.get("test")), number(accuracy.get("initial_test"))
     cells = [
-        f'<a href="#task-{index}">{esc(task.get("task"))}</a>',
-        esc(task.get("category") or "\u2014"),
+        f'<a href="#task-{index}">{isolate(task.get("task"))}</a>',
+        isolate(task.get("category") or "\u2014"),
         percent(accuracy.get("train")),
         percent(accuracy.get("validation")),
         f"<strong>{percent(test)}</strong>",

@@ -7,7 +7,7 @@ from typing import Any
 
 from ._chart import ChartPoint, score_chart
 from ._diff import diff_html
-from ._format import DASH, as_list, as_mapping, as_text, count, esc, number, percent
+from ._format import DASH, as_list, as_mapping, as_text, count, esc, isolate, isolate_html, number, percent
 from ._gate import gate_labels
 from ._predictions import errors_line, predictions_table
 
@@ -75,11 +75,11 @@ def mean_points(tasks: Sequence[Mapping[str, Any]]) -> list[ChartPoint]:
 def _param_block(task_id: str, index: int, name: str, initial: str, final: str) -> str:
     status = "changed" if initial != final else "unchanged"
     return (
-        f'<div class="param" id="{task_id}-param-{index}"><h4><code>{esc(name)}</code> '
+        f'<div class="param" id="{task_id}-param-{index}"><h4><code>{isolate(name)}</code> '
         f'<span class="tag {status}">{status}</span></h4>'
-        f'<div class="texts"><div><h5>Initial</h5><pre class="initial-text">{esc(initial)}</pre></div>'
-        f'<div><h5>Final</h5><pre class="final-text">{esc(final)}</pre></div></div>'
-        f'<h5>Diff</h5><pre class="diff">{diff_html(initial, final)}</pre></div>'
+        f'<div class="texts"><div><h5>Initial</h5><pre class="initial-text">{isolate(initial)}</pre></div>'
+        f'<div><h5>Final</h5><pre class="final-text">{isolate(final)}</pre></div></div>'
+        f'<h5>Diff</h5><pre class="diff">{isolate_html(diff_html(initial, final), initial + final)}</pre></div>'
     )
 
 
@@ -96,12 +96,12 @@ def _params(task_id: str, task: Mapping[str, Any]) -> str:
 
 
 def _calls(value: Any) -> str:
-    return ", ".join(f"{esc(purpose)} {count(n)}" for purpose, n in as_mapping(value).items()) or DASH
+    return ", ".join(f"{isolate(purpose)} {count(n)}" for purpose, n in as_mapping(value).items()) or DASH
 
 
 def _iteration_row(entry: Mapping[str, Any], number_: int) -> str:
     accepted = entry.get("accepted") if isinstance(entry.get("accepted"), bool) else None
-    updated = ", ".join(f"<code>{esc(name)}</code>" for name in as_mapping(entry.get("updates"))) or DASH
+    updated = ", ".join(f"<code>{isolate(name)}</code>" for name in as_mapping(entry.get("updates"))) or DASH
     cells = [
         str(number_),
         percent(entry.get("train_score")),
@@ -144,8 +144,8 @@ def _stage_report(value: Any) -> str:
     items = []
     for entry in as_list(value):
         stage, notes = _stage_entry(entry)
-        listed = "".join(f"<li>{esc(note)}</li>" for note in notes)
-        items.append(f"<li><strong>{esc(stage)}</strong>" + (f"<ul>{listed}</ul>" if listed else "") + "</li>")
+        listed = "".join(f"<li>{isolate(note)}</li>" for note in notes)
+        items.append(f"<li><strong>{isolate(stage)}</strong>" + (f"<ul>{listed}</ul>" if listed else "") + "</li>")
     return f'<ol class="stages">{"".join(items)}</ol>' if items else '<p class="empty">No stage report.</p>'
 
 
@@ -153,14 +153,14 @@ def _proposal(name: Any, updates: Mapping[str, Any], before: Mapping[str, Any]) 
     """The proposed value of `name`, and its diff against the value the iteration started from."""
     if name not in updates:
         return '<p class="label">Proposed value</p><pre class="new-value">(no update proposed)</pre>'
-    new = as_text(updates.get(name))
+    new, old = as_text(updates.get(name)), as_text(before.get(name))
     shown = (
         f'<p class="label">Change from the value before this iteration</p>'
-        f'<pre class="diff proposal-diff">{diff_html(as_text(before.get(name)), new)}</pre>'
+        f'<pre class="diff proposal-diff">{isolate_html(diff_html(old, new), old + new)}</pre>'
         if name in before
         else ""
     )
-    return f'{shown}<p class="label">Proposed value</p><pre class="new-value">{esc(new)}</pre>'
+    return f'{shown}<p class="label">Proposed value</p><pre class="new-value">{isolate(new)}</pre>'
 
 
 def _update_block(block_id: str, entry: Mapping[str, Any], number_: int, before: Mapping[str, Any]) -> str:
@@ -171,8 +171,8 @@ def _update_block(block_id: str, entry: Mapping[str, Any], number_: int, before:
     for name in dict.fromkeys([*updates, *gradients]):
         gradient = as_text(gradients.get(name)) or "(no gradient recorded)"
         parts.append(
-            f'<div class="param-update"><h5><code>{esc(name)}</code></h5>'
-            f'<p class="label">Gradient that drove the rewrite</p><pre class="gradient">{esc(gradient)}</pre>'
+            f'<div class="param-update"><h5><code>{isolate(name)}</code></h5>'
+            f'<p class="label">Gradient that drove the rewrite</p><pre class="gradient">{isolate(gradient)}</pre>'
             f"{_proposal(name, updates, before)}</div>"
         )
     return (
@@ -199,8 +199,8 @@ def _updates(task_id: str, task: Mapping[str, Any]) -> str:
 
 
 def _facts(task: Mapping[str, Any]) -> str:
-    sizes = ", ".join(f"{esc(split)} {count(n)}" for split, n in as_mapping(task.get("sizes")).items())
-    category = f"category {esc(task.get('category'))} \u00b7 " if task.get("category") else ""
+    sizes = ", ".join(f"{isolate(split)} {count(n)}" for split, n in as_mapping(task.get("sizes")).items())
+    category = f"category {isolate(task.get('category'))} \u00b7 " if task.get("category") else ""
     return (
         f'<p class="task-facts">{category}sizes: {sizes or DASH} \u00b7 {esc(gate_labels([task]).score.lower())}: '
         f"{percent(task.get('initial_score'))} initially, best {percent(task.get('best_score'))}</p>"
@@ -241,7 +241,8 @@ def task_section(task: Mapping[str, Any], index: int, *, several: bool) -> str:
     )
     if several:
         body = f"<details><summary>Parameters, iterations and gradients</summary>{body}</details>"
+    name = isolate(task.get("task"))
     return (
-        f'<section class="task" id="{task_id}"><h2>Task: <span class="task-name">{esc(task.get("task"))}</span></h2>'
+        f'<section class="task" id="{task_id}"><h2>Task: <span class="task-name">{name}</span></h2>'
         f"{_facts(task)}{errors_line(task, f'{task_id}-errors')}{body}</section>"
     )

@@ -1,6 +1,7 @@
 """The sweep chart: each task's mean score, one bar per optimizer, as inline SVG.
 
-No script and nothing loaded from the network; every label is escaped. Bars
+No script and nothing loaded from the network; every label is escaped, and a bidirectional
+override in a task or variant name ends where the name ends (`semgrad.report._format.esc`). Bars
 are grouped by task, coloured by variant (the legend says which), and each has
 a ``<title>`` tooltip with its value. Scores sit on a fixed 0-100 % axis; a score
 of 0 is a thin bar on the axis, and a variant with no score there (its runs
@@ -76,10 +77,10 @@ def optimizer_chart(
         for v, variant in enumerate(variants):
             x = left + bar * v
             if variant in scores and scores[variant] is None:  # ran, with no score: not a zero
-                tip = f"{task} \u00b7 {variant}: no score (its runs failed or stopped)"
+                tip = f"{esc(task)} \u00b7 {esc(variant)}: no score (its runs failed or stopped)"
                 parts.append(
                     f'<text class="tick" x="{x + bar / 2:.1f}" y="{_TOP + _PLOT_H - 3:.1f}" '
-                    f'text-anchor="middle"><title>{esc(tip)}</title>\u2013</text>'
+                    f'text-anchor="middle"><title>{tip}</title>\u2013</text>'
                 )
                 continue
             score = scores.get(variant)
@@ -87,16 +88,16 @@ def optimizer_chart(
                 continue
             # A score of 0 keeps a bar of 1.5 px, on the axis: visible, unlike a missing score.
             y = min(_y(score), _TOP + _PLOT_H - 1.5)
-            tip = f"{task} \u00b7 {variant}: {percent(score)} ({part} accuracy)"
+            tip = f"{esc(task)} \u00b7 {esc(variant)}: {percent(score)} ({part} accuracy)"
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 1:.1f}" height="{_TOP + _PLOT_H - y:.1f}" '
-                f'fill="{PALETTE[v % len(PALETTE)]}"><title>{esc(tip)}</title></rect>'
+                f'fill="{PALETTE[v % len(PALETTE)]}"><title>{tip}</title></rect>'
             )
         cx, cy = left + (group - 12) / 2, _TOP + _PLOT_H + 12
-        label = f"{task} (train)" if part == "train" else task
+        label = f"{esc(task)} (train)" if part == "train" else esc(task)
         parts.append(
             f'<text class="tick" x="{cx:.1f}" y="{cy}" text-anchor="end" '
-            f'transform="rotate(-40 {cx:.1f} {cy})">{esc(label)}</text>'
+            f'transform="rotate(-40 {cx:.1f} {cy})">{label}</text>'
         )
     parts.append(
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP + _PLOT_H}" x2="{width - _RIGHT:.1f}" y2="{_TOP + _PLOT_H}"/>'

@@ -11,6 +11,10 @@ re-run of the whole sweep and a first run all take the same path:
 * otherwise: resume it from its checkpoint (``run_experiment(resume=True)``),
   which repeats none of the calls of the iterations it had finished.
 
+It holds the run directory while it decides and runs (`semgrad._lock`): a second sweep on the same
+folder, or a Ray task retried while the first still runs, fails that run with one line naming the
+holder's process id, and calls nothing.
+
 It never raises: a run that cannot finish becomes an outcome with an error, so
 one bad run does not stop its siblings (Ray retries only dead workers).
 
@@ -36,6 +40,7 @@ from typing import Any, Literal
 
 from .._files import read_regular_text
 from .._loaded_systems import systems_loaded_once
+from .._lock import hold_folder
 from ..experiments import RunConfig, RunSummary, TaskResult, build_llm, load_run_tasks, run_experiment
 from ..experiments._resume import CONFIG_BYTES
 from ..tasks import bbh_category
@@ -235,12 +240,14 @@ def execute_run(
     """
     run_dir = Path(sweep_dir) / run.name
     try:
-        check_run_dir(Path(sweep_dir), run_dir)
-        _load_results(run_dir)  # a results.json left there is checked before anything is decided from it
-        status = run_status(run, run_dir)
-        resumed = status == "resume" and any(run_dir.glob("checkpoint*.json"))
-        if status != "finished":
-            _run(run, run_dir, status == "resume", slots, instrument)
+        check_run_dir(Path(sweep_dir), run_dir)  # before the lock: it writes nothing through a symbolic link
+        with hold_folder(run_dir):  # one process at a time in it, a Ray worker as much as a thread
+            check_run_dir(Path(sweep_dir), run_dir)  # again, now that no other sweep may change it
+            _load_results(run_dir)  # a results.json left there is checked before anything is decided from it
+            status = run_status(run, run_dir)
+            resumed = status == "resume" and any(run_dir.glob("checkpoint*.json"))
+            if status != "finished":
+                _run(run, run_dir, status == "resume", slots, instrument)
         results = _load_results(run_dir)
         if results is None:
             raise SweepError(f"{run_dir} has no results.json after the run")

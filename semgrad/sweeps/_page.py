@@ -1,7 +1,10 @@
 """``sweep.html``: the combined report of a sweep, one self-contained page.
 
-Inline CSS and SVG, no script, nothing from the network, and every value from
-``sweep.json`` escaped (task names and errors are untrusted text). It shows a
+Inline CSS and SVG, no script, nothing from the network (the report's
+Content-Security-Policy, `semgrad.report._style.CSP`, says so to the browser), and
+every value from ``sweep.json`` escaped and isolated (task names, run names and
+errors are untrusted text: `semgrad.report._format.isolate` keeps a bidirectional
+override inside its ``<bdi>``). It shows a
 notice when the LLM was simulated, the averages beside the paper's published
 figures, the chart comparing optimizers across tasks, and one row per run, whose
 name links to the run's ``report.html`` when that file is inside the run's folder.
@@ -18,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
-from ..report._format import as_text, count, esc, money, percent
+from ..report._format import as_text, count, esc, isolate, money, percent
 from ..report._style import page_head
 from ._chart import optimizer_chart
 
@@ -71,7 +74,7 @@ def _averages(summary: Mapping[str, Any]) -> str:
         for variant, values in table.items() if isinstance(table, Mapping) else ():
             values = values if isinstance(values, Mapping) else {}
             cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in _AVERAGE_COLUMNS)
-            rows.append(f'<tr><td class="text">{esc(variant)}{esc(suffix)}</td>{cells}</tr>')
+            rows.append(f'<tr><td class="text">{isolate(variant)}{esc(suffix)}</td>{cells}</tr>')
     published = summary.get("published") or {}
     for label, keys in _PAPER_ROWS:
         cells = "".join(
@@ -115,7 +118,7 @@ def report_links(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) 
 
 def _run_name(name: Any, reports: Mapping[str, str]) -> str:
     href = reports.get(name) if isinstance(name, str) else None
-    return f'<a href="{esc(href)}">{esc(name)}</a>' if href else esc(name)
+    return f'<a href="{esc(href)}">{isolate(name)}</a>' if href else isolate(name)
 
 
 #: Error kinds of calls a run's own budget or stop refused: never sent, and in no score.
@@ -156,17 +159,17 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             if any(isinstance(v, int) for v in tokens.values())
             else None
         )
-        optimizer = run.get("optimizer", "") + (f" / {run['models']}" if run.get("models") else "")
+        optimizer = isolate(run.get("optimizer", "")) + (f" / {isolate(run['models'])}" if run.get("models") else "")
         cells = [
             f'<td class="text">{_run_name(run.get("name"), reports)}</td>',
-            f'<td class="text">{esc(run.get("task"))}</td>',
-            f"<td>{esc(run.get('seed'))}</td>",
-            f'<td class="text">{esc(optimizer)}</td>',
+            f'<td class="text">{isolate(run.get("task"))}</td>',
+            f"<td>{isolate(run.get('seed'))}</td>",
+            f'<td class="text">{optimizer}</td>',
             *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
             f"<td>{esc(count(run.get('calls')))}</td>",
             f"<td>{esc(count(total))}</td>",
             f"<td>{esc(money(run.get('cost_usd')))}</td>",
-            f'<td class="error">{esc(run.get("error") or _notes(run))}</td>',
+            f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return "<table>\n" + "\n".join(rows) + "\n</table>"
@@ -192,16 +195,16 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     settings = json.dumps(sweep.get("settings") or {}, ensure_ascii=False, sort_keys=True)
     runs = totals.get("runs", len(summary.get("runs") or ()))
     facts = (
-        f"{esc(runs)} runs on backend {esc(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
+        f"{esc(runs)} runs on backend {isolate(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
         f"{esc(count(totals.get('calls')))} calls; cost {esc(money(totals.get('cost_usd')))}."
     )
     return "\n".join(
         [
             page_head(f"Sweep {as_text(sweep.get('name'))}", css=_STYLE) + "<body>",
-            f"<h1>Sweep {esc(sweep.get('name'))}</h1>",
+            f"<h1>Sweep {isolate(sweep.get('name'))}</h1>",
             notice,
             f"<p>{facts}</p>",
-            f"<p>Settings: <code>{esc(settings)}</code></p>",
+            f"<p>Settings: <code>{isolate(settings)}</code></p>",
             "<h2>Averages of test accuracy</h2>",
             "<p>Each task's mean over seeds, averaged over tasks: weighted by each task's test items, as the paper "
             "reports BBH, and unweighted; beside the paper's published figures. A variant with no test score "

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from .._files import read_regular_text, unreadable
 from ..core import FrozenMap
 from ..experiments import BACKENDS, OPTIMIZERS, RunConfig
 from ..tasks import DataError, expand_task_names, paper_iterations
@@ -55,7 +56,11 @@ SETTINGS = (
         for option in ("temperature", "max_output_tokens")
     ),
     "breadth",
+    "max_items",
 )
+#: The most a sweep spec may hold: a spec is a page of TOML (a FIFO or a device is refused).
+MAX_SPEC_BYTES = 2**20
+
 _TOP = ("name", "tasks", "seeds", "optimizers", "models", "settings", "resources")
 _MODEL_KEYS = ("name", "model", "forward", "backward", "optimizer")
 _RESOURCE_KEYS = ("num_cpus", "cpus_per_run", "max_retries", "max_parallel", "lease_seconds")
@@ -74,6 +79,7 @@ _INTS = (
     "backward_max_output_tokens",
     "optimizer_max_output_tokens",
     "breadth",
+    "max_items",
 )
 _FLOATS = (
     "timeout",
@@ -240,13 +246,13 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text("utf-8"))
-    except OSError as exc:
-        raise SweepError(f"cannot read the sweep spec {file}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise SweepError(f"cannot read the sweep spec {file}: it is not UTF-8 text") from None
+        data = tomllib.loads(read_regular_text(file, limit=MAX_SPEC_BYTES))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepError(f"cannot read the sweep spec {file}: {unreadable(exc)}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"the sweep spec {file} is not valid TOML: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, arrays nested thousands deep
+        raise SweepError(f"the sweep spec {file} is not valid TOML: {unreadable(exc)}") from None
     return parse_spec(data, name=file.stem, base_dir=file.resolve().parent)
 
 

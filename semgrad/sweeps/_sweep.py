@@ -9,9 +9,10 @@ from typing import Any
 
 import attrs
 
-from ..experiments import SetupError, build_llm, load_run_tasks, make_optimizer
+from .._lock import hold_folder
+from ..experiments import RunSummary, SetupError, build_llm, load_run_tasks, make_optimizer
 from ..tasks import DataError
-from ._execute import Instrument, Outcome, check_run_dir, run_status
+from ._execute import Instrument, Outcome, check_run_dir, read_results, run_status
 from ._page import write_sweep_report
 from ._spec import PlannedRun, SweepError, SweepSpec, load_spec
 from ._summary import summarize
@@ -74,6 +75,16 @@ class SweepResult:
     def failed(self) -> tuple[RunOutcome, ...]:
         """The runs that did not finish."""
         return tuple(o for o in self.outcomes if o.status == "failed")
+
+    def summary(self, run: RunOutcome | str) -> RunSummary | None:
+        """The `RunSummary` of `run` (an outcome, or its name), read from its ``results.json`` and checked; None
+        when the run has none, or one that cannot be read or fails the checks (a failed run)."""
+        name = run.name if isinstance(run, RunOutcome) else run
+        return read_results(self.directory / name)
+
+    def summaries(self) -> tuple[RunSummary | None, ...]:
+        """Each run's `RunSummary` (see `summary`), in the order of `outcomes`."""
+        return tuple(self.summary(outcome) for outcome in self.outcomes)
 
     @property
     def json_path(self) -> Path:
@@ -193,6 +204,7 @@ def run_sweep(
 
     Raises:
         SweepError: The sweep cannot start (bad spec, bad data, missing Ray, ...).
+        FolderInUse: Another process holds `out_dir` (`semgrad._lock`): nothing was done.
 
     Examples:
         >>> import tempfile
@@ -210,43 +222,54 @@ def run_sweep(
     if local and address:
         raise SweepError("--local runs the sweep in this process; drop it to use the Ray cluster at --address")
     out = Path(out_dir)
-    runs = check_sweep(spec, out)
-    parallel = max_parallel or spec.resources.max_parallel
-    started_ray = False
-    if not local:
-        from ._ray import init_ray
+    with hold_folder(out):  # one sweep at a time in a sweep folder (each run holds its own folder too)
+        runs = check_sweep(spec, out)
+        started_ray = False if local else _start_ray(address, num_cpus or spec.resources.num_cpus)
+        out.mkdir(parents=True, exist_ok=True)
+        report = (lambda outcome: on_run(RunOutcome.of(outcome))) if on_run is not None else None
+        try:
+            parallel = max_parallel or spec.resources.max_parallel
+            outcomes = _execute(spec, runs, out, local, parallel, instrument, report)
+        finally:
+            if started_ray:
+                import ray
 
-        started_ray = init_ray(address, num_cpus=num_cpus or spec.resources.num_cpus)
-    out.mkdir(parents=True, exist_ok=True)
-    report = (lambda outcome: on_run(RunOutcome.of(outcome))) if on_run is not None else None
-    try:
-        if local:
-            from ._local import run_local
-
-            outcomes = run_local(
-                runs,
-                out,
-                limits=spec.max_concurrent_calls,
-                max_parallel=parallel,
-                instrument=instrument,
-                on_outcome=report,
-            )
-        else:
-            from ._ray import run_on_ray
-
-            outcomes = run_on_ray(
-                runs,
-                out,
-                limits=spec.max_concurrent_calls,
-                resources=spec.resources,
-                max_parallel=parallel,
-                instrument=instrument,
-                on_outcome=report,
-            )
-    finally:
-        if started_ray:
-            import ray
-
-            ray.shutdown()
-    write_sweep_report(out, summarize(spec, [o["row"] for o in outcomes]))
+                ray.shutdown()
+        write_sweep_report(out, summarize(spec, [o["row"] for o in outcomes]))
     return SweepResult(out, tuple(RunOutcome.of(o) for o in outcomes))
+
+
+def _start_ray(address: str | None, num_cpus: int | None) -> bool:
+    """Start Ray here, or join it at `address`; whether this process started it (and so shuts it down)."""
+    from ._ray import init_ray
+
+    return init_ray(address, num_cpus=num_cpus)
+
+
+def _execute(
+    spec: SweepSpec,
+    runs: Sequence[PlannedRun],
+    out: Path,
+    local: bool,
+    parallel: int | None,
+    instrument: Instrument | None,
+    report: Callable[[Outcome], None] | None,
+) -> list[Outcome]:
+    """Every run of the sweep, in threads of this process (`local`) or as Ray tasks; their outcomes in order."""
+    if local:
+        from ._local import run_local
+
+        return run_local(
+            runs, out, limits=spec.max_concurrent_calls, max_parallel=parallel, instrument=instrument, on_outcome=report
+        )
+    from ._ray import run_on_ray
+
+    return run_on_ray(
+        runs,
+        out,
+        limits=spec.max_concurrent_calls,
+        resources=spec.resources,
+        max_parallel=parallel,
+        instrument=instrument,
+        on_outcome=report,
+    )

@@ -49,6 +49,7 @@ from ._bbh import (
 from ._bundled import load_samples as load_samples
 from ._bundled import sample_names as sample_names
 from ._errors import DataError as DataError
+from ._files import MAX_ITEMS as MAX_ITEMS
 from ._gsm8k import (
     gsm8k_answer as gsm8k_answer,
 )
@@ -117,6 +118,7 @@ __all__ = [
     "BBH_NLP",
     "BBH_TASKS",
     "LIAR_LABELS",
+    "MAX_ITEMS",
     "METRICS",
     "OFFICIAL_SIZES",
     "PAPER_MODELS",

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from ..core import Example
 from ._errors import DataError
-from ._files import DataDir, data_file, read_json, read_text
+from ._files import MAX_ITEMS, DataDir, check_items, data_file, read_json, read_text
 from ._split import Split, split
 
 __all__ = [
@@ -115,7 +115,7 @@ def bbh_scoring(task: str) -> Literal["choice", "exact"]:
     return "choice" if _check_task(task) in BBH_CHOICE_TASKS else "exact"
 
 
-def bbh_examples(document: Any, task: str, source: str) -> tuple[Example, ...]:
+def bbh_examples(document: Any, task: str, source: str, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
     """Examples from a parsed task file ``{"canary", "examples": [{"input", "target"}]}``.
 
     Each becomes ``Example(inputs={"question": input}, target=target, id=f"{task}/{index}")``.
@@ -128,6 +128,7 @@ def bbh_examples(document: Any, task: str, source: str) -> tuple[Example, ...]:
     rows = document.get("examples") if isinstance(document, dict) else None
     if not isinstance(rows, list):
         raise DataError(f"{source}: expected a JSON object with an 'examples' list")
+    check_items(len(rows), source, max_items)
     result = []
     for index, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("input"), str) or not isinstance(row.get("target"), str):
@@ -136,15 +137,15 @@ def bbh_examples(document: Any, task: str, source: str) -> tuple[Example, ...]:
     return tuple(result)
 
 
-def load_bbh(data_dir: DataDir, task: str) -> tuple[Example, ...]:
+def load_bbh(data_dir: DataDir, task: str, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
     """Every example of ``<data_dir>/bbh/<task>.json``, in file order.
 
     Raises:
         DataError: Unknown task (the message lists the 27), missing directory or
-            file, or a file that is not a BBH task file.
+            file, a file that is not a BBH task file, or one of more than `max_items` examples.
     """
     path = data_file(data_dir, "bbh", f"{_check_task(task)}.json")
-    return bbh_examples(read_json(read_text(path), str(path)), task, str(path))
+    return bbh_examples(read_json(read_text(path), str(path)), task, str(path), max_items=max_items)
 
 
 def split_bbh(

@@ -6,7 +6,7 @@ from typing import Literal
 
 from ..core import Example
 from ._errors import DataError
-from ._files import DataDir, data_file, json_lines, read_text
+from ._files import MAX_ITEMS, DataDir, check_items, data_file, json_lines, read_text
 from ._split import Split, split, test_items
 
 __all__ = ["gsm8k_answer", "gsm8k_examples", "load_gsm8k", "split_gsm8k"]
@@ -36,12 +36,13 @@ def gsm8k_answer(solution: str) -> str | None:
     return tail.strip().replace(",", "")
 
 
-def gsm8k_examples(text: str, file: GSM8KFile, source: str) -> tuple[Example, ...]:
+def gsm8k_examples(text: str, file: GSM8KFile, source: str, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
     """Examples from the text of a GSM8K JSON Lines file.
 
     Each line ``{"question", "answer"}`` becomes
     ``Example(inputs={"question": question}, target=<final answer>, id=f"gsm8k/{file}/{index}")``,
-    where `index` counts the file's objects from 0.
+    where `index` counts the file's objects from 0. A file of more than `max_items` objects is refused
+    when its next object is reached.
 
     Examples:
         >>> line = '{"question": "1+1?", "answer": "1+1=2\\\\n#### 2"}'
@@ -50,6 +51,7 @@ def gsm8k_examples(text: str, file: GSM8KFile, source: str) -> tuple[Example, ..
     """
     result = []
     for index, (number, row) in enumerate(json_lines(text, source)):
+        check_items(index + 1, source, max_items)
         question, solution = row.get("question"), row.get("answer")
         if not isinstance(question, str) or not isinstance(solution, str):
             raise DataError(f"{source}:{number}: expected string fields 'question' and 'answer'")
@@ -60,17 +62,17 @@ def gsm8k_examples(text: str, file: GSM8KFile, source: str) -> tuple[Example, ..
     return tuple(result)
 
 
-def load_gsm8k(data_dir: DataDir, file: GSM8KFile = "train") -> tuple[Example, ...]:
+def load_gsm8k(data_dir: DataDir, file: GSM8KFile = "train", *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
     """Every example of ``<data_dir>/gsm8k/<file>.jsonl``, in file order.
 
     Raises:
         DataError: Missing directory or file, a malformed line (named with its
-            number), or an answer without ``####``.
+            number), an answer without ``####``, or more than `max_items` items.
     """
     if file not in ("train", "test"):
         raise DataError(f"unknown GSM8K file {file!r}; valid files: train, test")
     path = data_file(data_dir, "gsm8k", f"{file}.jsonl")
-    return gsm8k_examples(read_text(path), file, str(path))
+    return gsm8k_examples(read_text(path), file, str(path), max_items=max_items)
 
 
 def split_gsm8k(

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
 
 from ..core import Example
 from ..topologies import LIAR_FIELDS
 from ._errors import DataError
-from ._files import DataDir, data_file, read_text
+from ._files import MAX_ITEMS, DataDir, check_items, data_file, read_text
 from ._split import Split, split, test_items
 
 __all__ = ["LIAR_LABELS", "liar_examples", "load_liar", "split_liar"]
@@ -42,7 +42,7 @@ def _incomplete(value: str) -> bool:
 
 
 def liar_examples(
-    lines: Iterable[str], file: LiarFile, source: str, *, drop_incomplete: bool = True
+    lines: Iterable[str], file: LiarFile, source: str, *, drop_incomplete: bool = True, max_items: int = MAX_ITEMS
 ) -> tuple[Example, ...]:
     """Examples from the lines of a LIAR TSV file, keeping labels ``false`` and ``true``.
 
@@ -55,6 +55,7 @@ def liar_examples(
         file: ``"train"``, ``"valid"`` or ``"test"`` (used in ids).
         source: The file name, for error messages.
         drop_incomplete: Drop rows where a used field is empty or "none", as the paper does.
+        max_items: Refuse a file of more rows than this (kept or not), when the next one is reached.
 
     Examples:
         >>> row = ["7.json", "false", 'Says "we won.', "x", "ann", "Mayor", "Ohio", "democrat", *"00000", "a speech"]
@@ -63,10 +64,13 @@ def liar_examples(
         >>> liar_examples(["\\t".join(row).replace("Ohio", "none")], "train", "train.tsv")
         ()
     """
-    result = []
-    for number, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
+    result, count = [], 0
+    rows = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    for number, row in enumerate(_rows(rows, source), start=1):
         if not row:
             continue
+        count += 1
+        check_items(count, source, max_items)
         if len(row) != _WIDTH:
             raise DataError(f"{source}:{number}: expected {_WIDTH} tab-separated columns, found {len(row)}")
         target = LIAR_LABELS.get(row[1].strip())
@@ -77,17 +81,32 @@ def liar_examples(
     return tuple(result)
 
 
-def load_liar(data_dir: DataDir, file: LiarFile = "train", *, drop_incomplete: bool = True) -> tuple[Example, ...]:
+def _rows(reader: Any, source: str) -> Iterator[list[str]]:
+    """The rows of `reader`; a `DataError` naming `source` and the line when one cannot be read (a field
+    past the csv module's size limit, say)."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise DataError(f"{source}:{reader.line_num}: cannot be read as TSV ({error})") from None
+        yield row
+
+
+def load_liar(
+    data_dir: DataDir, file: LiarFile = "train", *, drop_incomplete: bool = True, max_items: int = MAX_ITEMS
+) -> tuple[Example, ...]:
     """The ``false``/``true`` examples of ``<data_dir>/liar/<file>.tsv``, in file order.
 
     Raises:
-        DataError: Missing directory or file, or a row without 14 columns.
+        DataError: Missing directory or file, a row without 14 columns, or more than `max_items` rows.
     """
     if file not in ("train", "valid", "test"):
         raise DataError(f"unknown LIAR file {file!r}; valid files: train, valid, test")
     path = data_file(data_dir, "liar", f"{file}.tsv")
     lines = io.StringIO(read_text(path), newline="")
-    return liar_examples(lines, file, str(path), drop_incomplete=drop_incomplete)
+    return liar_examples(lines, file, str(path), drop_incomplete=drop_incomplete, max_items=max_items)
 
 
 def split_liar(

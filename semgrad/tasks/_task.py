@@ -12,7 +12,7 @@ from ..topologies import liar_graph, paper_graph
 from ._bbh import BBH_TASKS, Category, bbh_category, bbh_scoring, load_bbh, split_bbh
 from ._bundled import load_samples
 from ._errors import DataError
-from ._files import DataDir
+from ._files import MAX_ITEMS, DataDir
 from ._gsm8k import load_gsm8k, split_gsm8k
 from ._liar import load_liar, split_liar
 from ._metrics import Metric, check_metric, default_metric
@@ -156,6 +156,7 @@ def load_task(
     test: int | None = None,
     drop_incomplete: bool = True,
     protocol: Protocol | None = None,
+    max_items: int = MAX_ITEMS,
 ) -> Task:
     """Read one task from `data_dir` and split it by a protocol.
 
@@ -191,9 +192,11 @@ def load_task(
         drop_incomplete: LIAR, held-out protocol only: drop rows with an empty or
             "none" field (the official protocol filters as the paper's code does).
         protocol: ``"official"``, ``"heldout"``, or None: official unless `validation` is given.
+        max_items: The most items each data file may hold (`semgrad.tasks.MAX_ITEMS` by default).
 
     Raises:
-        DataError: Unknown name, missing directory or file, malformed data, or too few items.
+        DataError: Unknown name, missing directory or file, malformed data, too few items, or a file
+            of more than `max_items`.
         ValueError: An unknown protocol, or a validation size with the official protocol.
 
     Examples:
@@ -203,32 +206,41 @@ def load_task(
         semgrad.tasks._errors.DataError: unknown task 'bbh:navigation'; valid names: bbh:all, ...
     """
     protocol = pick_protocol(protocol, validation)
+    n = max_items
     if protocol == "official":
-        return _task(name, _official(_check_name(name), data_dir, seed, train, validation, test), seed, protocol)
+        return _task(name, _official(_check_name(name), data_dir, seed, train, validation, test, n), seed, protocol)
     sizes = {"seed": seed, "train": train, "validation": validation, "test": test}
     if _check_name(name) == "gsm8k":
-        parts = split_gsm8k(load_gsm8k(data_dir, "train"), load_gsm8k(data_dir, "test"), **sizes)
+        parts = split_gsm8k(
+            load_gsm8k(data_dir, "train", max_items=n), load_gsm8k(data_dir, "test", max_items=n), **sizes
+        )
     elif name == "liar":
-        files = (load_liar(data_dir, f, drop_incomplete=drop_incomplete) for f in ("train", "valid", "test"))
+        files = (
+            load_liar(data_dir, f, drop_incomplete=drop_incomplete, max_items=n) for f in ("train", "valid", "test")
+        )
         parts = split_liar(*files, **sizes)
     else:
-        parts = split_bbh(load_bbh(data_dir, name.removeprefix("bbh:")), **sizes)
+        parts = split_bbh(load_bbh(data_dir, name.removeprefix("bbh:"), max_items=n), **sizes)
     return _task(name, parts, seed, protocol)
 
 
 def _official(
-    name: str, data_dir: DataDir, seed: int, train: int | None, validation: int | None, test: int | None
+    name: str, data_dir: DataDir, seed: int, train: int | None, validation: int | None, test: int | None, n: int
 ) -> Split:
     if validation:
         raise ValueError("the official protocol has no validation set; use protocol='heldout' for one")
     if name == "gsm8k":
         return official_split_gsm8k(
-            load_gsm8k(data_dir, "train"), load_gsm8k(data_dir, "test"), seed=seed, train=train, test=test
+            load_gsm8k(data_dir, "train", max_items=n),
+            load_gsm8k(data_dir, "test", max_items=n),
+            seed=seed,
+            train=train,
+            test=test,
         )
     if name == "liar":
-        files = (load_liar(data_dir, f, drop_incomplete=False) for f in ("train", "test"))
+        files = (load_liar(data_dir, f, drop_incomplete=False, max_items=n) for f in ("train", "test"))
         return official_split_liar(*files, seed=seed, train=train, test=test)
-    parts = official_split_bbh(load_bbh(data_dir, name.removeprefix("bbh:")), seed=seed, train=train)
+    parts = official_split_bbh(load_bbh(data_dir, name.removeprefix("bbh:"), max_items=n), seed=seed, train=train)
     return parts if test is None else Split(parts.train, (), parts.test[:test])
 
 
@@ -242,6 +254,7 @@ def load_tasks(
     test: int | None = None,
     drop_incomplete: bool = True,
     protocol: Protocol | None = None,
+    max_items: int = MAX_ITEMS,
 ) -> tuple[Task, ...]:
     """`load_task` for each of `names` after `expand_task_names`, so ``bbh:all`` works.
 
@@ -258,6 +271,7 @@ def load_tasks(
         "test": test,
         "drop_incomplete": drop_incomplete,
         "protocol": protocol,
+        "max_items": max_items,
     }
     return tuple(load_task(name, data_dir, **options) for name in expand_task_names(*names))  # type: ignore[arg-type]
 

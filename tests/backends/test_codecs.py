@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
@@ -109,6 +109,8 @@ SECRETS = st.text(min_size=8, max_size=40).filter(
 def test_decode_quotes_a_server_s_message_only_through_scrub_before_cutting_it(codec, secret):
     """What a server says reaches a message only through the scrub decode is given, before any cut: a secret echoed
     anywhere in a long JSON-escaped message never shows, not even cut short."""
+    fixed = codec.decode(401, {}, json.dumps({"error": {"message": "x"}}).encode()).failure().message
+    assume(secret[:8] not in fixed)  # a "secret" that is a piece of our own words (OPENAI_A) is no leak
     message = "x" * 480 + secret + "y" * 100
     body = json.dumps({"error": {"message": message}}, ensure_ascii=True).encode()
     error = codec.decode(401, {}, body, scrub=lambda text: text.replace(secret, "***")).failure()

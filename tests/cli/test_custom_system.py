@@ -116,7 +116,7 @@ def test_resuming_your_own_system_needs_the_spec_typed_again(tmp_path, system_fi
     out = tmp_path / "run"
     spec = f"{system_file}:build"
     assert semgrad("run", spec, "--data", str(items_file), "--iterations", "1", "--out", str(out)).returncode == 0
-    one_line_error(semgrad("run", "--resume", "--out", str(out), "--iterations", "2"), "type it")
+    one_line_error(semgrad("run", "--resume", "--out", str(out), "--iterations", "2"), "type its spec yourself")
     resumed = semgrad("run", spec, "--resume", "--out", str(out), "--iterations", "2")
     assert resumed.returncode == 0, resumed.stderr
     first = next(line for line in resumed.stderr.splitlines() if "iteration 2/2 forward: " in line)

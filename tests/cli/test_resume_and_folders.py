@@ -103,19 +103,20 @@ REAL = RunConfig("gsm8k", backend="openai-compatible", base_url="https://models.
 @pytest.mark.parametrize(
     ("typed", "missing"),
     [
-        ({}, ["--base-url https://models.example.com/v1", "--cache /tmp/n/c.db"]),
-        ({"cache": ""}, ["--base-url https://models.example.com/v1"]),
-        ({"base_url": "https://models.example.com/v1"}, ["--cache /tmp/n/c.db"]),
+        ({}, ["--base-url URL", "--cache FILE"]),
+        ({"cache": ""}, ["--base-url URL"]),
+        ({"base_url": "https://models.example.com/v1"}, ["--cache FILE"]),
     ],
 )
 def test_a_remote_server_or_a_new_cache_file_is_taken_only_from_what_is_typed(typed, missing):
     """A saved remote base URL, or a cache file still to be created outside the run folder, is used on resume
     only when typed again (config.json alone could send the API key to any server, or create a file anywhere);
-    the error says what to type. Nothing else needs typing."""
+    the error says which flags to type, never with the file's values in them. Nothing else needs typing."""
     with pytest.raises(SetupError) as caught:
         resumed_config(REAL, typed, "DIR")
     message = str(caught.value)
     assert all(flag in message for flag in missing) and "semgrad run --resume --out DIR" in message
+    assert "--base-url https" not in message and "--cache /tmp" not in message
     typed_all = {"base_url": "https://models.example.com/v1", "cache": ""}
     assert resumed_config(REAL, typed_all, "DIR") == attrs.evolve(REAL, cache="")
     assert resumed_config(SAVED, {}, "DIR") == SAVED  # a simulated run without a cache needs nothing typed

@@ -31,6 +31,7 @@ def task_json(draw: st.DrawFn) -> dict:
         "sizes": draw(st.dictionaries(st.sampled_from(["train", "validation", "test"]), counts)),
         "protocol": draw(st.none() | texts),
         "scored_on": draw(st.none() | st.sampled_from(["train", "test"])),
+        "metric": draw(st.none() | st.sampled_from(["exact", "normalized", "numeric", "judge"])),
         "initial_score": draw(scores),
         "best_score": draw(scores),
         "stopped": draw(st.none() | st.sampled_from(["budget", "halted"])),
