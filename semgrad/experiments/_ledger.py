@@ -1,7 +1,7 @@
 """The run ledger: what each task spent and evaluated, kept across the processes of a resumed run.
 
 ``ledger.json`` in a run directory holds, per task, the call counters of every
-process so far (`semgrad.experiments._stack.empty_counters`) and the score of
+process so far (`semgrad.experiments._run_stack.empty_counters`) and the score of
 each evaluation split already done, with a digest of the params it scored and
 the items it scored them on (and, for the test split, its per-sample predictions,
 so a resumed run reports them; the score must be their mean).
@@ -28,7 +28,7 @@ from typing import Any
 from ..core import Example, Params
 from ..effects import CheckpointError
 from ..effects._checkpoint import encode, read_checkpoint, write_checkpoint
-from ._stack import add_counters, empty_counters
+from ._run_stack import add_counters, empty_counters
 
 __all__ = ["Ledger", "params_digest"]
 

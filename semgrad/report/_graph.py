@@ -4,7 +4,7 @@ Theory of operation: nodes are put in layers by the longest path from a node wit
 no inputs (so every edge points down), kept in their listed order within a layer,
 and each layer is centred. Edges are cubic curves from the bottom of the source
 to the top of the target, ending in an arrow. Node kinds have the shapes and
-colours of `semgrad.graphviz`: inputs are stadiums, params dashed notes, LLM
+colours of `semgrad.diagrams`: inputs are stadiums, params dashed notes, LLM
 nodes rounded boxes, functions parallelograms; the output has a second border.
 """
 

@@ -21,9 +21,9 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
-from ..report._format import isolate
-from ..report._style import CSP
-from ._chart import esc, optimizer_chart, percent
+from ..report._format import as_text, count, esc, isolate, money, percent
+from ..report._style import page_head
+from ._chart import optimizer_chart
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
 
@@ -56,14 +56,6 @@ _AVERAGE_COLUMNS = (
     ("gsm8k", "GSM8K"),
     ("overall", "All tasks"),
 )
-
-
-def _number(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "\u2014"
-
-
-def _money(value: Any) -> str:
-    return f"${value:,.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
 
 
 def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
@@ -174,9 +166,9 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f"<td>{isolate(run.get('seed'))}</td>",
             f'<td class="text">{optimizer}</td>',
             *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
-            f"<td>{esc(_number(run.get('calls')))}</td>",
-            f"<td>{esc(_number(total))}</td>",
-            f"<td>{esc(_money(run.get('cost_usd')))}</td>",
+            f"<td>{esc(count(run.get('calls')))}</td>",
+            f"<td>{esc(count(total))}</td>",
+            f"<td>{esc(money(run.get('cost_usd')))}</td>",
             f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -204,15 +196,11 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     runs = totals.get("runs", len(summary.get("runs") or ()))
     facts = (
         f"{esc(runs)} runs on backend {isolate(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
-        f"{esc(_number(totals.get('calls')))} calls; cost {esc(_money(totals.get('cost_usd')))}."
+        f"{esc(count(totals.get('calls')))} calls; cost {esc(money(totals.get('cost_usd')))}."
     )
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-            '<meta name="referrer" content="no-referrer">',
-            f"<title>Sweep {esc(sweep.get('name'))}</title><style>{_STYLE}</style></head><body>",
+            page_head(f"Sweep {as_text(sweep.get('name'))}", css=_STYLE) + "<body>",
             f"<h1>Sweep {isolate(sweep.get('name'))}</h1>",
             notice,
             f"<p>{facts}</p>",

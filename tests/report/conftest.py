@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from semgrad.graphviz import to_dot, to_mermaid
+from semgrad.diagrams import to_dot, to_mermaid
 from semgrad.topologies import HINT_INSTRUCTION, SOLVE_INSTRUCTION, paper_graph
 
 #: Strings that would break out of an element, an attribute, a style sheet or an SVG
