@@ -14,7 +14,6 @@ nodes rounded boxes, functions parallelograms; the output has a second border.
 from __future__ import annotations
 
 import itertools
-import math
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +30,8 @@ _MAX_NODES = 400
 _LANE_W, _LANE_GAP = 16, 6
 #: At most this many boxes and lanes are drawn (a huge graph says so instead).
 _MAX_ITEMS = 4 * _MAX_NODES
+#: Rounds of reordering the layers (up, then down) after the first placement, to untangle edges.
+_SWEEPS = 2
 _LEGEND_STEP = 110
 _LABEL_CHARS = 20
 _KINDS = ("input", "param", "llm", "function")
@@ -111,6 +112,41 @@ class _Layout:
     height: float
 
 
+def _ordered(
+    row: list[tuple[Any, ...]],
+    fixed: list[tuple[Any, ...]],
+    neighbours: dict[tuple[Any, ...], list[tuple[Any, ...]]],
+    *,
+    lanes_in_middle: bool,
+) -> list[tuple[Any, ...]]:
+    """`row` sorted by the mean slot of each item's neighbours in the `fixed` row beside it.
+
+    An item without neighbours there keeps its slot as its key. Ties keep their order, except
+    that with `lanes_in_middle` the lanes of a tie go between its boxes (a first placement).
+    """
+    slot = {item: i for i, item in enumerate(fixed)}
+    keys: dict[tuple[Any, ...], float] = {}
+    for i, item in enumerate(row):
+        found = [slot[u] for u in neighbours.get(item, ()) if u in slot]
+        keys[item] = sum(found) / len(found) if found else float(i)
+    boxes: dict[float, int] = {}
+    for item in row:
+        if item[0] == "n":
+            boxes[keys[item]] = boxes.get(keys[item], 0) + 1
+    rank: dict[tuple[Any, ...], float] = {}
+    seen: dict[float, int] = {}
+    for i, item in enumerate(row):
+        key = keys[item]
+        if not lanes_in_middle:
+            rank[item] = i
+        elif item[0] == "n":
+            rank[item] = 2.0 * seen.get(key, 0)
+            seen[key] = seen.get(key, 0) + 1
+        else:
+            rank[item] = boxes.get(key, 0) - 0.5
+    return sorted(row, key=lambda item: (keys[item], rank[item]))
+
+
 def _rows(shape: GraphShape) -> tuple[dict[str, int], list[list[tuple[Any, ...]]]]:
     """The layers' items in drawing order: nodes ``("n", name)`` and lanes ``("e", edge, layer)``.
 
@@ -133,28 +169,17 @@ def _rows(shape: GraphShape) -> tuple[dict[str, int], list[list[tuple[Any, ...]]
             rows[k].append(("e", index, k))
         for upper, lower in itertools.pairwise(chain):
             above.setdefault(lower, []).append(upper)
+    below: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for lower, uppers in above.items():
+        for upper in uppers:
+            below.setdefault(upper, []).append(lower)
     for k in range(1, len(rows)):
-        slot = {item: i for i, item in enumerate(rows[k - 1])}
-
-        def centre(item: tuple[Any, ...], slot: dict[tuple[Any, ...], int] = slot) -> float:
-            found = [slot[u] for u in above.get(item, ()) if u in slot]
-            return sum(found) / len(found) if found else math.inf
-
-        keys = {item: centre(item) for item in rows[k]}
-        ties: dict[float, int] = {}
-        for item in rows[k]:
-            if item[0] == "n":
-                ties[keys[item]] = ties.get(keys[item], 0) + 1
-        rank: dict[tuple[Any, ...], float] = {}
-        seen: dict[float, int] = {}
-        for item in rows[k]:
-            key = keys[item]
-            if item[0] == "n":
-                rank[item] = 2.0 * seen.get(key, 0)
-                seen[key] = seen.get(key, 0) + 1
-            else:
-                rank[item] = ties.get(key, 0) - 0.5
-        rows[k] = sorted(rows[k], key=lambda item: (keys[item], rank[item]))
+        rows[k] = _ordered(rows[k], rows[k - 1], above, lanes_in_middle=True)
+    for _ in range(_SWEEPS):
+        for k in range(len(rows) - 2, -1, -1):
+            rows[k] = _ordered(rows[k], rows[k + 1], below, lanes_in_middle=False)
+        for k in range(1, len(rows)):
+            rows[k] = _ordered(rows[k], rows[k - 1], above, lanes_in_middle=False)
     return layers, rows
 
 

@@ -132,3 +132,13 @@ def test_each_prediction_shows_every_node_s_output():
     text = page.all_text()
     assert "the claim: <b>x</b>" in text and "supported" in text
     assert "5" in text and "(A)" in text  # the older predictions, without nodes, still show their output
+
+
+def test_the_paper_graph_s_skip_edge_runs_between_the_two_hints():
+    """In the paper graph, question -> answer passes between hint_1 and hint_2, which stay in their listed order."""
+    from .conftest import _graph
+
+    boxes, edges = boxes_and_pieces(graph_svg(_graph(), element_id="g"))
+    (skip,) = [pieces for source, target, pieces in edges if (source, target) == ("question", "answer")]
+    xs = [x for piece in skip for x, _ in piece]
+    assert boxes["hint_1"][2] < min(xs) and max(xs) < boxes["hint_2"][0]
