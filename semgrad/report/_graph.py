@@ -3,8 +3,10 @@
 Theory of operation: nodes are put in layers by the longest path from a node with
 no inputs (so every edge points down). An edge that skips layers gets a lane (a
 narrow gap between boxes) in each layer it passes, so it is never drawn across a
-box it does not connect. Within a layer, boxes and lanes are ordered by where their
-neighbours above are (ties keep the listed order), and each layer is centred.
+box it does not connect. Within a layer, boxes and lanes are ordered by the mean
+slot of their neighbours in the layer above, then in a few sweeps up and down by
+those below and above, to untangle edges (ties keep the listed order); each layer
+is centred.
 Edges run from the bottom of the source to the top of the target: a curve within
 each band between two layers, a straight run down each lane, and an arrow. Node kinds have the shapes and
 colours of `semgrad.graphviz`: inputs are stadiums, params dashed notes, LLM
@@ -152,8 +154,9 @@ def _rows(shape: GraphShape) -> tuple[dict[str, int], list[list[tuple[Any, ...]]
 
     An edge from layer a to layer b > a + 1 gets a lane in every layer between (a gap
     where no box is), so that it passes between boxes, never through one. Items are
-    ordered by the mean slot of their neighbours in the layer above (stable: ties keep
-    the listed order, with the lanes of a tie in its middle).
+    first ordered by the mean slot of their neighbours in the layer above (ties keep
+    the listed order, with the lanes of a tie in its middle), then `_SWEEPS` times by
+    their neighbours below (bottom up) and above (top down).
     """
     layers = longest_path_layers([n[0] for n in shape.nodes], shape.edges)
     rows: list[list[tuple[Any, ...]]] = [[] for _ in range(max(layers.values(), default=0) + 1)]
