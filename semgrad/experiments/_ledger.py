@@ -74,11 +74,16 @@ def _is_plain(value: Any) -> bool:
     return value is None or type(value) in (str, int, float, bool)
 
 
+def _is_plain_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_plain(x) for k, x in value.items())
+
+
 #: The fields of a prediction (`semgrad.experiments._predictions.predictions_json`), and their checks.
 _PREDICTION_FIELDS = {
     "sample": _is_plain,
-    "inputs": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _is_plain(x) for k, x in v.items()),
+    "inputs": _is_plain_map,
     "output": _is_plain,
+    "nodes": _is_plain_map,
     "target": _is_plain,
     "answer": _is_plain,
     "correct": lambda v: type(v) is bool,

@@ -87,6 +87,8 @@ section.task { border-top: 1px solid var(--line); margin-top: 26px; }
 table.predictions { width: 100%; table-layout: fixed; font-size: .9rem; }
 table.predictions th:first-child { width: 3.5em; } table.predictions th:last-child { width: 6em; }
 table.predictions .cell-text { white-space: pre-wrap; max-height: 9em; overflow: auto; }
+table.predictions .node-output + .node-output { margin-top: 6px; }
+table.predictions .node-name { font-size: .8rem; color: var(--muted); font-family: ui-monospace, Menlo, monospace; }
 tr.correct td.verdict { color: #1d6b2d; font-weight: 600; background: #e0f2e5; }
 tr.wrong td.verdict { color: #8e1b10; font-weight: 600; background: #fbd9d6; }
 p.errors { margin: 6px 0; padding: 4px 10px; border-left: 4px solid #c0392b; background: #fff5f4; }

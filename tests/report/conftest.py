@@ -151,6 +151,7 @@ def hostile_version(results: dict[str, Any], text: str) -> dict[str, Any]:
     predictions = first.setdefault("predictions", [{"inputs": {}, "correct": False}])
     prediction = predictions[-1]
     prediction["inputs"][text] = prediction["output"] = prediction["target"] = text
+    prediction["nodes"] = {text: text}
     first["predictions_split"] = text
     hostile["stopped"] = text
     return hostile

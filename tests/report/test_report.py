@@ -233,7 +233,7 @@ def test_the_gate_score_is_named_for_what_it_scored(fixture, request):
 def test_graph_picture_has_a_box_per_node_and_an_arrow_per_edge(gsm8k_results):
     """The graph picture draws the four nodes of the paper graph in three layers and its five edges."""
     picture = render_report(gsm8k_results).split('<svg id="graph-picture"')[1].split("</svg>")[0]
-    assert picture.count('<g class="node">') == 4 and picture.count('class="edge"') == 5
+    assert picture.count('<g class="node" ') == 4 and picture.count('class="edge"') == 5
     assert picture.count('class="output-ring"') == 1
     tops = sorted({float(y) for y in re.findall(r'<rect class="node-\w+" x="[\d.]+" y="([\d.]+)" width="168', picture)})
     assert len(tops) == 3
