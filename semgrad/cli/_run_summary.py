@@ -83,7 +83,7 @@ def _covers(summary: RunSummary, group: str) -> str:
     """
     tasks, of = summary.coverage(group)
     noun = "task" if tasks == 1 and of is None else "tasks"
-    return f"mean of {tasks} {noun}" if of is None else f"mean of {tasks} of {of} tasks"
+    return f"over {tasks} {noun}" if of is None else f"over {tasks} of {of} tasks"
 
 
 def _errors_text(task: TaskResult) -> str:

@@ -245,7 +245,7 @@ def _covered(
     that it is not comparable, and gives no number to compare it with."""
     tasks, of = average_coverage(results, group)
     noun = "task" if tasks == 1 else "tasks"
-    covers = f"mean of {count(tasks)} {noun}" if of is None else f"mean of {count(tasks)} of {count(of)} tasks"
+    covers = f"over {count(tasks)} {noun}" if of is None else f"over {count(tasks)} of {count(of)} tasks"
     if published is None:
         return covers, ""
     if of is not None and tasks == of:
@@ -273,11 +273,11 @@ def _average_rows(
         value = number(averages.get(key))
         if value is not None:
             covers, shown = _covered(results, key, figures, published)
-            rows.append((f"{label}, {covers}", f"<strong>{percent(value)}</strong>", shown if with_published else ""))
+            rows.append((f"{label} {covers}", f"<strong>{percent(value)}</strong>", shown if with_published else ""))
             mean = number(plain.get(key))
             if mean is not None:
                 unweighted = label.replace("item-weighted", "unweighted mean over tasks")
-                rows.append((f"{unweighted}, {covers}", percent(mean), ""))
+                rows.append((f"{unweighted} {covers}", percent(mean), ""))
     return rows
 
 

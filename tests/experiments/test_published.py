@@ -87,13 +87,13 @@ def test_an_average_over_part_of_a_category_says_so_and_has_no_figure(capsys, tm
     results = _run_of([_task("bbh:navigate", "algorithmic", 0.5), _task("bbh:snarks", "nlp", 0.75)], "bbh")
     assert results["published"] == {}
     summary = _summary(render_report(results))
-    assert f"BBH algorithmic average (test, item-weighted), mean of 1 of {len(BBH_ALGORITHMIC)} tasks" in summary
-    assert f"BBH NLP average (test, item-weighted), mean of 1 of {len(BBH_NLP)} tasks" in summary
+    assert f"BBH algorithmic average (test, item-weighted) over 1 of {len(BBH_ALGORITHMIC)} tasks" in summary
+    assert f"BBH NLP average (test, item-weighted) over 1 of {len(BBH_NLP)} tasks" in summary
     assert summary.count("not comparable") == 2 and not any(figure in summary for figure in CATEGORY_FIGURES)
     print_summary(RunSummary.from_json(results), tmp_path)
     printed = capsys.readouterr().out
-    assert f"algorithmic 0.500 (mean of 1 of {len(BBH_ALGORITHMIC)} tasks)" in printed
-    assert "overall 0.625 (mean of 2 tasks)" in printed
+    assert f"algorithmic 0.500 (over 1 of {len(BBH_ALGORITHMIC)} tasks)" in printed
+    assert "overall 0.625 (over 2 tasks)" in printed
 
 
 def _all_bbh() -> list[dict[str, Any]]:
@@ -110,7 +110,7 @@ def test_a_bbh_all_run_shows_each_category_figure_once_beside_its_average():
     assert page.count("82.5 %") == 1 and page.count("85.6 %") == 1
     rows = _summary(page).split("<tr>")
     [algorithmic] = [row for row in rows if "85.6 %" in row]
-    assert f"BBH algorithmic average (test, item-weighted), mean of {len(BBH_ALGORITHMIC)} of" in algorithmic
+    assert f"BBH algorithmic average (test, item-weighted) over {len(BBH_ALGORITHMIC)} of" in algorithmic
     assert "50.0 %" in algorithmic
     [nlp] = [row for row in rows if "82.5 %" in row]
     assert "BBH NLP average" in nlp and "75.0 %" in nlp

@@ -120,8 +120,8 @@ def test_bbh_averages_are_shown_beside_the_published_ones(results):
     results["average_tasks"] = {"nlp": {"tasks": 1, "of": 12}, "algorithmic": {"tasks": 1, "of": 15}}
     document = render_report(results)
     summary = document.split('id="summary"')[1].split("</table>")[0]
-    assert "BBH NLP average (test, item-weighted), mean of 1 of 12 tasks" in summary and "70.0 %" in summary
-    assert "BBH algorithmic average (test, item-weighted), mean of 1 of 15 tasks" in summary and "55.0 %" in summary
+    assert "BBH NLP average (test, item-weighted) over 1 of 12 tasks" in summary and "70.0 %" in summary
+    assert "BBH algorithmic average (test, item-weighted) over 1 of 15 tasks" in summary and "55.0 %" in summary
     assert summary.count("not comparable") == 2 and "82.5 %" not in document and "85.6 %" not in document
     per_task = document.split('id="per-task"')[1].split("</table>")[0]
     assert per_task.count('<a href="#task-') == 2 and "62.5 %" in per_task
