@@ -45,6 +45,7 @@ table.summary th[scope=row] { font-weight: 600; background: #fafbfc; white-space
 tr.average th, tr.average td { background: #f6f8fb; }
 tr.rejected td { color: var(--muted); }
 .published { color: #6a3d9a; }
+.not-comparable { color: #555; font-style: italic; }
 .caption, .used-by, .task-facts, p.empty { color: var(--muted); font-size: .9rem; }
 .label { margin: 8px 0 2px; font-weight: 600; font-size: .9rem; }
 svg.chart, svg.graph { display: block; max-width: 100%; height: auto; background: #fff; border: 1px solid var(--line);
