@@ -47,7 +47,7 @@ import attrs
 
 from ..core import LLMFailure, LLMRequest, LLMResponse, request_key
 from ._accounting import mark_answered
-from ._routing import call, canonical_identity, identity_of
+from ._routing import Middleware, call, canonical_identity
 
 __all__ = ["CacheError", "MemoryStore", "SqliteStore", "cache_key", "cached"]
 
@@ -316,10 +316,8 @@ class _Pending:
     failure: BaseException | None = None
 
 
-class _Cached:
+class _Cached(Middleware):
     """An async LLM that answers repeated requests from a store."""
-
-    is_async = True
 
     def __init__(self, inner: Any, store: Any) -> None:
         self.inner = inner
@@ -327,11 +325,6 @@ class _Cached:
         self.hits = 0
         self.misses = 0
         self._pending: dict[str, _Pending] = {}
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         key = cache_key(request, self.inner)

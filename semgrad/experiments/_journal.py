@@ -42,7 +42,7 @@ from ..core import LLMFailure, LLMRequest, LLMResponse
 from ..effects import Accounts, Amount, Line, mark_answered
 from ..effects._accounting import answered_by
 from ..effects._cache import cache_key
-from ..effects._routing import call, identity_of
+from ..effects._routing import Middleware, call
 from ._errors import SetupError
 
 __all__ = ["MAX_BYTES", "MAX_LINE", "Journal"]
@@ -260,18 +260,11 @@ def _read(path: Path, say: Callable[[str], None]) -> Iterator[dict[str, Any] | N
             say(f"{path}: skipped {len(skipped)} line(s) that are not journal entries: {'; '.join(skipped[:3])}{more}")
 
 
-class _Journaled:
+class _Journaled(Middleware):
     """An async LLM that answers from the journal's earlier replies and appends each finished call."""
-
-    is_async = True
 
     def __init__(self, inner: Any, journal: Journal) -> None:
         self.inner, self.journal = inner, journal
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         key = cache_key(request, self.inner)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from semgrad.experiments import RunConfig, SetupError
 from semgrad.experiments._resume import resumed_config
-from semgrad.experiments._runs import new_run_dir
+from semgrad.experiments._run_folder import new_run_dir
 
 from .conftest import one_line_error, semgrad
 

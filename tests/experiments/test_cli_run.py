@@ -326,11 +326,11 @@ def test_a_sigint_interrupted_run_resumes_to_the_same_result(tmp_path):
 def test_resuming_with_a_different_config_is_refused(tmp_path):
     """--resume refuses a run directory whose config differs in a field that changes results."""
     from semgrad.experiments import SetupError
-    from semgrad.experiments._run import _check_run_dir
+    from semgrad.experiments._run import check_run_dir
 
     RunConfig("gsm8k", data_dir="d", seed=1).save(tmp_path)
     with pytest.raises(SetupError, match="differs in seed"):
-        _check_run_dir(RunConfig("gsm8k", data_dir="d", seed=2), tmp_path, resume=True)
+        check_run_dir(RunConfig("gsm8k", data_dir="d", seed=2), tmp_path, resume=True)
 
 
 def test_results_carry_tokens_by_role_and_a_cost_estimate_from_a_price_table(tmp_path):
@@ -367,28 +367,28 @@ def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_ser
 def test_a_new_run_is_never_written_into_a_folder_of_other_files(tmp_path):
     """A new run refuses an --out that holds files it would not write (or a foreign config.json), and leaves them."""
     from semgrad.experiments import SetupError
-    from semgrad.experiments._run import _check_run_dir
+    from semgrad.experiments._run import check_run_dir
 
     config = RunConfig("gsm8k", data_dir="d")
     mine = tmp_path / "project"
     mine.mkdir()
     (mine / "notes.txt").write_text("mine")
     with pytest.raises(SetupError, match=r"project is not empty \(notes.txt\) and holds no run"):
-        _check_run_dir(config, mine, resume=False)
+        check_run_dir(config, mine, resume=False)
     (mine / "notes.txt").unlink()
     (mine / "config.json").write_text('{"my": "app"}')
     with pytest.raises(SetupError, match="config.json is not a semgrad run's config"):
-        _check_run_dir(config, mine, resume=False)
+        check_run_dir(config, mine, resume=False)
     assert (mine / "config.json").read_text() == '{"my": "app"}'
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     with pytest.raises(SetupError, match="is not a folder"):
-        _check_run_dir(config, a_file, resume=False)
+        check_run_dir(config, a_file, resume=False)
 
 
 def test_a_new_run_may_go_into_an_empty_folder_or_one_an_unfinished_start_left(tmp_path):
     """An empty folder, hidden files, the run's own cache and what a run that never checkpointed wrote are fine."""
-    from semgrad.experiments._run import _check_run_dir
+    from semgrad.experiments._run import check_run_dir
 
     out = tmp_path / "run"
     out.mkdir()
@@ -396,11 +396,11 @@ def test_a_new_run_may_go_into_an_empty_folder_or_one_an_unfinished_start_left(t
     config = RunConfig("gsm8k", data_dir="d", cache=str(out / "calls.sqlite"))
     (out / "calls.sqlite").write_bytes(b"")
     (out / "calls.sqlite-wal").write_bytes(b"")
-    _check_run_dir(config, out, resume=False)
+    check_run_dir(config, out, resume=False)
     config.save(out)
     (out / "ledger.json").write_text("{}")
-    _check_run_dir(config, out, resume=False)
-    _check_run_dir(config, tmp_path / "new", resume=False)
+    check_run_dir(config, out, resume=False)
+    check_run_dir(config, tmp_path / "new", resume=False)
 
 
 def test_the_command_line_refuses_a_run_into_a_folder_of_other_files(tmp_path):

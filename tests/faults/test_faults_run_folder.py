@@ -100,7 +100,7 @@ def test_odd_token_counts_in_a_reply_neither_stop_nor_skew_the_run_s_counting():
     """A reply whose usage holds text, NaN, a negative or a fractional count is counted as a call with 0 tokens."""
     import anyio
 
-    from semgrad.experiments._stack import _Tally
+    from semgrad.experiments._run_stack import _Tally
 
     usages = [{"input_tokens": "abc"}, {"input_tokens": math.nan}, {"output_tokens": -5}, {"input_tokens": 2.5}]
     replies = iter([LLMResponse("x", usage, "m") for usage in usages] + [LLMResponse("x", {"input_tokens": 7.0})])

@@ -34,7 +34,7 @@ from .._requests import LLMRequest, Message
 from .._sampling import merged_options
 from ._base import EmptyState, Proposal, Step, Transform, require
 from ._combining import chain
-from ._named import parse_named
+from ._named_blocks import parse_named
 from ._stages import full_update, select_error_samples, validation_gate
 
 __all__ = [

@@ -28,7 +28,7 @@ from .._program import Program, ask, gather, map_, pure
 from .._prompts import format_inputs
 from .._requests import LLMRequest, Message
 from .._sampling import merged_options
-from .._textgrad import short_value, whole_output
+from .._textgrad import TEXTGRAD_CALL, short_value, whole_output
 from .._textgrad import textgrad as textgrad_rule
 from ._base import EmptyState, ParamGradient, Proposal, Step, Transform, require
 from ._combining import chain
@@ -50,21 +50,17 @@ __all__ = [
 #: `textgrad` and `sample_batch`'s default, and what ``semgrad run --protocol official`` uses.
 TEXTGRAD_BATCH = 3
 
-GRADIENT_BLOCK = """<gradient {index}>
+GRADIENT_BLOCK = (
+    """<gradient {index}>
 The text was used in this call of a language model:
-<system_prompt>
-{instruction}
-</system_prompt>
-<input>
-{inputs}
-</input>
-<output>
-{output}
-</output>
+"""
+    + TEXTGRAD_CALL
+    + """
 The call is part of a larger system; its output is used as {role}.
 The feedback on {target_role} in this call:
 {feedback}
 </gradient {index}>"""
+)
 TEXTGRAD_UPDATE_SYSTEM = (
     "You are the update step of an optimizer that improves the texts (variables) of a system: prompts "
     "to language models, solutions, code or any other text. You are given a variable, what it is used "

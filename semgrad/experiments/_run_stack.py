@@ -37,7 +37,7 @@ import anyio
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
 from ..effects import Accounts, budgeted, cached, limited, memoized, retrying
 from ..effects._accounting import forget_answered
-from ..effects._routing import call, identity_of
+from ..effects._routing import Middleware, call, identity_of
 
 __all__ = [
     "FAIL_FAST_CALLS",
@@ -272,19 +272,12 @@ class _Tally:
         return f"tally({self.inner!r})"
 
 
-class _MemoHits:
+class _MemoHits(Middleware):
     """Over a memo over the run's tally: counts the memo's answers as memo hits in the tally's accounts (the
     requests it passes on are counted by the tally below, as calls or other hits)."""
 
-    is_async = True
-
     def __init__(self, inner: Any, tally: _Tally) -> None:
         self.inner, self.tally = inner, tally
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         forget_answered()
@@ -297,18 +290,11 @@ class _MemoHits:
         return f"memo_hits({self.inner!r})"
 
 
-class _Deadline:
+class _Deadline(Middleware):
     """Each attempt of a call gets `timeout` seconds (under the retries, so a retry gets its own)."""
-
-    is_async = True
 
     def __init__(self, inner: Any, timeout: float) -> None:
         self.inner, self.timeout = inner, timeout
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         with anyio.fail_after(self.timeout):
