@@ -24,6 +24,7 @@ from ._base import (
 from ._bounds import paired_lower_bound
 from ._combining import EveryKState, apply_if, chain, every_k, masked, named_chain
 from ._copro import CoproState, copro
+from ._guard import memorization_guard
 from ._optoprime import optoprime, optoprime_update
 from ._stages import (
     DRAWS,
@@ -84,6 +85,7 @@ __all__ = [
     "identity",
     "masked",
     "mean_score",
+    "memorization_guard",
     "momentum",
     "named_chain",
     "neighbor_sgd",

@@ -1,0 +1,90 @@
+"""Noise-aware acceptance and the overfitting guard through `fit`: the run's records say what they decided."""
+
+from __future__ import annotations
+
+from semgrad.backends.fake import FunctionLLM, reply_rewrite
+from semgrad.core import Example, GraphBuilder, optim
+from semgrad.effects import fit_sync
+
+REWRITE = "Rewritten instruction."
+
+
+def _graph():
+    b = GraphBuilder()
+    b.llm("answer", inputs=[b.input("question")], instruction="Answer the question.")
+    return b.build(output="answer")
+
+
+NAMES = ("Lena", "Omar", "Ines", "Piet", "Yuki", "Ravi", "Ada", "Kofi", "Mina", "Tom", "Zoe", "Ivo", "Eli", "Noa")
+
+
+def _question(i):
+    """A question whose every run of 8 words names someone no other question names."""
+    return f"How many apples does {NAMES[i % 14]} keep after giving two to {NAMES[(i + 7) % 14]}"
+
+
+def _items(ids):
+    return [Example({"question": _question(i)}, "1", id=i) for i in ids]
+
+
+def _llm(rewrite):
+    """Every answer is wrong under the initial instruction; under `rewrite`'s value item 10 only is right."""
+
+    def answer(request):
+        if request.purpose == "rewrite":
+            return reply_rewrite(request, rewrite)
+        if request.purpose == "backward":
+            return "".join(f'<feedback input="{t}">do better</feedback>' for t in request.targets)
+        right = rewrite in request.system and request.sample == 10
+        return "1" if right else "2"
+
+    return FunctionLLM(answer)
+
+
+def _fit(gate, rewrite=REWRITE, guard=False):
+    graph, params = _graph()
+    stages = [optim.neighbor_sgd(k=2, gate=False)]
+    if guard:
+        stages.append(optim.memorization_guard())
+    stages.append(gate)
+    return fit_sync(
+        graph,
+        params,
+        optim.chain(*stages),
+        train=_items(range(4)),
+        validation=_items(range(10, 20)),
+        llm=_llm(rewrite),
+        iterations=1,
+    )
+
+
+def _notes(result, stage):
+    return [note for report in result.history[0].report if report.stage == stage for note in report.notes]
+
+
+def test_a_lucky_one_item_win_is_accepted_by_the_sum_rule_and_refused_by_lcb_and_the_record_says_why():
+    """A rewrite that fixes 1 of 10 validation items: the default gate applies it; rule="lcb" does not,
+    and the iteration record's gate report gives the paired gain, the bound and the verdict."""
+    graph, params = _graph()
+    summed = _fit(optim.validation_gate())
+    assert summed.history[0].accepted is True and summed.params.value("answer.instruction") == REWRITE
+    bounded = _fit(optim.validation_gate(rule="lcb", alpha=0.05))
+    record = bounded.history[0]
+    assert record.accepted is False and not record.applied and bounded.params == params
+    assert record.validation_score == 0.1
+    (note,) = _notes(bounded, "validation_gate")
+    assert note.startswith("candidate 0.100 vs best 0.000 on validation; rule lcb: paired gain +0.100, lower 95%")
+    assert note.endswith("(10 items, t with 9 df): rejected")
+
+
+def test_a_rewrite_that_pastes_a_training_question_is_refused_before_the_gate_and_recorded():
+    """With memorization_guard before the gate, a rewrite holding a training question verbatim is never
+    applied (nor scored), and the iteration record names the parameter and the item it copies."""
+    graph, params = _graph()
+    copying = f"Answer as in this case: {_question(2)}"
+    result = _fit(optim.validation_gate(), rewrite=copying, guard=True)
+    record = result.history[0]
+    assert record.accepted is False and not record.applied and result.params == params
+    (note,) = _notes(result, "memorization_guard")
+    assert note.startswith("answer.instruction: refused, it copies 8 consecutive words of training item 2's input")
+    assert _notes(result, "validation_gate") == ["nothing to update; rejected"]
