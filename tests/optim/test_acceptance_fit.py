@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from semgrad.backends.fake import FunctionLLM, reply_rewrite
-from semgrad.core import Example, GraphBuilder, optim
+from semgrad._samples import gsm8k_sample
+from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
+from semgrad.backends.simulated import SimulatedLLM
+from semgrad.core import Example, GraphBuilder, numeric_match, optim
 from semgrad.effects import fit_sync
+from semgrad.topologies import paper_graph
 
 REWRITE = "Rewritten instruction."
 
@@ -88,3 +91,28 @@ def test_a_rewrite_that_pastes_a_training_question_is_refused_before_the_gate_an
     (note,) = _notes(result, "memorization_guard")
     assert note.startswith("answer.instruction: refused, it copies 8 consecutive words of training item 2's input")
     assert _notes(result, "validation_gate") == ["nothing to update; rejected"]
+
+
+def _demo(**options):
+    """`fit_sync` on the demo task (paper graph, bundled GSM8K items, simulated LLM) under the lcb gate."""
+    samples = gsm8k_sample()
+    examples = [Example({"question": q}, a, id=i) for i, (q, a) in enumerate(samples)]
+    graph, params = paper_graph()
+    optimizer = optim.chain(optim.neighbor_sgd(k=2, gate=False), optim.validation_gate(rule="lcb", alpha=0.2))
+    llm = options.pop("llm", None) or SimulatedLLM(dict(samples), seed=5)
+    return fit_sync(
+        graph, params, optimizer, train=examples[:5], validation=examples[5:], llm=llm, loss=numeric_match(), **options
+    )
+
+
+def test_a_run_under_the_lcb_gate_resumes_from_its_checkpoint_to_the_same_result(tmp_path):
+    """The gate's kept per-item scores go into the checkpoint: a run resumed after an accepted update ends as
+    an uninterrupted one, making the same calls (no rescoring of the current params)."""
+    full = _demo(iterations=3)
+    assert any(r.accepted for r in full.history[:1]) and "rule lcb" in str(full.history[0].report)
+    path = tmp_path / "ckpt.json"
+    _demo(iterations=1, checkpoint=path)
+    rec = RecordingLLM(SimulatedLLM(dict(gsm8k_sample()), seed=5))
+    resumed = _demo(iterations=3, resume=path, llm=rec)
+    assert (resumed.params, resumed.history, resumed.best_score) == (full.params, full.history, full.best_score)
+    assert sum(rec.counts().values()) == sum(sum(r.calls.values()) for r in full.history[1:])
