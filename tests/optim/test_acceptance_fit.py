@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from semgrad._samples import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
@@ -116,3 +118,23 @@ def test_a_run_under_the_lcb_gate_resumes_from_its_checkpoint_to_the_same_result
     resumed = _demo(iterations=3, resume=path, llm=rec)
     assert (resumed.params, resumed.history, resumed.best_score) == (full.params, full.history, full.best_score)
     assert sum(rec.counts().values()) == sum(sum(r.calls.values()) for r in full.history[1:])
+
+
+def test_every_ready_made_optimizer_takes_a_gate_stage_in_place_of_its_own():
+    """neighbor_sgd, tgd, textgrad, optoprime and the ablations end with the gate stage given (the guard and the
+    lcb gate here); min_gain beside a given gate, and a gate for the no-gate ablation, are refused."""
+    gate = optim.chain(optim.memorization_guard(), optim.validation_gate(rule="lcb"))
+    made = [
+        optim.neighbor_sgd(gate=gate),
+        optim.tgd(gate=gate),
+        optim.textgrad(gate=gate),
+        optim.optoprime(gate=gate),
+        *(optim.ablation(name, gate=gate, param="answer.instruction") for name in ("one-parameter",)),
+        *(optim.ablation(name, gate=gate) for name in optim.ABLATIONS if name not in ("no-gate", "one-parameter")),
+    ]
+    for optimizer in made:
+        assert optimizer.name.endswith("chain(memorization_guard, validation_gate))"), optimizer.name
+    with pytest.raises(ValueError, match="min_gain is the default gate's"):
+        optim.neighbor_sgd(gate=gate, min_gain=0.1)
+    with pytest.raises(ValueError, match="no-gate ablation has no gate to replace"):
+        optim.ablation("no-gate", gate=gate)
