@@ -91,7 +91,9 @@ def test_a_rewrite_that_pastes_a_training_question_is_refused_before_the_gate_an
     record = result.history[0]
     assert record.accepted is False and not record.applied and result.params == params
     (note,) = _notes(result, "memorization_guard")
-    assert note.startswith("answer.instruction: refused, it copies 8 consecutive words of training item 2's input")
+    assert note.startswith(
+        "answer.instruction: refused, it copies 8 consecutive words of training item 2 (input question)"
+    )
     assert _notes(result, "validation_gate") == ["nothing to update; rejected"]
 
 

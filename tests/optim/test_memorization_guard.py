@@ -46,7 +46,7 @@ def test_an_instruction_copying_eight_words_of_a_training_input_is_refused_and_r
     assert new.updates == FrozenMap({"hint.instruction": "Give a short hint."})
     assert new.report[-1].stage == "memorization_guard"
     assert new.report[-1].notes == (
-        "answer.instruction: refused, it copies 8 consecutive words of training item 'lena''s input question: "
+        "answer.instruction: refused, it copies 8 consecutive words of training item 'lena' (input question): "
         '"lena buys seven red apples and gives two"',
     )
 
@@ -55,7 +55,7 @@ def test_a_copied_target_is_refused_and_case_and_punctuation_do_not_hide_it():
     """Eight words of an item's target, in other case and punctuation, are a copy too."""
     new = _guarded({"answer.instruction": "Reply like: LENA KEEPS five, red apples -- after giving two of them."})
     assert not new.updates
-    assert "training item 'lena''s target" in new.report[-1].notes[0]
+    assert "training item 'lena' (target)" in new.report[-1].notes[0]
 
 
 def test_an_instruction_sharing_only_short_phrases_passes():

@@ -57,7 +57,7 @@ class Copied:
         """One line for a report."""
         return (
             f"{self.param}: refused, it copies {len(self.words)} consecutive words of training item "
-            f'{self.sample!r}\'s {self.field}: "{" ".join(self.words)}"'
+            f'{self.sample!r} ({self.field}): "{" ".join(self.words)}"'
         )
 
 
