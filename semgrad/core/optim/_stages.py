@@ -616,6 +616,22 @@ class GateState:
 GATE_RULES = ("sum", "lcb")
 
 
+def _best_so_far(
+    step: Step, state: GateState, params: Params, loss: Loss, lcb: bool
+) -> tuple[float | None, Program[tuple[float, ...] | None]]:
+    """The gate's best score so far (None: to be taken from its items) and a program of its score per item
+    (of None when the sum rule knows the best score: no call is made for it)."""
+    if not step.validation:  # the official protocol: the current params' training scores come with the step
+        current = require(step, "scores", "validation_gate", "fit (which scores the training batch)")
+        return sum(s.value for s in current) / len(current), pure(tuple(s.value for s in current))
+    best = state.best if state.best is not None else step.best_score
+    known = state.items if lcb and state.items is not None and len(state.items) == len(step.validation) else None
+    if known is not None or (best is not None and not lcb):
+        return best, pure(known)
+    scored = evaluate(step.graph, params, step.validation, loss, options=step.options.get("forward"))
+    return best, map_(scored, lambda results: tuple(s.value for _, s in results))
+
+
 def validation_gate(
     *, min_gain: float = 0.0, always_accept: bool = False, rule: str = "sum", alpha: float = 0.05
 ) -> Transform:
@@ -698,20 +714,7 @@ def validation_gate(
         examples = step.train if on_train else step.validation
         forward_options = step.options.get("forward")
         candidate = evaluate(step.graph, apply_updates(params, updates), examples, step.loss, options=forward_options)
-        # The best params' score per item (None: not needed, the sum rule knowing the mean) and the mean.
-        per_item: Program[tuple[float, ...] | None]
-        if on_train:
-            current = require(step, "scores", "validation_gate", "fit (which scores the training batch)")
-            best: float | None = sum(s.value for s in current) / len(current)
-            per_item = pure(tuple(s.value for s in current))
-        else:
-            best = state.best if state.best is not None else step.best_score
-            known = state.items if lcb and state.items is not None and len(state.items) == len(examples) else None
-            if known is not None or (best is not None and not lcb):
-                per_item = pure(known)
-            else:
-                scored = evaluate(step.graph, params, examples, step.loss, options=forward_options)
-                per_item = map_(scored, lambda results: tuple(s.value for _, s in results))
+        best, per_item = _best_so_far(step, state, params, step.loss, lcb)
 
         def decide(pair: tuple[Any, tuple[float, ...] | None]) -> tuple[Step, GateState]:
             results, items = pair
