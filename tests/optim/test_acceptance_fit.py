@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from semgrad._samples import gsm8k_sample
+from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import Example, GraphBuilder, numeric_match, optim
