@@ -22,7 +22,7 @@ if importlib.util.find_spec("ray") is None:  # pragma: no cover - depends on the
     if os.environ.get("CI"):
         pytest.fail("Ray is not installed, but CI must run the Ray tests (it is in the `test` extra)", pytrace=False)
     pytest.skip(
-        "Ray is not installed (pip install 'semgrad[ray]'); the --local tests cover the rest", allow_module_level=True
+        "Ray is not installed (pip install -e '.[ray]'); the --local tests cover the rest", allow_module_level=True
     )
 
 pytestmark = needs_data

@@ -252,7 +252,8 @@ def test_without_ray_the_default_path_says_how_to_proceed(tmp_path, monkeypatch)
     spec = write_spec(
         tmp_path / "s.toml", {"tasks": ["gsm8k"], "seeds": [0], "optimizers": ["tgd"]}, settings={"data_dir": str(DATA)}
     )
-    with pytest.raises(SweepError, match=r"Ray is not installed: pip install 'semgrad\[ray\]', or pass --local"):
+    expected = r"Ray is not installed: pip install -e '\.\[ray\]' in the semgrad checkout, or pass --local"
+    with pytest.raises(SweepError, match=expected):
         run_sweep(spec, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
