@@ -6,19 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from .simulated_ablations import DATA, table
+from .._data import data_dir, needs_real_data
+from .simulated_ablations import table
 
 README = Path(__file__).parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")
 def rows() -> str:
-    """The table, computed now from the shared data (skipped when it is absent)."""
-    if not (DATA / "bbh" / "navigate.json").is_file():
-        pytest.skip(f"BBH data is absent: {DATA}")
-    return table(DATA)
+    """The table, computed now from the data directory (the real data sets, or the tests' synthetic copy)."""
+    return table(data_dir())
 
 
+@needs_real_data
 def test_readme_holds_the_table_the_script_prints(rows):
     """README.md shows exactly what `python -m tests.experiments.simulated_ablations` prints."""
     regenerate = "regenerate the README table: python -m tests.experiments.simulated_ablations"
@@ -36,12 +36,11 @@ def test_removing_information_changes_the_simulated_outcome(rows):
 
 @pytest.fixture(scope="module")
 def liar_rows() -> str:
-    """The LIAR table, computed now from the shared data (skipped when it is absent)."""
-    if not (DATA / "liar" / "train.tsv").is_file():
-        pytest.skip(f"LIAR data is absent: {DATA}")
-    return table(DATA, "liar")
+    """The LIAR table, computed now from the data directory (the real data sets, or the tests' synthetic copy)."""
+    return table(data_dir(), "liar")
 
 
+@needs_real_data
 def test_readme_holds_the_liar_table_the_script_prints(liar_rows):
     """README.md shows exactly the LIAR table `python -m tests.experiments.simulated_ablations` prints."""
     regenerate = "regenerate the README table: python -m tests.experiments.simulated_ablations"

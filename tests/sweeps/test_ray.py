@@ -16,7 +16,7 @@ from semgrad.cli import main
 from semgrad.sweeps import run_sweep
 
 from . import _helpers
-from ._helpers import CallLog, chat_server, grid_spec, logged_calls, needs_data, sweep_json
+from ._helpers import CallLog, chat_server, grid_spec, logged_calls, sweep_json
 
 if importlib.util.find_spec("ray") is None:  # pragma: no cover - depends on the environment
     if os.environ.get("CI"):
@@ -24,8 +24,6 @@ if importlib.util.find_spec("ray") is None:  # pragma: no cover - depends on the
     pytest.skip(
         "Ray is not installed (pip install -e '.[ray]'); the --local tests cover the rest", allow_module_level=True
     )
-
-pytestmark = needs_data
 
 
 @pytest.fixture(scope="module", autouse=True)
