@@ -218,3 +218,10 @@ def test_the_readme_says_where_each_data_set_comes_from_and_its_layout():
         assert f"https://github.com/{owner}/{repo}" in section and f"({commit[:7]})" in section, repo
         for source in files:
             assert source.path.split("/")[-1] in section or source.path.startswith("bbh/"), source.path
+
+
+def test_data_get_takes_no_abbreviated_option(capsys):
+    """`semgrad data get bbh --di DIR` is refused, not read as --dir."""
+    with pytest.raises(SystemExit) as exit:
+        main(["data", "get", "bbh", "--di", "somewhere"])
+    assert exit.value.code == 2 and "unrecognized arguments: --di" in capsys.readouterr().err
