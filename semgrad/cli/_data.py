@@ -114,6 +114,7 @@ _TIMEOUT = 60.0
 def add_parser(commands: Any) -> None:
     """Add ``data`` (with its one action, ``get``) to the subcommands."""
     data = add_command(commands, "data", help="download the paper's data sets (BBH, GSM8K, LIAR)")
+    data.set_defaults(func=command)
     actions = data.add_subparsers(dest="action", required=True)
     get_parser = add_command(
         actions,
