@@ -237,7 +237,9 @@ class _Progress:
         done = f"{self.have / 1e6:.2f} MB"
         if not self.total:
             return f"{self.name}: {done}"
-        return f"{self.name}: {done} of {self.total / 1e6:.2f} MB ({100 * self.have // max(self.total, 1)}%)"
+        share = min(self.have / max(self.total, 1), 1.0)
+        bar = "#" * round(20 * share)
+        return f"{self.name}: [{bar:-<20}] {done} of {self.total / 1e6:.2f} MB ({int(100 * share)}%)"
 
     def advance(self, n: int) -> None:
         self.have += n

@@ -111,7 +111,7 @@ def test_data_get_downloads_checks_and_lays_out_the_files_with_progress(
     assert not list(target.rglob("*.part"))
     assert len(load_gsm8k(target, "train")) == 7473
     out, err = capsys.readouterr()
-    assert re.search(r"gsm8k/train\.jsonl: \d+\.\d\d MB of \d+\.\d\d MB \(100%\)", err), err
+    assert re.search(r"gsm8k/train\.jsonl: \[#{20}\] \d+\.\d\d MB of \d+\.\d\d MB \(100%\)", err), err
     assert "gsm8k/test.jsonl" in err and "gsm8k: 2 files in" in out
     server.requests.clear()
     assert main(["data", "get", "gsm8k", "--dir", str(target)]) == 0
@@ -225,3 +225,28 @@ def test_data_get_takes_no_abbreviated_option(capsys):
     with pytest.raises(SystemExit) as exit:
         main(["data", "get", "bbh", "--di", "somewhere"])
     assert exit.value.code == 2 and "unrecognized arguments: --di" in capsys.readouterr().err
+
+
+def test_the_progress_line_is_rewritten_in_place_on_a_terminal():
+    """On a terminal the progress line is redrawn with a carriage return as bytes arrive, with a bar that fills;
+    elsewhere one line per file is printed when it is done."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    line = _data._Progress("bbh/navigate.json", 0, 4_000_000, screen)
+    line.advance(1_000_000)
+    line.shown = 0.0
+    line.advance(1_000_000)
+    line.done()
+    frames = screen.getvalue().split("\r")[1:]
+    assert frames[0] == "bbh/navigate.json: [#####---------------] 1.00 MB of 4.00 MB (25%)"
+    assert frames[1].startswith("bbh/navigate.json: [##########----------] 2.00 MB") and frames[-1].endswith("(50%)\n")
+    plain = io.StringIO()
+    quiet = _data._Progress("liar/test.tsv", 0, None, plain)
+    quiet.advance(500_000)
+    quiet.done()
+    assert plain.getvalue() == "liar/test.tsv: 0.50 MB\n"
