@@ -11,9 +11,7 @@ import pytest
 from semgrad.cli import main
 from semgrad.sweeps import SweepError, load_spec, render_sweep, run_sweep
 
-from ._helpers import DATA, CallLog, chat_server, grid_spec, logged_calls, needs_data, sweep_json, write_spec
-
-pytestmark = needs_data
+from ._helpers import DATA, CallLog, chat_server, grid_spec, logged_calls, sweep_json, write_spec
 
 
 def test_the_combined_report_lists_every_run_with_scores_and_costs(local_sweep):
