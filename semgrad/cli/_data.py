@@ -27,6 +27,9 @@ from ._flags import HelpWithDefaults, add_command
 
 __all__ = ["DATASETS", "SOURCES", "DownloadError", "FileSource", "add_parser", "command", "get"]
 
+#: Bytes in a megabyte, as the progress bar counts them.
+_MEGABYTE = 1_000_000
+
 
 class DownloadError(Exception):
     """A data file could not be downloaded, or what arrived is not the file listed."""
@@ -234,12 +237,12 @@ class _Progress:
         self.shown = 0.0
 
     def text(self) -> str:
-        done = f"{self.have / 1e6:.2f} MB"
+        done = f"{self.have / _MEGABYTE:.2f} MB"
         if not self.total:
             return f"{self.name}: {done}"
         share = min(self.have / max(self.total, 1), 1.0)
         bar = "#" * round(20 * share)
-        return f"{self.name}: [{bar:-<20}] {done} of {self.total / 1e6:.2f} MB ({int(100 * share)}%)"
+        return f"{self.name}: [{bar:-<20}] {done} of {self.total / _MEGABYTE:.2f} MB ({int(100 * share)}%)"
 
     def advance(self, n: int) -> None:
         self.have += n
