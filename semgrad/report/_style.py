@@ -38,7 +38,11 @@ th, td { border: 1px solid var(--line); padding: 4px 10px; text-align: left; ver
   overflow-wrap: anywhere; }
 thead th { background: #eef1f5; white-space: nowrap; }
 td.published-cell { min-width: 16em; }
-td.num { white-space: nowrap; overflow-wrap: normal; }
+td.num, .num { white-space: nowrap; overflow-wrap: normal; font-variant-numeric: tabular-nums; }
+table.figures thead th { white-space: normal; overflow-wrap: normal; vertical-align: bottom; }
+table.figures thead th:not(:first-child), table.figures td.num { text-align: right; }
+table.figures th.method { font-weight: normal; background: #fafbfc; }
+td.scores { min-width: 9em; }
 table.summary th[scope=row] { font-weight: 600; background: #fafbfc; white-space: nowrap; }
 tr.average th, tr.average td { background: #f6f8fb; }
 tr.rejected td { color: var(--muted); }
