@@ -291,9 +291,9 @@ def report_link(method: ComparedMethod) -> str | None:
     return f"{quote(run_dir)}/report.html" if run_dir and _LINKABLE.fullmatch(run_dir) else None
 
 
-def _name_cell(method: ComparedMethod) -> str:
-    """The method's name, linked to its report, and what its row must say beside it."""
-    name, href = isolate(method.optimizer), report_link(method)
+def _name_cell(method: ComparedMethod, dry: bool) -> str:
+    """The method's name, linked to its report (a dry run has none), and what its row must say beside it."""
+    name, href = isolate(method.optimizer), None if dry else report_link(method)
     linked = f'<a href="{esc(href)}">{name}</a>' if href else name
     notes = _notes(method)
     return f'<th scope="row" class="method">{linked}{isolate(notes) if notes else ""}</th>'
@@ -325,7 +325,7 @@ def _tables(summary: Comparison) -> str:
     head += ["calls", "tokens in", "tokens out", "cost"] + ([] if dry else ["wall time"])
     rows = []
     for m in methods:
-        row = [_name_cell(m)]
+        row = [_name_cell(m, dry)]
         if not dry:
             row += [f'<td class="scores">{_figures(m.scores)}</td>', esc(percent(m.test))]
             row.append(esc(percent(m.initial_test)))
@@ -341,7 +341,7 @@ def _tables(summary: Comparison) -> str:
         if not purposes:
             continue
         by_purpose = [
-            [_name_cell(m)]
+            [_name_cell(m, dry)]
             + [esc(_num((getattr(m, field) or {}).get(p, 0))) for p in purposes]
             + [esc(_num(m.calls if total else _count(m.input_tokens) + _count(m.output_tokens)))]
             for m in methods

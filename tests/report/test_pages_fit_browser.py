@@ -91,7 +91,7 @@ MEASURE = """
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       if (node.parentElement.closest('pre, .cell-text, .free-text, details:not([open])')) continue;
-      const re = /\\S+/g;
+      const re = /[^\\s_:-]+/g;
       let m;
       while ((m = re.exec(node.data)) !== null) {
         const range = document.createRange();
