@@ -3,10 +3,12 @@ to its method's report, and a bbh:all report that stays light."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from semgrad.report import render_report
 from semgrad.report._compare import render_compare
+from semgrad.report._samples import predictions_table
 from semgrad.report._style import CSS
 from semgrad.sweeps import render_sweep
 
@@ -51,3 +53,37 @@ def test_a_dry_comparison_links_no_report():
     """A dry run wrote no run folder: no method's name is a link."""
     page = render_compare({"dry_run": True, "methods": [{"optimizer": "tgd", "calls": 9, "run_dir": "tgd"}]})
     assert "href=" not in page
+
+
+def test_a_bbh_all_report_is_light():
+    """A 27-task bbh:all report with 210 predictions per task weighs under 1 MB (it was 5.5 MB: every prediction
+    of every task inlined), while its results.json holds all 5,670 predictions."""
+    from .test_pages_fit_browser import bbh_all_results
+
+    results = bbh_all_results()
+    page = render_report(results)
+    assert len(json.dumps(results)) > 4_000_000
+    assert len(page.encode("utf-8")) < 1_000_000, len(page.encode("utf-8"))
+    assert page.count("Showing 20 of 210 predictions: the first 20 wrong ones") == 27
+    assert "105 of 210 correct on the test split" in page
+
+
+def test_a_capped_table_shows_the_wrong_ones_first_numbered_as_in_the_split():
+    """Over its limit, a task's table shows the wrong predictions first (then others), each under its number in
+    the split, and says how many it left out; the summary still counts them all."""
+    entries = [{"inputs": {"q": f"q{i}"}, "output": "o", "target": "t", "correct": i not in (3, 7)} for i in range(30)]
+    html = predictions_table({"predictions": entries}, "task-0", limit=5)
+    numbers = re.findall(r'<td class="num">(\d+)</td>', html)
+    assert numbers == ["1", "2", "3", "4", "8"]
+    assert "28 of 30 correct" in html and "Showing 5 of 30 predictions: all 2 wrong ones and the first 3 others" in html
+    everything = predictions_table({"predictions": entries}, "task-0", limit=30)
+    assert "Showing" not in everything and len(re.findall(r'<td class="num">\d+</td>', everything)) == 30
+
+
+def test_a_single_task_report_shows_up_to_200_predictions_and_a_long_text_is_clipped():
+    """A one-task report shows 200 predictions of 300, and a 5,000-character output as its first 1,500 and a count."""
+    entries = [{"inputs": {"q": "q"}, "output": "y" * 5000, "target": "t", "correct": True} for _ in range(300)]
+    page = render_report({"task": "gsm8k", "tasks": [{"task": "gsm8k", "predictions": entries}]})
+    assert "Showing 200 of 300 predictions: the first 200," in page
+    assert page.count("y" * 1500 + "\u2026 (3,500 more characters in results.json)") == 200
+    assert "y" * 1501 not in page
