@@ -1,7 +1,7 @@
 """Every page semgrad writes fits a 1,300 px window in headless Chromium: the run report (a 27-task ``bbh:all``),
 the compare page and ``sweep.html``. Chromium measures each page's DOM: nothing wider than the window, no
 table cell whose content overflows its box, no number wrapped over two lines, no word of a
-table cell or heading (a task name) broken over two lines."""
+table cell or heading (a task name) broken over two lines, no label of a chart cut off at its edge."""
 
 from __future__ import annotations
 
@@ -102,12 +102,18 @@ MEASURE = """
       }
     }
   }
+  const clipped = [];
+  for (const text of document.querySelectorAll('svg.chart text')) {
+    const box = text.getBoundingClientRect(), frame = text.closest('svg').getBoundingClientRect();
+    if (box.left < frame.left - 1 || box.right > frame.right + 1 || box.bottom > frame.bottom + 1)
+      clipped.push(text.textContent.slice(0, 60));
+  }
   const facts = {
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
     cells: document.querySelectorAll('td, th').length,
     numbers: document.querySelectorAll('td.num').length,
-    overflowing: overflowing, wrapped: wrapped, broken: broken,
+    overflowing: overflowing, wrapped: wrapped, broken: broken, clipped: clipped,
   };
   const out = document.createElement('pre');
   out.id = 'fit-facts';
@@ -147,6 +153,7 @@ def check_fits(page: Path, work: Path) -> dict[str, Any]:
     assert not facts["overflowing"], facts["overflowing"]
     assert not facts["wrapped"], facts["wrapped"]
     assert not facts["broken"], facts["broken"]
+    assert not facts["clipped"], facts["clipped"]
     width, _, distinct = png_facts(screenshot(page, work))
     assert width == WIDTH and distinct > 50
     return facts
