@@ -82,8 +82,10 @@ MEASURE = """
     if (cell.scrollWidth > cell.clientWidth + 1) overflowing.push(where(cell));
   }
   const wrapped = [];
-  for (const cell of document.querySelectorAll('td.num, th.num')) {
+  const figure = /^\\s*[-+\\u2212]?\\$?[\\d,.]+\\s*(%|s|pp)?\\s*$/;
+  for (const cell of document.querySelectorAll('td, th, .num')) {
     if (cell.closest('details:not([open])')) continue;
+    if (!cell.matches('.num') && !figure.test(cell.textContent)) continue;
     if (lines(cell) > 1) wrapped.push(where(cell));
   }
   const broken = [];
@@ -112,7 +114,7 @@ MEASURE = """
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
     cells: document.querySelectorAll('td, th').length,
-    numbers: document.querySelectorAll('td.num').length,
+    numbers: [...document.querySelectorAll('td, th, .num')].filter((c) => figure.test(c.textContent)).length,
     overflowing: overflowing, wrapped: wrapped, broken: broken, clipped: clipped,
   };
   const out = document.createElement('pre');
