@@ -38,9 +38,22 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
         True
     """
     n = max((len(s) for s in series.values()), default=0)
+    # The legend: one entry per optimizer, in rows as wide as the chart; the plot moves down by its extra rows.
+    legend, x_legend, row = [], float(_LEFT), 0
+    for k, name in enumerate(series):
+        wide = 28 + 7 * len(str(name))
+        if x_legend > _LEFT and x_legend + wide > _WIDTH - _RIGHT:
+            x_legend, row = float(_LEFT), row + 1
+        y = 12 + 18 * row
+        legend.append(f'<rect x="{x_legend:.1f}" y="{y}" width="12" height="12" fill="{_PALETTE[k % len(_PALETTE)]}"/>')
+        legend.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="{y + 10}">{esc(name)}</text>')
+        x_legend += wide
+    extra = 18 * row
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT}" '
-        f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="score per iteration and optimizer">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT + extra}" '
+        f'viewBox="0 0 {_WIDTH} {_HEIGHT + extra}" role="img" aria-label="score per iteration and optimizer">',
+        *legend,
+        f'<g transform="translate(0 {extra})">',
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = _y(tick)
@@ -55,12 +68,8 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
         f'<text class="axis-label" x="{_LEFT + _PLOT_W / 2:.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
         "iteration (training score at its start)</text>"
     )
-    x_legend = float(_LEFT)
     for k, (name, scores) in enumerate(series.items()):
         colour = _PALETTE[k % len(_PALETTE)]
-        parts.append(f'<rect x="{x_legend:.1f}" y="12" width="12" height="12" fill="{colour}"/>')
-        parts.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="22">{esc(name)}</text>')
-        x_legend += 28 + 7 * len(name)
         points = []
         for i, score in enumerate(scores):
             if score is None:
@@ -72,6 +81,7 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
                 f"<title>{esc(name)}, iteration {i + 1}: {percent(score)}</title></circle>"
             )
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}"/>')
+    parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
 
