@@ -36,7 +36,6 @@ nav ul { list-style: none; display: flex; flex-wrap: wrap; gap: 6px 18px; paddin
 table { border-collapse: collapse; margin: 6px 0 12px; }
 th, td { border: 1px solid var(--line); padding: 4px 10px; text-align: left; vertical-align: top;
   overflow-wrap: break-word; }
-td.error, td.free-text { overflow-wrap: anywhere; }
 thead th { background: #eef1f5; white-space: nowrap; }
 td.published-cell { min-width: 16em; }
 td.num, .num { white-space: nowrap; overflow-wrap: normal; font-variant-numeric: tabular-nums; }
@@ -49,7 +48,7 @@ table.summary th[scope=row] { font-weight: 600; background: #fafbfc; white-space
 tr.average th, tr.average td { background: #f6f8fb; }
 tr.rejected td { color: var(--muted); }
 tr.paper td { color: var(--muted); font-style: italic; }
-td.error { color: #a00; min-width: 8em; }
+td.error { color: #a00; min-width: 8em; overflow-wrap: anywhere; }
 table.runs { font-size: .85rem; }
 .published { color: #6a3d9a; }
 .caption, .used-by, .task-facts, p.empty { color: var(--muted); font-size: .9rem; }

@@ -92,7 +92,7 @@ MEASURE = """
   for (const el of document.querySelectorAll('td, th, h1, h2, h3, h4')) {
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      if (node.parentElement.closest('pre, .cell-text, .free-text, details:not([open])')) continue;
+      if (node.parentElement.closest('pre, .cell-text, td.error, details:not([open])')) continue;
       const re = /[^\\s_:-]+/g;
       let m;
       while ((m = re.exec(node.data)) !== null) {
