@@ -7,8 +7,10 @@ line per optimizer; `compare_table` is the table in Markdown (README, terminal).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from ._chart import percent_grid
 from ._format import as_text, esc, isolate, percent
@@ -37,9 +39,22 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
         True
     """
     n = max((len(s) for s in series.values()), default=0)
+    # The legend: one entry per optimizer, in rows as wide as the chart; the plot moves down by its extra rows.
+    legend, x_legend, row = [], float(_LEFT), 0
+    for k, name in enumerate(series):
+        wide = 28 + 7 * len(str(name))
+        if x_legend > _LEFT and x_legend + wide > _WIDTH - _RIGHT:
+            x_legend, row = float(_LEFT), row + 1
+        y = 12 + 18 * row
+        legend.append(f'<rect x="{x_legend:.1f}" y="{y}" width="12" height="12" fill="{_PALETTE[k % len(_PALETTE)]}"/>')
+        legend.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="{y + 10}">{esc(name)}</text>')
+        x_legend += wide
+    extra = 18 * row
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT}" '
-        f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="score per iteration and optimizer">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT + extra}" '
+        f'viewBox="0 0 {_WIDTH} {_HEIGHT + extra}" role="img" aria-label="score per iteration and optimizer">',
+        *legend,
+        f'<g transform="translate(0 {extra})">',
     ]
     parts += percent_grid(_LEFT, _WIDTH - _RIGHT, _y)
     bottom = _TOP + _PLOT_H
@@ -51,12 +66,8 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
         f'<text class="axis-label" x="{_LEFT + _PLOT_W / 2:.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
         "iteration (training score at its start)</text>"
     )
-    x_legend = float(_LEFT)
     for k, (name, scores) in enumerate(series.items()):
         colour = _PALETTE[k % len(_PALETTE)]
-        parts.append(f'<rect x="{x_legend:.1f}" y="12" width="12" height="12" fill="{colour}"/>')
-        parts.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="22">{esc(name)}</text>')
-        x_legend += 28 + 7 * len(name)
         points = []
         for i, score in enumerate(scores):
             if score is None:
@@ -68,6 +79,7 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
                 f"<title>{esc(name)}, iteration {i + 1}: {percent(score)}</title></circle>"
             )
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}"/>')
+    parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -111,6 +123,8 @@ class ComparedMethod(Protocol):
     def refused(self) -> int: ...
     @property
     def failed_calls(self) -> int: ...
+    @property
+    def run_dir(self) -> str | None: ...
 
 
 class Comparison(Protocol):
@@ -268,8 +282,85 @@ def compare_table(summary: Comparison | Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: A method's run folder that the page may link: one plain path component, no leading dot (the
+#: optimizer's name, as `compare` writes it); ``compare.json`` is read as untrusted, so any other gets no link.
+_LINKABLE = re.compile(r"[\w+@=-][\w.+@=-]*", re.ASCII)
+
+
+def report_link(method: ComparedMethod) -> str | None:
+    """The relative link to `method`'s ``report.html`` (in its run folder under the comparison's), or None
+    when it has no run folder (a dry run) or one that is not a plain folder name.
+
+    Examples:
+        >>> report_link(_Keys({"run_dir": "neighbor-sgd"})), report_link(_Keys({"run_dir": "../etc"}))
+        ('neighbor-sgd/report.html', None)
+    """
+    run_dir = method.run_dir if isinstance(getattr(method, "run_dir", None), str) else None
+    return f"{quote(run_dir)}/report.html" if run_dir and _LINKABLE.fullmatch(run_dir) else None
+
+
+def _name_cell(method: ComparedMethod, dry: bool) -> str:
+    """The method's name, linked to its report (a dry run has none), and what its row must say beside it."""
+    name, href = isolate(method.optimizer), None if dry else report_link(method)
+    linked = f'<a href="{esc(href)}">{name}</a>' if href else name
+    notes = _notes(method)
+    return f'<th scope="row" class="method">{linked}{isolate(notes) if notes else ""}</th>'
+
+
+def _figures(scores: Sequence[float | None] | None) -> str:
+    """The scores per iteration: each figure whole on its line, the line breaking only between figures."""
+    shown = [f'<span class="num">{esc(percent(s))}</span>' for s in scores or ()]
+    return " \u2192 ".join(shown) or "\u2014"
+
+
+def _html_table(element_id: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table of figures: a header row, and per method its name cell then cells of figures (each on one line)."""
+    header = "".join(f'<th scope="col">{esc(h)}</th>' for h in head)
+    body = "".join(
+        "<tr>" + row[0] + "".join(c if c.startswith("<td") else f'<td class="num">{c}</td>' for c in row[1:]) + "</tr>"
+        for row in rows
+    )
+    return f'<table class="figures" id="{element_id}"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _tables(summary: Comparison) -> str:
+    """The page's tables: the scores and totals side by side; the calls, then the tokens, by purpose.
+
+    Three narrow tables rather than one of twenty columns: every figure fits its cell on one line.
+    """
+    methods, dry = list(summary.methods or ()), bool(summary.dry_run)
+    head = ["optimizer"] + ([] if dry else ["score per iteration", "test", "initial test"])
+    head += ["calls", "tokens in", "tokens out", "cost"] + ([] if dry else ["wall time"])
+    rows = []
+    for m in methods:
+        row = [_name_cell(m, dry)]
+        if not dry:
+            row += [f'<td class="scores">{_figures(m.scores)}</td>', esc(percent(m.test))]
+            row.append(esc(percent(m.initial_test)))
+        row += [esc(_num(m.calls)), esc(_num(m.input_tokens)), esc(_num(m.output_tokens)), esc(_money(m.cost_usd))]
+        row += [] if dry else [esc(f"{m.wall_s or 0.0:,.2f} s")]
+        rows.append(row)
+    parts = ["<h2>Side by side</h2>", _html_table("compare-scores", head, rows)]
+    for field, title, total in (
+        ("calls_by_purpose", "Calls by purpose", "calls"),
+        ("tokens_by_purpose", "Tokens by purpose (in and out)", None),
+    ):
+        purposes = _purposes(methods, field)
+        if not purposes:
+            continue
+        by_purpose = [
+            [_name_cell(m, dry)]
+            + [esc(_num((getattr(m, field) or {}).get(p, 0))) for p in purposes]
+            + [esc(_num(m.calls if total else _count(m.input_tokens) + _count(m.output_tokens)))]
+            for m in methods
+        ]
+        element_id = "compare-" + field.split("_")[0]
+        parts += [f"<h2>{title}</h2>", _html_table(element_id, ["optimizer", *purposes, "all"], by_purpose)]
+    return "\n".join(parts)
+
+
 def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
-    """The comparison page: settings, the table and the chart.
+    """The comparison page: settings, the tables (each method's name links to its run's report) and the chart.
 
     Examples:
         >>> page = render_compare({"task": "<b>t</b>", "simulated": True, "methods": []})
@@ -277,23 +368,19 @@ def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
         True
     """
     summary = _read(summary)
-    head, rows = _rows(summary)
-    table = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    table += ["<tr>" + "".join(f"<td>{isolate(c)}</td>" for c in row) + "</tr>" for row in rows]
-    table.append("</tbody></table>")
     series = {str(m.optimizer): list(m.scores or ()) for m in summary.methods or ()}
     facts = f"Backend {isolate(summary.backend)}. Task {isolate(summary.task)}, {esc(_caption_rest(summary))}"
     notes = isolate(summary.token_note) if summary.token_note else ""
+    links = "" if summary.dry_run else " Each optimizer's name opens the report of its run."
     return "\n".join(
         [
             page_head(f"Optimizers compared on {as_text(summary.task)}"),
             "<body><main>",
             f"<h1>Optimizers compared on {isolate(summary.task)}</h1>",
             f'<p class="notice">{_SIMULATED}</p>' if summary.simulated else "",
-            f"<p>{facts}</p>",
-            "<h2>Side by side</h2>",
-            "\n".join(table),
-            f"<p>{notes}</p>" if notes else "",
+            f"<p>{facts}{links}</p>",
+            _tables(summary),
+            f'<p class="caption">{notes}</p>' if notes else "",
             "" if summary.dry_run else "<h2>Training score per iteration</h2>",
             "" if summary.dry_run else compare_chart(series),
             "</main></body></html>",

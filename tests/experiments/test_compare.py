@@ -74,6 +74,8 @@ def test_compare_on_the_simulated_backend_writes_one_table_and_chart(tmp_path, c
     page = (out / "compare.html").read_text()
     assert sum(line.startswith("| ") for line in table.splitlines()) == 5 and "backward calls" in table
     assert "<polyline" in page and "SIMULATED" in page and "<script" not in page
+    for name in ("neighbor-sgd", "textgrad", "optoprime", "copro"):  # each row opens its method's report
+        assert f'<a href="{name}/report.html">' in page and (out / name / "report.html").is_file()
     # Both say what the scores are: task, protocol, split sizes (as the runs had them), seed and iterations.
     caption = "Task bbh:navigate, heldout protocol, 4 training / 2 validation / 3 test items, seed 0, 2 iterations"
     assert table.startswith(caption) and caption in page
@@ -196,7 +198,7 @@ def test_a_stopped_method_s_row_says_it_is_partial_in_compare_md_and_html():
     summary = {"task": "gsm8k", "methods": methods}
     rows = [line for line in compare_table(summary).splitlines() if line.startswith("| ")][1:]
     assert rows[0].startswith("| tgd (stopped early: budget; partial) |") and rows[1].startswith("| textgrad |")
-    assert "<td>tgd (stopped early: budget; partial)</td>" in render_compare(summary)
+    assert '<th scope="row" class="method">tgd (stopped early: budget; partial)</th>' in render_compare(summary)
 
 
 def test_a_stopped_method_s_row_says_how_many_of_its_counted_calls_were_never_sent(tmp_path, capsys):
