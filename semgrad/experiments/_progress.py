@@ -30,7 +30,7 @@ from returns.result import Success
 
 from ._prices import price_of
 
-__all__ = ["RunProgress", "find_retries"]
+__all__ = ["RunProgress", "done_of_planned", "find_retries"]
 
 
 def find_retries(llm: Any) -> Any:
@@ -42,6 +42,22 @@ def find_retries(llm: Any) -> Any:
         llm = getattr(llm, "inner", None) or getattr(llm, "llm", None)
         seen += 1
     return None
+
+
+def done_of_planned(done: int, planned: int | None) -> str:
+    """Calls done against the plan's total, never more done than the total shows: the plan is an upper bound
+    (retries, repairs after unreadable replies and a resumed run's repeated forward come on top), so calls
+    beyond it are shown apart, as such.
+
+    Examples:
+        >>> done_of_planned(35, 40), done_of_planned(43, 40), done_of_planned(7, None)
+        ('35/40', '40/40 (+3 beyond the plan)', '7')
+    """
+    if not planned:
+        return f"{done:,}"
+    if done > planned:
+        return f"{planned:,}/{planned:,} (+{done - planned:,} beyond the plan)"
+    return f"{done:,}/{planned:,}"
 
 
 def _duration(seconds: float | None) -> str:
@@ -104,7 +120,7 @@ class RunProgress:
             return None
         return tqdm(
             total=self.planned,
-            initial=self.already,
+            initial=min(self.already, self.planned) if self.planned else self.already,
             file=self.stream,
             unit="call",
             dynamic_ncols=True,
@@ -137,8 +153,8 @@ class RunProgress:
             self.errors += 1
         if self.quiet or not self.fancy:
             return
-        if self._bar is not None:
-            self._bar.update(1)
+        if self._bar is not None and (self._bar.total is None or self._bar.n < self._bar.total):
+            self._bar.update(1)  # past the plan the bar stays full; the line says the calls beyond it
         now = self.clock()
         if now - self._shown >= 0.2:
             self._shown = now
@@ -171,7 +187,6 @@ class RunProgress:
     def counts(self) -> str:
         """Calls done / planned, elapsed, ETA, tokens, cost, errors and retries, as text."""
         elapsed = self.clock() - self.started
-        planned = f"/{self.planned:,}" if self.planned else ""
         eta = None
         made = self.calls - self.already
         if self.planned and made:
@@ -180,13 +195,16 @@ class RunProgress:
         if self.prices is not None:
             cost = f", ${self.cost:,.2f}" + ("+ (some models unpriced)" if self.unpriced else "")
         return (
-            f"{self.calls:,}{planned} calls, {_duration(elapsed)} elapsed, ETA {_duration(eta)}, "
+            f"{done_of_planned(self.calls, self.planned)} calls, {_duration(elapsed)} elapsed, ETA {_duration(eta)}, "
             f"{self.tokens_in:,}+{self.tokens_out:,} tokens{cost}, {self.errors} errors, {self.retries} retries"
         )
 
     def _extras(self) -> str:
         cost = f" ${self.cost:,.2f}" if self.prices is not None else ""
-        return f"{self.tokens_in + self.tokens_out:,} tok{cost} {self.errors} err {self.retries} retries"
+        beyond = (
+            f"+{self.calls - self.planned:,} beyond the plan " if self.planned and self.calls > self.planned else ""
+        )
+        return beyond + f"{self.tokens_in + self.tokens_out:,} tok{cost} {self.errors} err {self.retries} retries"
 
     def _draw(self) -> None:
         if self._bar is not None:

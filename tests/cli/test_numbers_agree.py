@@ -1,0 +1,91 @@
+"""Numbers that agree (#33.9): a progress total never passed, after a resume too; the first line before the
+slow planning; a quiet run still naming its result and its folder."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+
+from returns.result import Success
+
+from semgrad.cli import EXIT_BUDGET
+from semgrad.core import LLMRequest, LLMResponse, Message
+from semgrad.effects import FitProgress
+from semgrad.experiments._progress import RunProgress
+
+from .conftest import ROOT, semgrad
+
+REQUEST = LLMRequest((Message("user", "hi"),))
+NOTICE = "The LLM is SIMULATED"
+
+
+def _done_and_totals(text: str) -> list[tuple[int, int]]:
+    """Every ``done/total calls`` a progress output shows."""
+    return [
+        (int(a.replace(",", "")), int(b.replace(",", "")))
+        for a, b in re.findall(r"([\d,]+)/([\d,]+)(?: \(\+[\d,]+ beyond the plan\))? calls", text)
+    ]
+
+
+def test_calls_beyond_the_plan_never_show_more_done_than_the_total():
+    """Past the plan (an upper bound: repairs and a resumed forward come on top) the line shows the total as done
+    and the calls beyond it apart, never 43/40."""
+    out = io.StringIO()
+    progress = RunProgress(out, planned=40, already=38, clock=iter(range(0, 1000, 10)).__next__)
+    for _ in range(5):
+        progress(REQUEST, Success(LLMResponse("ok", {}, "m")))
+    progress.on_progress("gsm8k", FitProgress(4, 4, "evaluating", 5))
+    progress.close()
+    text = out.getvalue()
+    assert "43/40" not in text and "40/40 (+3 beyond the plan) calls" in text, text
+    assert all(done <= total for done, total in _done_and_totals(text))
+
+
+def test_a_resumed_run_counts_the_calls_made_against_the_whole_plan(tmp_path, system_file, items_file):
+    """A run cut by its budget and resumed: the second process starts from the calls the first made, counts
+    against the same whole-plan total, and never shows more done than that total."""
+    out = tmp_path / "run"
+    common = ("--iterations", "2", "--out", str(out))
+    first = semgrad("run", str(system_file), "--data", str(items_file), "--max-calls", "30", *common)
+    assert first.returncode == EXIT_BUDGET, first.stderr
+    totals = {total for _, total in _done_and_totals(first.stderr)}
+    assert len(totals) == 1, first.stderr
+    plan = totals.pop()
+    resumed = semgrad("run", str(system_file), "--resume", "--out", str(out), "--max-calls", "100000")
+    assert resumed.returncode == 0, resumed.stderr
+    shown = _done_and_totals(resumed.stderr)
+    assert shown and {total for _, total in shown} == {plan}, resumed.stderr
+    assert shown[0][0] >= 30 and all(done <= total for done, total in shown), resumed.stderr
+
+
+def test_the_first_line_comes_before_the_plan_loads_the_tasks(tmp_path, system_file, items_file):
+    """The run's first lines (its folder, the simulated notice) are printed before the plan's slow work: before
+    the split line, which needs the tasks loaded."""
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "semgrad", "run", str(system_file), "--data", str(items_file), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one stream: the lines in the order they were written
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Writing the run in {out}", lines[:3]
+    split = next(i for i, line in enumerate(lines) if line.startswith("Split:"))
+    assert lines[1].startswith(NOTICE) and split > 1, lines[:4]
+
+
+def test_quiet_still_prints_the_result_and_the_run_folder(tmp_path, system_file, items_file):
+    """`-q` drops the progress, and still prints each task's scores and the files (so the folder) written."""
+    out = tmp_path / "run"
+    result = semgrad("run", str(system_file), "--data", str(items_file), "--iterations", "1", "-q", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any("my_system.py:build: train " in line and " test " in line for line in lines), result.stdout
+    assert lines[-1].startswith(f"Wrote {out / 'results.json'}"), result.stdout
+    assert "iteration" not in result.stderr and NOTICE not in result.stderr
