@@ -173,10 +173,11 @@ class RunProgress:
 
     def on_progress(self, task: str, event: Any) -> None:
         """A phase of an iteration began (a `FitProgress` of `task`)."""
-        shown = min(event.iteration + (event.phase not in ("done", "evaluating")), event.iterations)
         score = "" if event.score is None else f" (train {event.score:.2f})"
         task = task.rsplit("/", 1)[-1]  # your own system: its file name, not the whole path
-        self.label = f"{task} iteration {shown}/{event.iterations} {event.phase}{score}"
+        # Numbered from 1, as `IterationRecord` and the report number them; 0 is the initial params' scoring.
+        where = f" iteration {event.iteration}/{event.iterations}" if event.iteration else ""
+        self.label = f"{task}{where} {event.phase}{score}"
         if self.quiet:
             return
         if self.fancy:

@@ -89,3 +89,37 @@ def test_quiet_still_prints_the_result_and_the_run_folder(tmp_path, system_file,
     assert any("my_system.py:build: train " in line and " test " in line for line in lines), result.stdout
     assert lines[-1].startswith(f"Wrote {out / 'results.json'}"), result.stdout
     assert "iteration" not in result.stderr and NOTICE not in result.stderr
+
+
+def test_iterations_are_numbered_alike_in_the_api_the_cli_and_the_report(tmp_path, system_file, items_file):
+    """One run: `IterationRecord.iteration`, the `FitProgress` of each iteration's phases, the CLI's lines and
+    the report's results.json all number the iterations 1, 2, ..., n."""
+    import json
+
+    from semgrad.backends import fake
+    from semgrad.core import GraphBuilder, optim
+    from semgrad.effects import fit_sync
+    from semgrad.report._fit import fit_results
+
+    b = GraphBuilder()
+    b.llm("answer", inputs=[b.input("question")], instruction="Answer.")
+    graph, params = b.build(output="answer")
+    items = [{"inputs": {"question": f"{i}?"}, "target": str(i), "id": i} for i in range(4)]
+    events: list[FitProgress] = []
+    result = fit_sync(
+        graph, params, optim.neighbor_sgd(k=1), train=items[:2], validation=items[2:], llm=fake.HashLLM(),
+        iterations=3, on_progress=events.append,
+    )  # fmt: skip
+    api = [r.iteration for r in result.history]
+    assert api == [1, 2, 3]
+    for phase in ("forward", "optimize", "done"):
+        assert [e.iteration for e in events if e.phase == phase] == api, phase
+    assert [e.iteration for e in events if e.phase == "scoring initial params"] == [0]
+    assert [i["iteration"] for i in fit_results(result, graph=graph)["tasks"][0]["iterations"]] == api
+
+    out = tmp_path / "run"
+    run = semgrad("run", str(system_file), "--data", str(items_file), "--iterations", "2", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    cli = sorted({int(n) for n in re.findall(r"iteration (\d+)/2 ", run.stderr)})
+    report = [i["iteration"] for i in json.loads((out / "results.json").read_text())["tasks"][0]["iterations"]]
+    assert cli == report == [1, 2], (cli, report)
