@@ -19,6 +19,7 @@ from ._flags import CommandParser, add_global_flags
 from ._progress import say_start
 from ._run_args import add_run_parser
 from ._run_summary import exit_code, print_summary
+from ._terminal import SIMULATED_NOTICE
 
 __all__ = ["add_parser", "command", "typed_options"]
 
@@ -45,7 +46,7 @@ def _command(args: argparse.Namespace, config: Any, out: Path) -> int:
         from ..experiments._run import _check_run_dir as check_run_dir
 
         check_run_dir(config, out, args.resume)  # before the plan, the prompt and the backend's cache
-        say_start(args, config, out)  # the first line, before the plan loads the tasks (which takes seconds)
+        say_start(args, config, out)  # the first line, before the plan loads the tasks (seconds)
     from ..experiments._prices import load_prices
 
     prices = load_prices(args.prices)
@@ -165,7 +166,9 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
         planned=planned.total_calls if planned is not None else None,
         prices=None if config.backend == "simulated" else prices.models,
         quiet=args.quiet,
+        banner=SIMULATED_NOTICE if config.backend == "simulated" else "",
         already=_calls_made(out) if args.resume else 0,
+        simulated=config.backend == "simulated",
     )
     try:
         summary = run_experiment(

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from returns.result import Success
 
+from ..report._tokens import SIMULATED_TOKENS
 from ._prices import price_of
 
 __all__ = ["RunProgress", "done_of_planned", "find_retries"]
@@ -81,6 +82,8 @@ class RunProgress:
         clock: Seconds, monotonic (tests pass a fake).
         already: Calls an earlier process of a resumed run made (counted as done;
             the ETA is reckoned from this process's pace).
+        simulated: The run's LLM is the simulated one: its tokens are shown as none
+            (`SIMULATED_TOKENS`), as everywhere else, not as counts of 0.
     """
 
     def __init__(
@@ -94,7 +97,9 @@ class RunProgress:
         fancy: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         already: int = 0,
+        simulated: bool = False,
     ) -> None:
+        self.simulated = simulated
         self.stream, self.planned, self.prices, self.quiet, self.banner = stream, planned, prices, quiet, banner
         self.fancy = (hasattr(stream, "isatty") and stream.isatty()) if fancy is None else fancy
         self.clock = clock
@@ -197,15 +202,19 @@ class RunProgress:
             cost = f", ${self.cost:,.2f}" + ("+ (some models unpriced)" if self.unpriced else "")
         return (
             f"{done_of_planned(self.calls, self.planned)} calls, {_duration(elapsed)} elapsed, ETA {_duration(eta)}, "
-            f"{self.tokens_in:,}+{self.tokens_out:,} tokens{cost}, {self.errors} errors, {self.retries} retries"
+            f"{self._tokens_text()}{cost}, {self.errors} errors, {self.retries} retries"
         )
+
+    def _tokens_text(self) -> str:
+        return f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{self.tokens_in:,}+{self.tokens_out:,} tokens"
 
     def _extras(self) -> str:
         cost = f" ${self.cost:,.2f}" if self.prices is not None else ""
         beyond = (
             f"+{self.calls - self.planned:,} beyond the plan " if self.planned and self.calls > self.planned else ""
         )
-        return beyond + f"{self.tokens_in + self.tokens_out:,} tok{cost} {self.errors} err {self.retries} retries"
+        used = f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{self.tokens_in + self.tokens_out:,} tok"
+        return beyond + f"{used}{cost} {self.errors} err {self.retries} retries"
 
     def _draw(self) -> None:
         if self._bar is not None:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ._format import esc, isolate, percent
 from ._style import CSP, CSS
+from ._tokens import SIMULATED_TOKENS
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
 
@@ -223,7 +224,25 @@ def _rows(summary: Comparison) -> tuple[list[str], list[list[str]]]:
     methods = list(summary.methods or ())
     dry = bool(summary.dry_run)
     head, calls, tokens = _head(methods, dry)
-    return head, [_row(m, calls, tokens, dry) for m in methods]
+    rows = [_row(m, calls, tokens, dry) for m in methods]
+    counted = any(m.input_tokens or m.output_tokens for m in methods)
+    return _tokens_as_none(head, rows) if summary.simulated is True and not dry and not counted else (head, rows)
+
+
+def _tokens_as_none(head: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The table of a comparison on the simulated LLM, which counted no tokens: one tokens column saying none
+    (`SIMULATED_TOKENS`), as a run's report says, in place of the counts of 0 (none is estimated either)."""
+    keep = [i for i, name in enumerate(head) if not (name.endswith(" tokens") or name in ("tokens in", "tokens out"))]
+    at = head.index("cost") if "cost" in head else len(head)
+    at = sum(1 for i in keep if i < at)
+    new_head = [head[i] for i in keep]
+    new_head.insert(at, "tokens")
+    new_rows = []
+    for row in rows:
+        kept = [row[i] for i in keep]
+        kept.insert(at, SIMULATED_TOKENS)
+        new_rows.append(kept)
+    return new_head, new_rows
 
 
 def compare_caption(summary: Comparison | Mapping[str, Any]) -> str:

@@ -23,6 +23,7 @@ from urllib.parse import quote
 from .._files import write_text_atomically
 from ..report._format import isolate
 from ..report._style import CSP
+from ..report._tokens import SIMULATED_TOKENS
 from ._chart import esc, optimizer_chart, percent
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
@@ -159,6 +160,7 @@ def _notes(run: Mapping[str, Any]) -> str:
 def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
     columns = ("Run", "Task", "Seed", "Optimizer", "Train", "Validation", "Test", "Calls", "Tokens", "Cost", "Error")
     rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"]
+    simulated = summary.get("simulated") is True  # its runs count no tokens: none is said, as in their reports
     for run in summary.get("runs") or ():
         accuracy = run.get("accuracy") or {}
         tokens = run.get("tokens") or {}
@@ -175,7 +177,7 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f'<td class="text">{optimizer}</td>',
             *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
             f"<td>{esc(_number(run.get('calls')))}</td>",
-            f"<td>{esc(_number(total))}</td>",
+            f"<td>{esc(_number(total) if total is not None or not simulated else SIMULATED_TOKENS)}</td>",
             f"<td>{esc(_money(run.get('cost_usd')))}</td>",
             f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
         ]

@@ -4,6 +4,7 @@ slow planning; a quiet run still naming its result and its folder."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from semgrad.core import LLMRequest, LLMResponse, Message
 from semgrad.effects import FitProgress
 from semgrad.experiments._progress import RunProgress
 
-from .conftest import ROOT, semgrad
+from .conftest import ROOT, SYSTEM, semgrad
 
 REQUEST = LLMRequest((Message("user", "hi"),))
 NOTICE = "The LLM is SIMULATED"
@@ -61,8 +62,11 @@ def test_a_resumed_run_counts_the_calls_made_against_the_whole_plan(tmp_path, sy
 
 
 def test_the_first_line_comes_before_the_plan_loads_the_tasks(tmp_path, system_file, items_file):
-    """The run's first lines (its folder, the simulated notice) are printed before the plan's slow work: before
-    the split line, which needs the tasks loaded."""
+    """The run's first line (its folder) is printed before the plan's slow work: before the plan builds the
+    user's graph (its build() says so on stdout), and before the split line, which needs the tasks loaded."""
+    system_file.write_text(
+        SYSTEM + "\n_build = build\n\ndef build():\n    print('building', flush=True)\n    return _build()\n"
+    )
     out = tmp_path / "run"
     result = subprocess.run(
         [sys.executable, "-m", "semgrad", "run", str(system_file), "--data", str(items_file), "--out", str(out)],
@@ -71,13 +75,12 @@ def test_the_first_line_comes_before_the_plan_loads_the_tasks(tmp_path, system_f
         text=True,
         cwd=ROOT,
         timeout=300,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
     assert lines[0] == f"Writing the run in {out}", lines[:3]
-    split = next(i for i, line in enumerate(lines) if line.startswith("Split:"))
-    assert lines[1].startswith(NOTICE) and split > 1, lines[:4]
+    assert "building" in lines and any(line.startswith("Split:") for line in lines), lines[:4]
 
 
 def test_quiet_still_prints_the_result_and_the_run_folder(tmp_path, system_file, items_file):
@@ -123,3 +126,35 @@ def test_iterations_are_numbered_alike_in_the_api_the_cli_and_the_report(tmp_pat
     cli = sorted({int(n) for n in re.findall(r"iteration (\d+)/2 ", run.stderr)})
     report = [i["iteration"] for i in json.loads((out / "results.json").read_text())["tasks"][0]["iterations"]]
     assert cli == report == [1, 2], (cli, report)
+
+
+def test_a_simulated_run_shows_no_tokens_the_same_way_everywhere(tmp_path, system_file, items_file):
+    """On the simulated LLM tokens are none, not counted nor estimated, said one way: the progress and end
+    lines, results.json (null), the report, the comparison's table and page, and the sweep page."""
+    import json
+
+    from semgrad.report._tokens import SIMULATED_TOKENS
+    from semgrad.sweeps._page import render_sweep
+
+    out = tmp_path / "run"
+    run = semgrad("run", str(system_file), "--data", str(items_file), "--iterations", "1", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    progress = [line for line in run.stderr.splitlines() if " calls, " in line]
+    assert progress and all(f"tokens {SIMULATED_TOKENS}" in line for line in progress), run.stderr
+    assert " tokens," not in run.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert (results["tokens"]["input"], results["tokens"]["output"]) == (None, None)
+    assert f"Tokens</th><td>{SIMULATED_TOKENS}<" in (out / "report.html").read_text()
+
+    where = tmp_path / "cmp"
+    compare = semgrad("compare", str(system_file), "--data", str(items_file), "--iterations", "1", "--out", str(where))
+    assert compare.returncode == 0, compare.stderr
+    table = [line for line in compare.stdout.splitlines() if line.startswith("| ")]
+    assert "| tokens |" in table[0] and "tokens in" not in table[0]
+    assert all(SIMULATED_TOKENS in row for row in table[2:]) and len(table) > 2, compare.stdout
+    page = (where / "compare.html").read_text()
+    assert SIMULATED_TOKENS in page and "estimated at four characters" not in page
+
+    row = {"name": "r", "task": "t", "seed": 0, "optimizer": "o", "calls": 3, "tokens": results["tokens"]}
+    sweep = render_sweep({"sweep": {"name": "s"}, "simulated": True, "runs": [row]})
+    assert f"<td>{SIMULATED_TOKENS}</td>" in sweep
