@@ -158,3 +158,31 @@ def test_a_simulated_run_shows_no_tokens_the_same_way_everywhere(tmp_path, syste
     row = {"name": "r", "task": "t", "seed": 0, "optimizer": "o", "calls": 3, "tokens": results["tokens"]}
     sweep = render_sweep({"sweep": {"name": "s"}, "simulated": True, "runs": [row]})
     assert f"<td>{SIMULATED_TOKENS}</td>" in sweep
+
+
+def test_a_sweep_says_each_finished_run_with_runs_and_calls_so_far(tmp_path, system_file, items_file):
+    """`semgrad sweep` starts with a line at once, then prints a line per finished run with runs done / in all
+    and the sweep's calls so far (each line's count is the sum of the runs' calls up to it); -q keeps only
+    where the result is."""
+    import json
+
+    spec = tmp_path / "grid.toml"
+    spec.write_text(
+        'system = "my_system.py:build"\ndata = "items.jsonl"\nseeds = [0, 1]\noptimizers = ["neighbor-sgd"]\n'
+        "[settings]\niterations = 1\n"
+    )
+    out = tmp_path / "sweep"
+    result = semgrad("sweep", str(spec), "--local", "--out", str(out), "--max-parallel", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"Sweep grid: 2 runs in {out}", lines[:2]
+    line = r"^\[(\d)/2\] \S+: started, test \S+, (\d+) calls.*\(sweep so far: (\d)/2 runs, ([\d,]+) calls\)$"
+    done = re.findall(line, result.stderr, re.M)
+    assert [(a, c) for a, _, c, _ in done] == [("1", "1"), ("2", "2")], result.stderr
+    first, second = (int(calls) for _, calls, _, _ in done)
+    assert [int(total.replace(",", "")) for *_, total in done] == [first, first + second]
+    rows = json.loads((out / "sweep.json").read_text())["runs"]
+    assert sum(row["calls"] for row in rows) == first + second
+    quiet = semgrad("sweep", str(spec), "--local", "--out", str(out), "-q")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert quiet.stdout.strip() == f"Wrote {out / 'sweep.json'} and {out / 'sweep.html'}"
