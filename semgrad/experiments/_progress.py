@@ -47,8 +47,9 @@ def find_retries(llm: Any) -> Any:
 
 def done_of_planned(done: int, planned: int | None) -> str:
     """Calls done against the plan's total, never more done than the total shows: the plan is an upper bound
-    (retries, repairs after unreadable replies and a resumed run's repeated forward come on top), so calls
-    beyond it are shown apart, as such.
+    of a run without failures (repair requests after unreadable replies, and the calls a resumed run makes
+    again -- its handed-on forward, those its budget refused before -- come on top), so calls beyond it are
+    shown apart, as such.
 
     Examples:
         >>> done_of_planned(35, 40), done_of_planned(43, 40), done_of_planned(7, None)
@@ -99,10 +100,9 @@ class RunProgress:
         already: int = 0,
         simulated: bool = False,
     ) -> None:
-        self.simulated = simulated
         self.stream, self.planned, self.prices, self.quiet, self.banner = stream, planned, prices, quiet, banner
         self.fancy = (hasattr(stream, "isatty") and stream.isatty()) if fancy is None else fancy
-        self.clock = clock
+        self.clock, self.simulated = clock, simulated
         self.started = clock()
         self.calls = self.already = already
         self.errors = self.tokens_in = self.tokens_out = 0
