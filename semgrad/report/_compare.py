@@ -28,12 +28,17 @@ def _y(score: float) -> float:
     return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
 
 
-def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
+def compare_chart(series: Mapping[str, Sequence[float | None]], iterations: int | None = None) -> str:
     """An SVG line chart: the score per iteration (x) for each optimizer (one line each).
 
+    The iterations are numbered from 1, as a run's report and the CLI number them; with `iterations` given,
+    a point after the last iteration (the final params' score) is labelled ``final``.
+
     Examples:
-        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]})
+        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]}, iterations=1)
         >>> svg.startswith("<svg") and svg.count("<polyline") == 2 and "75.0 %" in svg
+        True
+        >>> "neighbor-sgd, iteration 1: 50.0 %" in svg and "neighbor-sgd, final: 75.0 %" in svg
         True
     """
     n = max((len(s) for s in series.values()), default=0)
@@ -49,7 +54,9 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')
     for i in range(n):
         x = _LEFT + _PLOT_W * (i + 0.5) / max(n, 1)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{i + 1}</text>')
+        parts.append(
+            f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{_at(i, iterations)}</text>'
+        )
     parts.append(
         f'<text class="axis-label" x="{_LEFT + _PLOT_W / 2:.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
         "iteration (training score at its start)</text>"
@@ -68,11 +75,16 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
             points.append(f"{x:.1f},{y:.1f}")
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}">'
-                f"<title>{esc(name)}, iteration {i + 1}: {percent(score)}</title></circle>"
+                f"<title>{esc(name)}, {_at(i, iterations, 'iteration ')}: {percent(score)}</title></circle>"
             )
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}"/>')
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _at(index: int, iterations: int | None, word: str = "") -> str:
+    """The label of the chart's `index`-th point: its iteration's number (from 1), or ``final`` past the last."""
+    return "final" if iterations is not None and index >= iterations else f"{word}{index + 1}"
 
 
 def _num(value: Any) -> str:
@@ -320,7 +332,9 @@ def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
             "\n".join(table),
             f"<p>{notes}</p>" if notes else "",
             "" if summary.dry_run else "<h2>Training score per iteration</h2>",
-            "" if summary.dry_run else compare_chart(series),
+            ""
+            if summary.dry_run
+            else compare_chart(series, summary.iterations if isinstance(summary.iterations, int) else None),
             "</main></body></html>",
             "",
         ]

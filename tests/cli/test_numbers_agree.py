@@ -186,3 +186,13 @@ def test_a_sweep_says_each_finished_run_with_runs_and_calls_so_far(tmp_path, sys
     quiet = semgrad("sweep", str(spec), "--local", "--out", str(out), "-q")
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert quiet.stdout.strip() == f"Wrote {out / 'sweep.json'} and {out / 'sweep.html'}"
+
+
+def test_the_compare_chart_numbers_iterations_as_the_report_and_labels_the_final_score():
+    """compare.html's chart numbers a 2-iteration run's points 1 and 2, as a run's report does, and calls the
+    third (the final params' score) final, not iteration 3."""
+    from semgrad.report._compare import compare_chart
+
+    svg = compare_chart({"tgd": [0.25, 0.5, 0.75]}, iterations=2)
+    assert "tgd, iteration 1: 25.0 %" in svg and "tgd, iteration 2: 50.0 %" in svg
+    assert "tgd, final: 75.0 %" in svg and "iteration 3" not in svg and ">final</text>" in svg
