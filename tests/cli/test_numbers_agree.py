@@ -149,6 +149,7 @@ def test_a_simulated_run_shows_no_tokens_the_same_way_everywhere(tmp_path, syste
     where = tmp_path / "cmp"
     compare = semgrad("compare", str(system_file), "--data", str(items_file), "--iterations", "1", "--out", str(where))
     assert compare.returncode == 0, compare.stderr
+    assert "neighbor-sgd: my_system.py:build done 1/1 (" in compare.stderr  # named and numbered as run names it
     table = [line for line in compare.stdout.splitlines() if line.startswith("| ")]
     assert "| tokens |" in table[0] and "tokens in" not in table[0]
     assert all(SIMULATED_TOKENS in row for row in table[2:]) and len(table) > 2, compare.stdout
