@@ -15,7 +15,7 @@ leaves nothing behind.
 
 Within one process the lock is re-entrant: ``semgrad run`` holds the folder and `run_experiment` takes it
 again. Which folders the current code holds is a context variable (a tuple, by device and inode), as
-`semgrad._loaded` keeps its systems: no process-wide registry. Another thread starts with its own context,
+`semgrad._loaded_systems` keeps its systems: no process-wide registry. Another thread starts with its own context,
 so two threads of one process running the same folder are refused like two processes (flock locks belong
 to open files, not processes, and each `hold_folder` opens its own).
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.core import FrozenMap, Graph, GraphBuilder, GraphError, Node
-from semgrad.graphviz import mermaid_label, to_dot, to_mermaid
+from semgrad.diagrams import mermaid_label, to_dot, to_mermaid
 from semgrad.testing import graphs, join_text
 from semgrad.topologies import (
     HINT_INSTRUCTION,
@@ -318,3 +318,16 @@ def test_a_nodes_fixed_prompt_text_is_part_of_the_graphs_fingerprint():
     plain, formatted, direct = one(), one(output_format="Yes or No."), one(reason=False)
     assert len({plain, formatted, direct, one(output_format="Yes or No.", reason=False)}) == 4
     assert plain == one(output_format="", reason=True)
+
+
+def test_the_old_graphviz_module_still_gives_the_diagram_exports_with_a_deprecation_warning():
+    """``semgrad.graphviz`` (renamed ``semgrad.diagrams``: it never used Graphviz) hands out the same functions for a
+    release, each read warning that it moved; a name it never had is still an AttributeError."""
+    import semgrad.diagrams
+    import semgrad.graphviz
+
+    for name in semgrad.diagrams.__all__:
+        with pytest.warns(DeprecationWarning, match=f"semgrad.diagrams.{name}"):
+            assert getattr(semgrad.graphviz, name) is getattr(semgrad.diagrams, name)
+    with pytest.raises(AttributeError):
+        semgrad.graphviz.nothing  # noqa: B018

@@ -21,7 +21,7 @@ import anyio
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, request_key
 from ..core._parse import format_backward, format_result, format_tagged
-from ..core.optim._named import format_named
+from ..core.optim._named_blocks import format_named
 
 __all__ = [
     "FunctionLLM",

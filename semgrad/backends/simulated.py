@@ -79,7 +79,7 @@ from typing import Any
 from ..core import FrozenMap, Graph, LLMRequest, parse_number
 from ..core._parse import format_tagged, parse_tagged
 from ..core.optim._copro import COPRO_SYSTEM
-from ..core.optim._named import format_named
+from ..core.optim._named_blocks import format_named
 from .fake import HashLLM, reply_backward, reply_forward
 
 __all__ = ["CAPACITY", "SKILLS", "VERIFY", "SimulatedLLM"]

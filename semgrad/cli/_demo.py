@@ -25,6 +25,6 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """Run the demo; its exit code."""
-    from .. import _demo
+    from .. import _offline_demo
 
-    return _demo.main(quiet=args.quiet, iterations=args.iterations)
+    return _offline_demo.main(quiet=args.quiet, iterations=args.iterations)

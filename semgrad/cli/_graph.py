@@ -31,7 +31,7 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """Print the topology in the chosen format."""
-    from ..graphviz import to_dot, to_mermaid
+    from ..diagrams import to_dot, to_mermaid
     from ..topologies import layered_graph, liar_graph, paper_graph
 
     builders: dict[str, Callable[[], tuple[Any, Any]]] = {

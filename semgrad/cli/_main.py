@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 
-from .._loaded import systems_loaded_once
+from .._loaded_systems import systems_loaded_once
 from ._parser import build_parser
 from ._terminal import one_line
 

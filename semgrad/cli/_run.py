@@ -43,7 +43,7 @@ def command(args: argparse.Namespace) -> int:
 def _command(args: argparse.Namespace, config: Any, out: Path) -> int:
     """`command` once the folder is held (when the run writes it)."""
     if args.show_prompts is None and not args.dry_run:
-        from ..experiments._run import _check_run_dir as check_run_dir
+        from ..experiments._run import check_run_dir
 
         check_run_dir(config, out, args.resume)  # before the plan, the prompt and the backend's cache
         say_start(args, config, out)  # the first line, before the plan loads the tasks (seconds)
@@ -80,7 +80,7 @@ def _command(args: argparse.Namespace, config: Any, out: Path) -> int:
 def _config_and_folder(args: argparse.Namespace) -> tuple[Any, Path]:
     """The config and run folder: from the typed flags, or on --resume from the folder's config.json."""
     from ..experiments._resume import load_saved_config, resumed_config
-    from ..experiments._runs import new_run_dir
+    from ..experiments._run_folder import new_run_dir
 
     if args.resume:
         if args.out is None:

@@ -66,12 +66,24 @@ def _task_line(task: TaskResult) -> str:
 def _print_averages(summary: RunSummary) -> None:
     both = (("item-weighted", summary.averages), ("unweighted", summary.averages_unweighted))
     for name, values in both:
-        shown = ", ".join(f"{group} {score_text(v)}" for group, v in values.items() if v is not None)
+        shown = ", ".join(
+            f"{group} {score_text(v)} ({_covers(summary, group)})" for group, v in values.items() if v is not None
+        )
         print(f"averages over tasks ({name}): {shown or 'none'}")
     unscored = summary.unscored_tasks
     if unscored:
         listed = ", ".join(unscored[:3]) + (", ..." if len(unscored) > 3 else "")
         print(f"no average for a group with a task that has no test score: {len(unscored)} such ({listed})")
+
+
+def _covers(summary: RunSummary, group: str) -> str:
+    """How many tasks a group's average covers, and of how many the paper's figure for the group averages.
+
+    A BBH category's average over some of its tasks is not the paper's average over all of them: the line says so.
+    """
+    tasks, of = summary.coverage(group)
+    noun = "task" if tasks == 1 and of is None else "tasks"
+    return f"over {tasks} {noun}" if of is None else f"over {tasks} of {of} tasks"
 
 
 def _errors_text(task: TaskResult) -> str:

@@ -40,6 +40,7 @@ from ._requests import LLMRequest, Message, SampleId
 from ._rules import BackwardContext, NodeResult, _Base, _default_overrides
 
 __all__ = [
+    "TEXTGRAD_CALL",
     "TEXTGRAD_LOSS_USER",
     "TEXTGRAD_SYSTEM",
     "TEXTGRAD_USER",
@@ -59,9 +60,9 @@ TEXTGRAD_SYSTEM = (
     "strategies, explanations and concrete changes; do not write a new version of the variable, that is "
     "the optimizer's job. If the variable already works well for the objective, say that it needs no change."
 )
-TEXTGRAD_USER = """You give feedback on a variable whose role is: {target_role}.
-It took part in this call of a language model:
-<system_prompt>
+#: One call of a language model as TextGrad shows it, in the backward request (`TEXTGRAD_USER`)
+#: and in each gradient of the update request (`semgrad.core.optim.GRADIENT_BLOCK`).
+TEXTGRAD_CALL = """<system_prompt>
 {instruction}
 </system_prompt>
 <input>
@@ -69,7 +70,13 @@ It took part in this call of a language model:
 </input>
 <output>
 {output}
-</output>
+</output>"""
+TEXTGRAD_USER = (
+    """You give feedback on a variable whose role is: {target_role}.
+It took part in this call of a language model:
+"""
+    + TEXTGRAD_CALL
+    + """
 This call is part of a larger system, where its output is used as {node_role}.
 
 Objective: address this feedback on the output:
@@ -84,6 +91,7 @@ The variable to give feedback on ({target}):
 
 Say how {target} should change so that the objective improves. Reply exactly in this form:
 {form}"""
+)
 TEXTGRAD_LOSS_USER = """You give feedback on a variable whose role is: {role}.
 It was evaluated by the loss of the system ({loss}):
 <prediction>

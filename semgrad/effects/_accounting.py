@@ -96,6 +96,17 @@ def price_of(prices: Prices, model: str) -> tuple[float, float] | None:
     return None
 
 
+def token_cost(price: tuple[float, float], tokens_in: int, tokens_out: int) -> float:
+    """USD for `tokens_in` input and `tokens_out` output tokens at `price` (USD per million of each):
+    the one place the cost arithmetic is written.
+
+    Examples:
+        >>> token_cost((0.5, 2.0), 2_000_000, 1_000_000)
+        3.0
+    """
+    return (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+
+
 def _check_prices(prices: Prices) -> FrozenMap[str, tuple[float, float]]:
     for model, price in prices.items():
         if not (isinstance(price, (tuple, list)) and len(price) == 2 and all(p >= 0 for p in price)):
@@ -170,7 +181,7 @@ class _Accounted:
 
     def _row(self, engine: str, model: str, calls: int, failures: int, tokens_in: int, tokens_out: int) -> UsageRow:
         price = price_of(self.prices, model) if self.prices is not None else None
-        cost = (tokens_in * price[0] + tokens_out * price[1]) / 1e6 if price is not None else None
+        cost = token_cost(price, tokens_in, tokens_out) if price is not None else None
         return UsageRow(engine, model, calls, failures, tokens_in, tokens_out, cost)
 
     def __repr__(self) -> str:

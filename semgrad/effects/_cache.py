@@ -46,7 +46,7 @@ import anyio
 import attrs
 
 from ..core import LLMFailure, LLMRequest, LLMResponse, request_key
-from ._routing import call, canonical_identity, identity_of
+from ._routing import Middleware, call, canonical_identity
 
 __all__ = ["CacheError", "MemoryStore", "SqliteStore", "cache_key", "cached"]
 
@@ -315,10 +315,8 @@ class _Pending:
     failure: BaseException | None = None
 
 
-class _Cached:
+class _Cached(Middleware):
     """An async LLM that answers repeated requests from a store."""
-
-    is_async = True
 
     def __init__(self, inner: Any, store: Any) -> None:
         self.inner = inner
@@ -326,11 +324,6 @@ class _Cached:
         self.hits = 0
         self.misses = 0
         self._pending: dict[str, _Pending] = {}
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         key = cache_key(request, self.inner)

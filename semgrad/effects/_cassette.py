@@ -34,7 +34,7 @@ from .._files import open_regular, unreadable, write_failed
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, request_key
 from ..core._requests import _canonical
 from ._cache import _storable_usage, _token_counts
-from ._routing import call, identity_of
+from ._routing import Middleware, call
 
 __all__ = ["MAX_BYTES", "MAX_LINE_BYTES", "recorded", "replayed"]
 
@@ -58,20 +58,13 @@ def _record(request: LLMRequest, response: LLMResponse) -> str:
     return line
 
 
-class _Recorded:
+class _Recorded(Middleware):
     """An async LLM that appends each successful call to a cassette."""
-
-    is_async = True
 
     def __init__(self, inner: Any, path: Path) -> None:
         self.inner = inner
         self.path = path
         self._lock = threading.Lock()
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         response = await call(self.inner, request)

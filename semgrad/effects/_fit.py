@@ -51,9 +51,9 @@ from ..core import (
 from ..core._scoring import check_loss
 from ..core.optim import Step, Transform, evaluate, mean_score
 from ..core.optim._combining import checked_update
-from ._belongs import run_fingerprint
 from ._checkpoint import encode
 from ._checkpoint import state_types as checkpoint_state_types
+from ._fingerprint import run_fingerprint
 from ._fit_budget import STOP_KINDS, Budget, BudgetGuard, as_budget
 from ._fit_state import FitResult, FitState, IterationRecord
 from ._loop import run_loop

@@ -20,8 +20,8 @@ from .._files import remove_stale_temporaries
 from ..core import FrozenMap, Graph, Params
 from ..core._prompts import render_examples
 from ..core.optim import StageReport, Step, Transform, apply_updates
-from ._belongs import PARTS, differing_parts
 from ._checkpoint import CheckpointError, _field_types, read_checkpoint, write_checkpoint
+from ._fingerprint import PARTS, differing_parts
 from ._runner import RunStatistics
 from ._state_types import register_state_type
 

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from ..core import LLMRequest, LLMResponse
-from ._routing import call, identity_of
+from ._routing import Middleware, call
 
 __all__ = ["Bucket", "estimate_tokens", "limited"]
 
@@ -114,10 +114,8 @@ class Bucket:
         self._level = min(self.capacity, self._level + n)
 
 
-class _Limited:
+class _Limited(Middleware):
     """An async LLM that runs its inner LLM under concurrency and rate limits."""
-
-    is_async = True
 
     def __init__(
         self,
@@ -133,11 +131,6 @@ class _Limited:
         self._tokens = tokens
         self._sleep = sleep
         self._limiter: anyio.CapacityLimiter | None = None
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         if self.max_concurrency is None:

@@ -21,7 +21,7 @@ import anyio
 import attrs
 
 from ..core import LLMRequest, LLMResponse
-from ._routing import call, identity_of
+from ._routing import Middleware, call
 
 __all__ = ["memo_key", "memoized"]
 
@@ -47,10 +47,8 @@ def memo_key(request: LLMRequest) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class _Memoized:
+class _Memoized(Middleware):
     """An async LLM answering an identical deterministic request once (see the module doc)."""
-
-    is_async = True
 
     def __init__(self, inner: Any, every_temperature: bool) -> None:
         self.inner = inner
@@ -59,11 +57,6 @@ class _Memoized:
         self.calls = 0
         self._known: dict[str, LLMResponse] = {}
         self._pending: dict[str, anyio.Event] = {}
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     def answers_from_memory(self, request: LLMRequest) -> bool:
         """Whether `request` would be answered from memory now (no call): `fit`'s budget lets it through."""

@@ -17,7 +17,7 @@ import attrs
 
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, request_key
 from ..core._frozen import to_frozen_map
-from ._routing import call, identity_of
+from ._routing import Middleware, call
 
 __all__ = ["RetryPolicy", "retrying"]
 
@@ -96,21 +96,14 @@ def _error_of(exc: BaseException) -> LLMError | None:
     return None
 
 
-class _Retrying:
+class _Retrying(Middleware):
     """An async LLM that retries its inner LLM's retryable failures."""
-
-    is_async = True
 
     def __init__(self, inner: Any, policy: RetryPolicy, sleep: Sleep) -> None:
         self.inner = inner
         self.policy = policy
         self._sleep = sleep
         self.retries = 0
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         delays = self.policy.delays(request_key(request))

@@ -18,7 +18,7 @@ from returns.result import Success
 from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, as_reply
 from ._protocol import is_async_llm
 
-__all__ = ["by_engine", "call", "canonical_identity", "identity_of"]
+__all__ = ["Middleware", "by_engine", "call", "canonical_identity", "identity_of"]
 
 
 async def call(llm: Any, request: LLMRequest) -> LLMResponse:
@@ -55,6 +55,19 @@ def identity_of(llm: Any) -> Any:
     named = llm if inspect.isfunction(llm) or inspect.ismethod(llm) else type(llm)
     module = getattr(named, "__module__", None) or "?"
     return f"{module}.{getattr(named, '__qualname__', type(named).__name__)}"
+
+
+class Middleware:
+    """The base of a middleware: an async LLM around `inner` that answers as `inner` (its `identity_of`),
+    so that a cache or a cassette keys its replies by the provider below every wrapper."""
+
+    is_async = True
+    inner: Any
+
+    @property
+    def identity(self) -> Any:
+        """The wrapped LLM's identity."""
+        return identity_of(self.inner)
 
 
 def _plain(value: Any) -> Any:

@@ -8,24 +8,24 @@ Examples:
     2
 """
 
+from ..report import PUBLISHED
 from ._compare import PurposeMeter, compare, parse_optimizers
 from ._compare_result import CompareResult, MethodResult
 from ._config import BACKENDS, BASELINES, OPTIMIZERS, PROTOCOLS, RunConfig, make_optimizer
 from ._dry_run import DryRunReport, dry_run, dry_run_protocols, estimate_tokens
 from ._plan import RunPlan, plan
+from ._prices import estimate_cost
 from ._results import RunSummary, TaskResult
 from ._run import (
-    PUBLISHED,
     RunFailed,
     SetupError,
     build_llm,
-    estimate_cost,
     load_run_tasks,
     loss_for,
     run_experiment,
     run_stack,
 )
-from ._stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
+from ._run_stack import FAIL_FAST_CALLS, MAX_ERROR_SHARE, RunStack
 
 __all__ = [
     "BACKENDS",

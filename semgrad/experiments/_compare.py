@@ -27,9 +27,10 @@ from ._compare_result import CompareResult, MethodResult
 from ._config import OPTIMIZERS, RunConfig
 from ._dry_run import estimate_tokens
 from ._plan import plan
+from ._prices import estimate_cost
 from ._results import RunSummary, thaw_json
-from ._run import SetupError, build_llm, estimate_cost, load_run_tasks, run_experiment
-from ._stack import _NOT_FAILURES, failures
+from ._run import SetupError, build_llm, load_run_tasks, run_experiment
+from ._run_stack import _NOT_FAILURES, failures
 
 __all__ = ["PurposeMeter", "compare", "parse_optimizers"]
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import lone_surrogate, read_regular_text, unreadable
-from .._loaded import _LOADED, systems_loaded_once
+from .._loaded_systems import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
 from ..core import (
     Example,

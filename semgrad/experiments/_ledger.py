@@ -1,7 +1,7 @@
 """The run ledger: what each task spent and evaluated, kept across the processes of a resumed run.
 
 ``ledger.json`` in a run directory holds, per task, the call counters of every
-process so far (`semgrad.experiments._stack.empty_counters`) and the score of
+process so far (`semgrad.experiments._run_stack.empty_counters`) and the score of
 each evaluation split already done, with a digest of the params it scored and
 the items it scored them on (and, for the test split, its per-sample predictions,
 so a resumed run reports them; the score must be their mean).
@@ -28,7 +28,7 @@ from typing import Any
 from ..core import Example, Params
 from ..effects import CheckpointError
 from ..effects._checkpoint import encode, read_checkpoint, write_checkpoint
-from ._stack import add_counters, empty_counters
+from ._run_stack import add_counters, empty_counters
 
 __all__ = ["Ledger", "params_digest"]
 
@@ -74,11 +74,16 @@ def _is_plain(value: Any) -> bool:
     return value is None or type(value) in (str, int, float, bool)
 
 
+def _is_plain_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_plain(x) for k, x in value.items())
+
+
 #: The fields of a prediction (`semgrad.experiments._predictions.predictions_json`), and their checks.
 _PREDICTION_FIELDS = {
     "sample": _is_plain,
-    "inputs": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _is_plain(x) for k, x in v.items()),
+    "inputs": _is_plain_map,
     "output": _is_plain,
+    "nodes": _is_plain_map,
     "target": _is_plain,
     "answer": _is_plain,
     "correct": lambda v: type(v) is bool,

@@ -38,7 +38,7 @@ from ..core.optim import evaluate
 from ..effects import Runner, fit, run_loop
 from ..tasks import Task
 from ._config import RunConfig, make_optimizer
-from ._prices import model_for, price_of
+from ._prices import estimate_cost
 from ._run_tasks import check_protocol, load_run_tasks, task_loss
 
 __all__ = ["OUTPUT_TOKENS", "PHASES", "SAMPLE", "RunPlan", "estimate_tokens", "plan"]
@@ -279,12 +279,4 @@ def _cost(
 ) -> float | None:
     if config.backend == "simulated":
         return 0.0  # offline: nothing to pay
-    if not prices:
-        return None
-    total = 0.0
-    for engine, (used_in, used_out) in by_engine.items():
-        price = price_of(prices, model_for(config, engine))
-        if price is None:
-            return None
-        total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]
-    return total
+    return estimate_cost(config, by_engine, prices)

@@ -9,6 +9,9 @@ from ..core import Example, Score, Trace
 
 __all__ = ["predictions_json"]
 
+#: The kinds of node whose value a prediction keeps (inputs are its ``inputs``; params are the run's params).
+_SHOWN = ("llm", "function")
+
 
 def _plain(value: Any) -> Any:
     """`value` if JSON can hold it as it is, else its text."""
@@ -16,19 +19,25 @@ def _plain(value: Any) -> Any:
 
 
 def predictions_json(examples: Sequence[Example], results: Sequence[tuple[Trace, Score]]) -> list[dict[str, Any]]:
-    """One entry per example: its id, inputs, the system's output, the target, and whether it was correct.
+    """One entry per example: its id, inputs, the system's output, every other node's, the target, and whether
+    it was correct.
+
+    ``nodes`` holds the value of every LLM and function node other than the output, in the
+    trace's (topological) order, None for a node that failed; results written before it
+    existed lack it.
 
     Args:
         examples: The scored examples, in order.
         results: Their ``(trace, score)`` pairs, as `semgrad.core.optim.evaluate` returns them.
 
     Examples:
-        >>> from semgrad.core import Example, Score
-        >>> class T:  # a stand-in for a Trace
-        ...     output_value, errors = "4", ()
-        >>> (entry,) = predictions_json([Example({"q": "2+2?"}, "4", id=0)], [(T(), Score(1.0, "ok", "4"))])
-        >>> entry["inputs"], entry["output"], entry["target"], entry["correct"]
-        ({'q': '2+2?'}, '4', '4', True)
+        >>> from semgrad.core import Example, NodeRun, Score, Trace
+        >>> runs = {"q": NodeRun("q", "input", value="2+2?"), "plan": NodeRun("plan", "llm", value="add"),
+        ...         "a": NodeRun("a", "llm", value="4")}
+        >>> trace = Trace(0, "g", "a", runs)
+        >>> (entry,) = predictions_json([Example({"q": "2+2?"}, "4", id=0)], [(trace, Score(1.0, "ok", "4"))])
+        >>> entry["inputs"], entry["output"], entry["nodes"], entry["target"], entry["correct"]
+        ({'q': '2+2?'}, '4', {'plan': 'add'}, '4', True)
     """
     found = []
     for example, (trace, score) in zip(examples, results, strict=True):
@@ -36,6 +45,11 @@ def predictions_json(examples: Sequence[Example], results: Sequence[tuple[Trace,
             "sample": _plain(example.id),
             "inputs": {str(name): _plain(value) for name, value in example.inputs.items()},
             "output": _plain(trace.output_value),
+            "nodes": {
+                str(name): _plain(run.value)
+                for name, run in trace.runs.items()
+                if run.kind in _SHOWN and name != trace.output
+            },
             "target": _plain(example.target),
             "answer": _plain(score.answer),
             "correct": score.correct,

@@ -22,9 +22,18 @@ from typing import Any
 import attrs
 
 from .._files import read_regular_text, unreadable
-from ..effects._accounting import price_of
+from ..effects._accounting import price_of, token_cost
 
-__all__ = ["DEFAULT_MODELS", "PriceTable", "bundled_prices", "load_prices", "model_for", "price_of"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "PriceTable",
+    "bundled_prices",
+    "estimate_cost",
+    "load_prices",
+    "model_for",
+    "price_of",
+    "token_cost",
+]
 
 #: The model a backend uses when the config names none. (Anthropic retires old models: requests
 #: to a retired one fail, so the default is a current one; Claude 3.5 Haiku was deprecated in 2026.)
@@ -107,3 +116,22 @@ def model_for(config: Any, role: str) -> str:
     if config.backend == "simulated":
         return ""
     return config.models().get(role) or config.model or DEFAULT_MODELS.get(config.backend, "")
+
+
+def estimate_cost(config: Any, tokens_by_role: Mapping[str, tuple[int, int]], prices: Prices | None) -> float | None:
+    """USD for the tokens each role used, at the price of the model that role ran on (None if unpriced).
+
+    Examples:
+        >>> from semgrad.experiments import RunConfig
+        >>> estimate_cost(RunConfig("gsm8k", model="m"), {"forward": (2_000_000, 1_000_000)}, {"m": (0.5, 2.0)})
+        3.0
+    """
+    if not prices:
+        return None
+    total = 0.0
+    for role, (used_in, used_out) in tokens_by_role.items():
+        price = price_of(prices, model_for(config, role) or config.model or "")
+        if price is None:
+            return None
+        total += token_cost(price, used_in, used_out)
+    return total

@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from returns.result import Success
 
 from ..report._tokens import SIMULATED_TOKENS
-from ._prices import price_of
+from ._prices import price_of, token_cost
 
 __all__ = ["RunProgress", "done_of_planned", "find_retries"]
 
@@ -174,7 +174,7 @@ class RunProgress:
         if price is None:
             self.unpriced = True
         else:
-            self.cost += (used_in * price[0] + used_out * price[1]) / 1e6
+            self.cost += token_cost(price, used_in, used_out)
 
     def on_progress(self, task: str, event: Any) -> None:
         """A phase of an iteration began (a `FitProgress` of `task`)."""

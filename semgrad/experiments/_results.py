@@ -162,6 +162,20 @@ def _averages(value: Any, where: str) -> FrozenMap[str, float | None]:
     return FrozenMap((key, _score(v, _key(where, key))) for key, v in _object(value, where).items())
 
 
+def _coverage(value: Any, where: str) -> FrozenMap[str, FrozenMap[str, int | None]]:
+    """``average_tasks``: per group, ``{"tasks": count, "of": count or null}``."""
+    return FrozenMap(
+        (
+            key,
+            FrozenMap(
+                (part, _count(n, _key(_key(where, key), part)))
+                for part, n in _object(entry, _key(where, key), optional=False).items()
+            ),
+        )
+        for key, entry in _object(value, where).items()
+    )
+
+
 class _View:
     """Indexing by a key of `to_json()`, for readers of the dictionary a run returned before."""
 
@@ -259,6 +273,7 @@ class RunSummary(_View):
     averages: FrozenMap[str, float | None] = FrozenMap()
     averages_unweighted: FrozenMap[str, float | None] = FrozenMap()
     unscored_tasks: tuple[str, ...] = ()
+    average_tasks: FrozenMap[str, FrozenMap[str, int | None]] = FrozenMap()
     published: FrozenMap[str, float] = FrozenMap()
     calls: Any = FrozenMap()
     tokens: Any = FrozenMap()
@@ -280,6 +295,17 @@ class RunSummary(_View):
     def total_calls(self) -> int:
         """All calls."""
         return sum(self.calls_by_purpose.values())
+
+    def coverage(self, group: str) -> tuple[int, int | None]:
+        """How many tasks the averages of `group` cover, and how many the paper's figure for it averages (None
+        if it has none, or the file is older than ``average_tasks``: then the tasks are counted here)."""
+        entry = self.average_tasks.get(group) or FrozenMap()
+        tasks, of = entry.get("tasks"), entry.get("of")
+        if tasks is None:
+            tasks = sum(
+                1 for t in self.tasks if t.score("test") is not None and (group == "overall" or t.category == group)
+            )
+        return tasks, of
 
     def to_json(self) -> dict[str, Any]:
         """The summary as ``results.json`` holds it."""
@@ -314,6 +340,7 @@ class RunSummary(_View):
             averages=_averages(data.get("averages"), "averages"),
             averages_unweighted=_averages(data.get("averages_unweighted"), "averages_unweighted"),
             unscored_tasks=tuple(str(t) for t in _array(data.get("unscored_tasks"), "unscored_tasks")),
+            average_tasks=_coverage(data.get("average_tasks"), "average_tasks"),
             published=freeze_json(_object(data.get("published"), "published")),
             calls=freeze_json(counted),
             tokens=freeze_json(tokens),

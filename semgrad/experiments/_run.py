@@ -20,20 +20,20 @@ from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, memoized, run_loop
+from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
-from ..report import write_report
 from ..report._tokens import tokens_json
 from ..tasks import Task
-from ._averages import task_averages
+from ._averages import average_coverage, comparable_figures, task_averages
 from ._config import RunConfig, make_optimizer
 from ._errors import SetupError
 from ._ledger import Ledger
 from ._predictions import predictions_json
-from ._prices import DEFAULT_MODELS, model_for, price_of
+from ._prices import DEFAULT_MODELS, estimate_cost
 from ._results import RunSummary
+from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 from ._run_tasks import check_protocol, load_run_tasks, loss_for, task_loss
-from ._stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 
 if TYPE_CHECKING:
     from ._plan import RunPlan
@@ -53,9 +53,6 @@ __all__ = [
     "run_stack",
     "task_loss",
 ]
-
-#: The paper's published figures (test accuracy).
-PUBLISHED = {"gsm8k": 0.932, "bbh_nlp": 0.825, "bbh_algorithmic": 0.856, "textgrad_gsm8k": 0.782}
 
 
 class RunFailed(RuntimeError):
@@ -308,8 +305,6 @@ def check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
         _check_fresh_dir(config, out)
 
 
-_check_run_dir = check_run_dir  # the name it had
-
 #: What a run writes into its folder, beside ``checkpoint*.json`` (and a cache the config puts there).
 _RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html")
 
@@ -542,33 +537,12 @@ def _transient_failures(evaluated: Sequence[tuple[Any, Any]]) -> int:
 
 
 def _published(task: Task) -> dict[str, Any] | None:
+    """The paper's figure for this task itself, if it has one: GSM8K's. A BBH task gets none: the paper gives
+    only its category's average over all the category's tasks, which is no figure of one task (the run's
+    ``published`` holds it when the run's category average covers every task of the category)."""
     if task.name == "gsm8k":
-        return {"label": "Paper (GSM8K)", "value": PUBLISHED["gsm8k"]}
-    if task.category == "nlp":
-        return {"label": "Paper (BBH NLP average)", "value": PUBLISHED["bbh_nlp"]}
-    if task.category == "algorithmic":
-        return {"label": "Paper (BBH algorithmic average)", "value": PUBLISHED["bbh_algorithmic"]}
+        return {"label": "Paper (GSM8K)", "value": PUBLISHED["gsm8k"], "scope": "task"}
     return None
-
-
-def estimate_cost(
-    config: RunConfig, tokens_by_role: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
-) -> float | None:
-    """USD for the tokens each role used, at the price of the model that role ran on (None if unpriced).
-
-    Examples:
-        >>> estimate_cost(RunConfig("gsm8k", model="m"), {"forward": (2_000_000, 1_000_000)}, {"m": (0.5, 2.0)})
-        3.0
-    """
-    if not prices:
-        return None
-    total = 0.0
-    for role, (used_in, used_out) in tokens_by_role.items():
-        price = price_of(prices, model_for(config, role) or config.model or "")
-        if price is None:
-            return None
-        total += used_in / 1e6 * price[0] + used_out / 1e6 * price[1]
-    return total
 
 
 def _summary(
@@ -607,7 +581,8 @@ def _summary(
         "averages": weighted,
         "averages_unweighted": unweighted,
         "unscored_tasks": [task.name for task in unscored],
-        "published": dict(PUBLISHED),
+        "average_tasks": average_coverage(results),
+        "published": {key: PUBLISHED[key] for key in comparable_figures(results)},
         "calls": {"by_purpose": dict(counters["calls_by_purpose"]), "by_role": dict(counters["calls_by_engine"])},
         "tokens": tokens_json(
             config.backend == "simulated", counters["input_tokens"], counters["output_tokens"], tokens

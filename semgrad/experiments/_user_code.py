@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._loaded import _LOADED
+from .._loaded_systems import _LOADED
 from ..core import Example, Loss, Score, Trace, extract_answer, pure
 from ..core._program import Program
 from ._errors import SetupError
@@ -169,7 +169,7 @@ def load_function(spec: str, default: str, what: str) -> Callable[..., Any]:
     """The function `spec` names (``FILE.py:FUNCTION`` or ``MODULE:FUNCTION``, `default` when unnamed).
 
     Call it only with a spec the user typed: it runs their module. Inside
-    `semgrad._loaded.systems_loaded_once` a module is imported once.
+    `semgrad._loaded_systems.systems_loaded_once` a module is imported once.
 
     Raises:
         SetupError: No such file, module or function.

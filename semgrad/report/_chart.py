@@ -10,13 +10,13 @@ Scores are drawn on a fixed 0-100 % axis; values outside it are clamped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from ._format import esc, percent
 
-__all__ = ["ChartPoint", "score_chart"]
+__all__ = ["ChartPoint", "percent_grid", "score_chart"]
 
 _WIDTH, _HEIGHT = 640, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 36, 44
@@ -45,12 +45,24 @@ def _y(score: float) -> float:
     return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
 
 
-def _grid() -> list[str]:
+def percent_grid(left: float, right: float, y: Callable[[float], float]) -> list[str]:
+    """The horizontal lines of a 0-100 % score axis, from x `left` to `right` at height `y(score)`,
+    each labelled left of `left` (the run report's, the compare page's and the sweep page's charts).
+
+    Examples:
+        >>> percent_grid(50, 300, lambda score: 100 * (1 - score))[-1]
+        '<text class="tick" x="44" y="4.0" text-anchor="end">100 %</text>'
+    """
     parts = []
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = _y(tick)
-        parts.append(f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}"/>')
-        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+        at = y(tick)
+        parts.append(f'<line class="grid" x1="{left}" y1="{at:.1f}" x2="{right:.1f}" y2="{at:.1f}"/>')
+        parts.append(f'<text class="tick" x="{left - 6}" y="{at + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+    return parts
+
+
+def _grid() -> list[str]:
+    parts = percent_grid(_LEFT, _WIDTH - _RIGHT, _y)
     bottom = _TOP + _PLOT_H
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{bottom}"/>')
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')

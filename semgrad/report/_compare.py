@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ._format import esc, isolate, percent
-from ._style import CSP, CSS
+from ._chart import percent_grid
+from ._format import as_text, esc, isolate, percent
+from ._style import page_head
 from ._tokens import SIMULATED_TOKENS
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
@@ -46,10 +47,7 @@ def compare_chart(series: Mapping[str, Sequence[float | None]], iterations: int 
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT}" '
         f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="score per iteration and optimizer">'
     ]
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = _y(tick)
-        parts.append(f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}"/>')
-        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+    parts += percent_grid(_LEFT, _WIDTH - _RIGHT, _y)
     bottom = _TOP + _PLOT_H
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')
     for i in range(n):
@@ -319,11 +317,7 @@ def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
     notes = isolate(summary.token_note) if summary.token_note else ""
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-            '<meta name="referrer" content="no-referrer">',
-            f"<title>Optimizers compared on {esc(summary.task)}</title><style>{CSS}</style></head>",
+            page_head(f"Optimizers compared on {as_text(summary.task)}"),
             "<body><main>",
             f"<h1>Optimizers compared on {isolate(summary.task)}</h1>",
             f'<p class="notice">{_SIMULATED}</p>' if summary.simulated else "",

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .._files import write_text_atomically
-from ..graphviz import to_dot, to_mermaid
+from ..diagrams import to_dot, to_mermaid
 from ._html import render_report
-from ._samples import errors_json
+from ._predictions import errors_json
 
 __all__ = ["fit_results", "graph_json", "iteration_json", "write_html"]
 

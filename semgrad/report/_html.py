@@ -17,8 +17,8 @@ from ._chart import score_chart
 from ._format import as_list, as_mapping, as_text, esc, isolate, number
 from ._gate import gate_labels
 from ._graph import GraphShape, graph_shape, graph_svg
-from ._samples import errors_line, total_errors
-from ._style import CSP, CSS
+from ._predictions import errors_line, total_errors
+from ._style import page_head
 from ._summary import header, per_task_table, summary_table
 from ._task import chart_points, mean_points, task_section
 
@@ -159,10 +159,6 @@ def render_report(results: Mapping[str, Any] | Any, config: Mapping[str, Any] | 
     if config is not None and not isinstance(config, Mapping):
         raise ValueError(f"config must be a JSON object, got {_json_type(config)}")
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="referrer" content="no-referrer">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>semgrad report: {esc(results.get('task'))}</title><style>{CSS}</style></head>"
-        f"<body><main>{_body(results, config)}</main></body></html>\n"
+        page_head(f"semgrad report: {as_text(results.get('task'))}")
+        + f"<body><main>{_body(results, config)}</main></body></html>\n"
     )

@@ -1,13 +1,15 @@
-"""The report's inline style sheet (system fonts only: nothing is fetched), and the Content-Security-Policy of
-every page semgrad writes."""
+"""The report's inline style sheet (system fonts only: nothing is fetched), the Content-Security-Policy of
+every page semgrad writes, and the head those pages share."""
 
 from __future__ import annotations
 
-__all__ = ["CSP", "CSS"]
+from ._format import esc
+
+__all__ = ["CSP", "CSS", "page_head"]
 
 #: The Content-Security-Policy of every page semgrad writes (the run report, the compare page, ``sweep.html``):
 #: nothing is loaded or run -- no script, frame, font or remote image; only the page's own inline style and
-#: ``data:`` images. Each page carries it in a ``<meta http-equiv>`` tag.
+#: ``data:`` images. Each page carries it in a ``<meta http-equiv>`` tag (`page_head`).
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 CSS = """
@@ -43,6 +45,7 @@ table.summary th[scope=row] { font-weight: 600; background: #fafbfc; white-space
 tr.average th, tr.average td { background: #f6f8fb; }
 tr.rejected td { color: var(--muted); }
 .published { color: #6a3d9a; }
+.not-comparable { color: #555; font-style: italic; }
 .caption, .used-by, .task-facts, p.empty { color: var(--muted); font-size: .9rem; }
 .label { margin: 8px 0 2px; font-weight: 600; font-size: .9rem; }
 svg.chart, svg.graph { display: block; max-width: 100%; height: auto; background: #fff; border: 1px solid var(--line);
@@ -85,9 +88,28 @@ section.task { border-top: 1px solid var(--line); margin-top: 26px; }
 table.predictions { width: 100%; table-layout: fixed; font-size: .9rem; }
 table.predictions th:first-child { width: 3.5em; } table.predictions th:last-child { width: 6em; }
 table.predictions .cell-text { white-space: pre-wrap; max-height: 9em; overflow: auto; }
+table.predictions .node-output + .node-output { margin-top: 6px; }
+table.predictions .node-name { font-size: .8rem; color: var(--muted); font-family: ui-monospace, Menlo, monospace; }
 tr.correct td.verdict { color: #1d6b2d; font-weight: 600; background: #e0f2e5; }
 tr.wrong td.verdict { color: #8e1b10; font-weight: 600; background: #fbd9d6; }
 p.errors { margin: 6px 0; padding: 4px 10px; border-left: 4px solid #c0392b; background: #fff5f4; }
 p.errors.none { border-left-color: #2e9e44; background: #f3fbf5; }
 footer { margin-top: 40px; color: var(--muted); font-size: .85rem; }
 """
+
+
+def page_head(title: str, css: str = CSS) -> str:
+    """The start of a self-contained page (run report, comparison, sweep), up to its ``<body>``: the strict
+    `CSP`, no referrer, the viewport, the escaped `title` and the inline `css`.
+
+    Examples:
+        >>> page_head("a <b>", css="p {}").endswith("<title>a &lt;b&gt;</title><style>p {}</style></head>")
+        True
+    """
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{css}</style></head>"
+    )

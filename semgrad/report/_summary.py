@@ -11,6 +11,7 @@ from ._tokens import SIMULATED_TOKENS
 
 __all__ = [
     "PUBLISHED",
+    "average_coverage",
     "header",
     "is_simulated",
     "per_task_table",
@@ -67,30 +68,65 @@ def published_figures(results: Mapping[str, Any]) -> dict[str, float]:
 
 
 def task_published(task: Mapping[str, Any], figures: Mapping[str, float]) -> list[tuple[str, float]]:
-    """The published figures to show beside a task's test accuracy, as (label, value).
+    """The published figures of the same quantity as a task's test accuracy, as (label, value).
 
-    The task's own ``published`` entry comes first; GSM8K also gets TextGrad's
-    figure, and a BBH task without an entry gets its category's average.
+    Only a figure of the task itself: GSM8K's (the task's own ``published`` entry, or the paper's) and
+    TextGrad's. A BBH task gets none: the paper gives only its category's average over all the category's
+    tasks, which `summary_table` shows beside the run's category average when that covers them all. An entry
+    that an older run wrote for a BBH task (its category's average) is not shown either; a newer one marks a
+    figure of the task itself with ``"scope": "task"``.
 
     Examples:
         >>> task_published({"task": "gsm8k"}, PUBLISHED)
         [('Paper (GSM8K)', 0.932), ('TextGrad (GSM8K)', 0.782)]
         >>> task_published({"task": "bbh:navigate", "category": "algorithmic"}, PUBLISHED)
-        [('Paper (BBH algorithmic average)', 0.856)]
+        []
+        >>> old = {"label": "Paper (BBH algorithmic average)", "value": 0.856}
+        >>> task_published({"task": "bbh:navigate", "category": "algorithmic", "published": old}, PUBLISHED)
+        []
         >>> task_published({"task": "liar"}, PUBLISHED)
         []
     """
     entry = as_mapping(task.get("published"))
-    value = number(entry.get("value"))
-    found = [(as_text(entry.get("label")) or "Published", value)] if value is not None else []
     name, category = as_text(task.get("task")), task.get("category")
-    if name == "gsm8k":
-        keys = ["textgrad_gsm8k"] if found else ["gsm8k", "textgrad_gsm8k"]
+    bbh = name.startswith("bbh") or category in ("nlp", "algorithmic")
+    value = number(entry.get("value"))
+    if value is None or (bbh and entry.get("scope") != "task"):
+        found = []
     else:
-        keys = (
-            [f"bbh_{category}"] if name.startswith("bbh") and not found and category in ("nlp", "algorithmic") else []
-        )
+        found = [(as_text(entry.get("label")) or "Published", value)]
+    if name != "gsm8k":
+        return found
+    keys = ["textgrad_gsm8k"] if found else ["gsm8k", "textgrad_gsm8k"]
     return found + [(_PUBLISHED_LABEL[key], figures[key]) for key in keys]
+
+
+def average_coverage(results: Mapping[str, Any], group: str) -> tuple[int, int | None]:
+    """How many tasks the run's averages of `group` cover, and how many the paper's figure for that group
+    averages (None when it has none, or the run does not say).
+
+    ``results.json``'s ``average_tasks`` says both; a file older than that field gets its tasks counted here
+    (those of the group with a test score), and, for ``bbh:all``, the paper's count is taken to be the same (a
+    ``bbh:all`` run covered every BBH task; a group of it that missed one has no average).
+
+    Examples:
+        >>> average_coverage({"average_tasks": {"nlp": {"tasks": 1, "of": 12}}}, "nlp")
+        (1, 12)
+        >>> old = {"task": "bbh:all", "tasks": [{"category": "nlp", "accuracy": {"test": 0.5}}]}
+        >>> average_coverage(old, "nlp"), average_coverage({**old, "task": "bbh:snarks"}, "nlp")
+        ((1, 1), (1, None))
+    """
+    entry = as_mapping(as_mapping(results.get("average_tasks")).get(group))
+    tasks, of = number(entry.get("tasks")), number(entry.get("of"))
+    if tasks is not None:
+        return int(tasks), None if of is None else int(of)
+    found = sum(
+        1
+        for t in map(as_mapping, as_list(results.get("tasks")))
+        if number(as_mapping(t.get("accuracy")).get("test")) is not None
+        and (group == "overall" or t.get("category") == group)
+    )
+    return found, found if group in ("nlp", "algorithmic") and results.get("task") == "bbh:all" else None
 
 
 def _published_html(figures: Sequence[tuple[str, float]]) -> str:
@@ -202,7 +238,26 @@ def _metric_row(task: Mapping[str, Any]) -> list[Row]:
     return [("Metric", f'<span class="metric">{isolate(metric)}</span>', "")] if isinstance(metric, str) else []
 
 
-def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> list[Row]:
+def _covered(
+    results: Mapping[str, Any], group: str, figures: Mapping[str, float], published: str | None
+) -> tuple[str, str]:
+    """The words after an average's label (how many tasks it covers) and its published cell: the paper's
+    figure only beside an average over the same tasks as the paper's; an average over part of a category says
+    that it is not comparable, and gives no number to compare it with."""
+    tasks, of = average_coverage(results, group)
+    noun = "task" if tasks == 1 else "tasks"
+    covers = f"over {count(tasks)} {noun}" if of is None else f"over {count(tasks)} of {count(of)} tasks"
+    if published is None:
+        return covers, ""
+    if of is not None and tasks == of:
+        return covers, _published_html([(_PUBLISHED_LABEL[published], figures[published])])
+    paper = f"all {count(of)} tasks" if of is not None else "all the category's tasks"
+    return covers, f'<span class="not-comparable">not comparable: the paper\'s figure averages {paper}</span>'
+
+
+def _average_rows(
+    results: Mapping[str, Any], figures: Mapping[str, float], *, with_published: bool = True
+) -> list[Row]:
     averages, rows = as_mapping(results.get("averages")), []
     plain = as_mapping(results.get("averages_unweighted"))
     unscored = results.get("unscored_tasks")
@@ -218,11 +273,12 @@ def _average_rows(results: Mapping[str, Any], figures: Mapping[str, float]) -> l
     for key, label, published in _AVERAGES:
         value = number(averages.get(key))
         if value is not None:
-            shown = _published_html([(_PUBLISHED_LABEL[published], figures[published])]) if published else ""
-            rows.append((label, f"<strong>{percent(value)}</strong>", shown))
+            covers, shown = _covered(results, key, figures, published)
+            rows.append((f"{label} {covers}", f"<strong>{percent(value)}</strong>", shown if with_published else ""))
             mean = number(plain.get(key))
             if mean is not None:
-                rows.append((label.replace("item-weighted", "unweighted mean over tasks"), percent(mean), ""))
+                unweighted = label.replace("item-weighted", "unweighted mean over tasks")
+                rows.append((f"{unweighted} {covers}", percent(mean), ""))
     return rows
 
 
@@ -311,7 +367,7 @@ def per_task_table(results: Mapping[str, Any]) -> str:
     averages = "".join(
         f'<tr class="average"><th scope="row" colspan="4">{esc(label)}</th><td>{ours}</td>'
         f'<td colspan="2"></td><td class="published-cell">{paper}</td></tr>'
-        for label, ours, paper in _average_rows(results, figures)
+        for label, ours, paper in _average_rows(results, figures, with_published=False)
     )
     head = "".join(
         f"<th>{h}</th>"

@@ -9,7 +9,7 @@ from ._chart import ChartPoint, score_chart
 from ._diff import diff_html
 from ._format import DASH, as_list, as_mapping, as_text, count, esc, isolate, isolate_html, number, percent
 from ._gate import gate_labels
-from ._samples import errors_line, predictions_table
+from ._predictions import errors_line, predictions_table
 
 __all__ = ["chart_points", "mean_points", "task_section"]
 

@@ -11,11 +11,11 @@ failed or stopped) a dash, so that the two never look alike.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from ..report._format import esc as _esc
+from ..report._chart import percent_grid
+from ..report._format import esc, percent
 
-__all__ = ["PALETTE", "esc", "optimizer_chart"]
+__all__ = ["PALETTE", "optimizer_chart"]
 
 #: Colour-blind-safe colours (Okabe-Ito), one per variant, repeating after eight.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -23,38 +23,12 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 _LEFT, _RIGHT, _TOP, _PLOT_H, _LABELS = 56, 16, 40, 220, 120
 
 
-def esc(value: Any) -> str:
-    """`value` as text safe inside an element or a double-quoted attribute (the report's `esc` of its ``str``).
-
-    Examples:
-        >>> esc('"><script>x</script>')
-        '&quot;&gt;&lt;script&gt;x&lt;/script&gt;'
-    """
-    return _esc("" if value is None else str(value))
-
-
-def percent(value: Any) -> str:
-    """A score as a percentage, or a dash.
-
-    Examples:
-        >>> percent(0.825), percent(None)
-        ('82.5 %', '\u2014')
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return "\u2014"
-    return f"{value * 100:.1f} %"
-
-
 def _y(score: float) -> float:
     return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
 
 
 def _axes(width: float) -> list[str]:
-    parts = []
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = _y(tick)
-        parts.append(f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{width - _RIGHT:.1f}" y2="{y:.1f}"/>')
-        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{tick * 100:.0f} %</text>')
+    parts = percent_grid(_LEFT, width - _RIGHT, _y)
     parts.append(
         f'<text class="tick" x="14" y="{_TOP + _PLOT_H / 2:.1f}" text-anchor="middle" '
         f'transform="rotate(-90 14 {_TOP + _PLOT_H / 2:.1f})">mean accuracy</text>'

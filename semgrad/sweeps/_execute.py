@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._files import read_regular_text
-from .._loaded import systems_loaded_once
+from .._loaded_systems import systems_loaded_once
 from .._lock import hold_folder
 from ..experiments import RunConfig, RunSummary, TaskResult, build_llm, load_run_tasks, run_experiment
 from ..experiments._resume import CONFIG_BYTES

@@ -21,10 +21,12 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import write_text_atomically
-from ..report._format import isolate
-from ..report._style import CSP
+from ..report import PUBLISHED
+from ..report._format import as_text, count, esc, isolate, money, percent
+from ..report._style import page_head
 from ..report._tokens import SIMULATED_TOKENS
-from ._chart import esc, optimizer_chart, percent
+from ._chart import optimizer_chart
+from ._summary import average_tasks
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
 
@@ -59,14 +61,6 @@ _AVERAGE_COLUMNS = (
 )
 
 
-def _number(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "\u2014"
-
-
-def _money(value: Any) -> str:
-    return f"${value:,.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "\u2014"
-
-
 def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
     """``sweep.json``'s ``scored_on`` (absent in older ones), with only the values it may hold."""
     found = summary.get("scored_on")
@@ -75,21 +69,43 @@ def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
     return {str(task): "train" if part == "train" else "test" for task, part in found.items()}
 
 
+def _covers(entry: Mapping[str, Any]) -> str:
+    """How many tasks an average covers, as its column head says it: "1 of 15 tasks", "3 tasks"."""
+    tasks, of = entry["tasks"], entry["of"]
+    noun = "task" if (tasks if of is None else of) == 1 else "tasks"
+    return f"{tasks} {noun}" if of is None else f"{tasks} of {of} {noun}"
+
+
+def _paper_cell(entry: Mapping[str, Any], figure: Any) -> str:
+    """A published figure under an average: only when the average covers every task the figure averages; an
+    average over part of them is marked not comparable, with no number to compare it with."""
+    if entry["of"] is not None and entry["tasks"] == entry["of"]:
+        return esc(percent(figure))
+    return f"not comparable (the paper\u2019s: all {entry['of']} tasks)"
+
+
 def _averages(summary: Mapping[str, Any]) -> str:
-    head = "".join(f"<th>{esc(label)}</th>" for _, label in _AVERAGE_COLUMNS)
+    runs = summary.get("runs")
+    coverage = average_tasks(runs if isinstance(runs, (list, tuple)) else ())
+    # a group the sweep holds no task of has no average, and no figure to show under one
+    columns = [(key, label) for key, label in _AVERAGE_COLUMNS if coverage[key]["tasks"] or key == "overall"]
+    head = "".join(f"<th>{esc(label)}<br><small>{esc(_covers(coverage[key]))}</small></th>" for key, label in columns)
     rows = [f"<tr><th>Variant</th>{head}</tr>"]
     for kind, suffix in (("averages", " (item-weighted)"), ("averages_unweighted", " (unweighted)")):
         table = summary.get(kind)
         for variant, values in table.items() if isinstance(table, Mapping) else ():
             values = values if isinstance(values, Mapping) else {}
-            cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in _AVERAGE_COLUMNS)
+            cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in columns)
             rows.append(f'<tr><td class="text">{isolate(variant)}{esc(suffix)}</td>{cells}</tr>')
-    published = summary.get("published") or {}
+    published = summary.get("published") if isinstance(summary.get("published"), Mapping) else {}
     for label, keys in _PAPER_ROWS:
-        cells = "".join(
-            f"<td>{esc(percent(published.get(keys[key])) if key in keys else '')}</td>" for key, _ in _AVERAGE_COLUMNS
-        )
-        rows.append(f'<tr class="paper"><td class="text">{esc(label)}</td>{cells}</tr>')
+        found = [
+            _paper_cell(coverage[key], published.get(keys[key], PUBLISHED[keys[key]])) if key in keys else ""
+            for key, _ in columns
+        ]
+        if any(found):
+            cells = "".join(f"<td>{cell}</td>" for cell in found)
+            rows.append(f'<tr class="paper"><td class="text">{esc(label)}</td>{cells}</tr>')
     return "<table>\n" + "\n".join(rows) + "\n</table>"
 
 
@@ -176,9 +192,9 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f"<td>{isolate(run.get('seed'))}</td>",
             f'<td class="text">{optimizer}</td>',
             *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
-            f"<td>{esc(_number(run.get('calls')))}</td>",
-            f"<td>{esc(_number(total) if total is not None or not simulated else SIMULATED_TOKENS)}</td>",
-            f"<td>{esc(_money(run.get('cost_usd')))}</td>",
+            f"<td>{esc(count(run.get('calls')))}</td>",
+            f"<td>{esc(count(total) if total is not None or not simulated else SIMULATED_TOKENS)}</td>",
+            f"<td>{esc(money(run.get('cost_usd')))}</td>",
             f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -194,9 +210,9 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
             without one is shown without a link.
 
     Examples:
-        >>> summary = {"sweep": {"name": "<b>x</b>"}, "runs": [], "published": {"bbh_nlp": 0.825}}
+        >>> summary = {"sweep": {"name": "<b>x</b>"}, "runs": [{"task": "gsm8k"}], "published": {"gsm8k": 0.932}}
         >>> page = render_sweep(summary)
-        >>> "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "82.5 %" in page
+        >>> "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "93.2 %" in page
         True
     """
     sweep = summary.get("sweep") or {}
@@ -206,23 +222,21 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     runs = totals.get("runs", len(summary.get("runs") or ()))
     facts = (
         f"{esc(runs)} runs on backend {isolate(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
-        f"{esc(_number(totals.get('calls')))} calls; cost {esc(_money(totals.get('cost_usd')))}."
+        f"{esc(count(totals.get('calls')))} calls; cost {esc(money(totals.get('cost_usd')))}."
     )
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-            '<meta name="referrer" content="no-referrer">',
-            f"<title>Sweep {esc(sweep.get('name'))}</title><style>{_STYLE}</style></head><body>",
+            page_head(f"Sweep {as_text(sweep.get('name'))}", css=_STYLE) + "<body>",
             f"<h1>Sweep {isolate(sweep.get('name'))}</h1>",
             notice,
             f"<p>{facts}</p>",
             f"<p>Settings: <code>{isolate(settings)}</code></p>",
             "<h2>Averages of test accuracy</h2>",
             "<p>Each task's mean over seeds, averaged over tasks: weighted by each task's test items, as the paper "
-            "reports BBH, and unweighted; beside the paper's published figures. A variant with no test score "
-            "for one of a group's tasks (its runs failed or stopped) has a dash there.</p>",
+            "reports BBH, and unweighted. Each column says how many tasks its average covers; the paper's figure "
+            "stands under an average only when that covers every task the paper averaged (under one over part "
+            "of a BBH category: \u2018not comparable\u2019). A variant with no test score for one of a group's "
+            "tasks (its runs failed or stopped) has a dash there.</p>",
             _averages(summary),
             "<h2>Optimizers across tasks</h2>",
             "<p>Each task's mean score over seeds: its test accuracy, or its train accuracy where the task is "

@@ -36,7 +36,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ..effects._routing import call, identity_of
+from ..effects._routing import Middleware, call
 
 __all__ = ["CallSlots", "LocalSlots", "RaySlots", "SlotsClient", "local_call_slots", "slotted"]
 
@@ -293,19 +293,12 @@ async def _drain() -> None:
     await asyncio.gather(*(t for t in asyncio.all_tasks() if t is not current), return_exceptions=True)
 
 
-class _Slotted:
+class _Slotted(Middleware):
     """An async LLM that takes a sweep-wide slot for every call to its inner LLM."""
-
-    is_async = True
 
     def __init__(self, inner: Any, slots: SlotsClient, key: str, run: str, attempt: str) -> None:
         self.inner, self.slots, self.key, self.run, self.attempt = inner, slots, key, run, attempt
         self._tickets = itertools.count()
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         ticket = f"{self.run}|{self.attempt}|{next(self._tickets)}"

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..experiments import PUBLISHED
+from ..tasks import BBH_ALGORITHMIC, BBH_NLP
 from ._spec import SweepSpec
 
-__all__ = ["AVERAGES", "summarize"]
+__all__ = ["AVERAGES", "average_tasks", "comparable_figures", "summarize"]
 
 #: The averages of the combined report, by key: label, and which rows count.
 AVERAGES = {
@@ -23,6 +24,17 @@ AVERAGES = {
     "gsm8k": "GSM8K",
     "overall": "All tasks",
 }
+
+
+#: The tasks each of the paper's figures averages, by the key of the sweep's average it compares with.
+_PAPER_TASKS: Mapping[str, frozenset[str]] = {
+    "bbh_nlp": frozenset(f"bbh:{name}" for name in BBH_NLP),
+    "bbh_algorithmic": frozenset(f"bbh:{name}" for name in BBH_ALGORITHMIC),
+    "gsm8k": frozenset({"gsm8k"}),
+}
+
+#: The paper's figures (`PUBLISHED` keys) that compare with each average: the paper's own, and TextGrad's.
+_FIGURES = {"bbh_nlp": ("bbh_nlp",), "bbh_algorithmic": ("bbh_algorithmic",), "gsm8k": ("gsm8k", "textgrad_gsm8k")}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -125,6 +137,52 @@ def _weighted_mean(values: Sequence[tuple[float | None, int | None]]) -> float |
     return sum(score * weight for score, weight in values if score is not None and weight is not None) / total
 
 
+def _grid_tasks(rows: Sequence[Any]) -> dict[str, list[str]]:
+    """The sweep's task names by average key, from its rows (read leniently: sweep.json's rows are text)."""
+    found: dict[str, list[str]] = {key: [] for key in AVERAGES}
+    for row in rows:
+        task = row.get("task") if isinstance(row, Mapping) else None
+        if not isinstance(task, str):
+            continue
+        keys = ["overall"]
+        category = row.get("category")
+        if category in ("nlp", "algorithmic"):
+            keys.append(f"bbh_{category}")
+        elif task == "gsm8k":
+            keys.append("gsm8k")
+        for key in keys:
+            if task not in found[key]:
+                found[key].append(task)
+    return found
+
+
+def average_tasks(rows: Sequence[Any]) -> dict[str, dict[str, int | None]]:
+    """Per average, how many of the sweep's tasks it covers (``tasks``) and how many the paper's figure for it
+    averages (``of``: every task of the BBH category, GSM8K alone; None for all tasks, which has no figure).
+
+    Examples:
+        >>> average_tasks([{"task": "bbh:navigate", "category": "algorithmic"}])["bbh_algorithmic"]
+        {'tasks': 1, 'of': 15}
+    """
+    found = _grid_tasks(rows)
+    return {
+        key: {"tasks": len(found[key]), "of": len(_PAPER_TASKS[key]) if key in _PAPER_TASKS else None}
+        for key in AVERAGES
+    }
+
+
+def comparable_figures(rows: Sequence[Any]) -> tuple[str, ...]:
+    """The keys of the paper's figures that compare with an average of this sweep: a BBH category's only when
+    the sweep holds every task of the category (the set the paper averages), GSM8K's when it holds GSM8K.
+
+    Examples:
+        >>> comparable_figures([{"task": "bbh:navigate", "category": "algorithmic"}, {"task": "gsm8k"}])
+        ('gsm8k', 'textgrad_gsm8k')
+    """
+    found = _grid_tasks(rows)
+    return tuple(figure for key, names in _PAPER_TASKS.items() if set(found[key]) == names for figure in _FIGURES[key])
+
+
 def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
     """The sum of the finite numbers at `path` in `rows`; None when there are none, or the sum is not finite.
 
@@ -154,7 +212,8 @@ def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
         "scored_on": scored_on(rows),
         "averages": averages(rows),
         "averages_unweighted": averages(rows, weighted=False),
-        "published": dict(PUBLISHED),
+        "average_tasks": average_tasks(rows),
+        "published": {key: PUBLISHED[key] for key in comparable_figures(rows)},
         "totals": {
             "runs": len(rows),
             "failed": sum(1 for row in rows if row.get("error")),

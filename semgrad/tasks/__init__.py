@@ -46,6 +46,8 @@ from ._bbh import (
 from ._bbh import (
     split_bbh as split_bbh,
 )
+from ._bundled import load_samples as load_samples
+from ._bundled import sample_names as sample_names
 from ._errors import DataError as DataError
 from ._files import MAX_ITEMS as MAX_ITEMS
 from ._gsm8k import (
@@ -86,8 +88,6 @@ from ._protocols import official_split_bbh as official_split_bbh
 from ._protocols import official_split_gsm8k as official_split_gsm8k
 from ._protocols import official_split_liar as official_split_liar
 from ._protocols import paper_iterations as paper_iterations
-from ._samples import load_samples as load_samples
-from ._samples import sample_names as sample_names
 from ._split import Split as Split
 from ._split import split as split
 from ._task import (

@@ -7,7 +7,7 @@ from typing import Literal
 from ..core import Example
 from ._errors import DataError
 from ._files import MAX_ITEMS, DataDir, check_items, data_file, json_lines, read_text
-from ._split import Split, split
+from ._split import Split, split, test_items
 
 __all__ = ["gsm8k_answer", "gsm8k_examples", "load_gsm8k", "split_gsm8k"]
 
@@ -102,5 +102,5 @@ def split_gsm8k(
         test=0,
         seed=seed,
     )
-    held_out = tuple(test_file) if test is None else split(test_file, train=0, validation=0, test=test, seed=seed).test
+    held_out = test_items(test_file, test, seed)
     return Split(train=learn.train, validation=learn.validation, test=held_out)

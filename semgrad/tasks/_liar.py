@@ -17,7 +17,7 @@ from ..core import Example
 from ..topologies import LIAR_FIELDS
 from ._errors import DataError
 from ._files import MAX_ITEMS, DataDir, check_items, data_file, read_text
-from ._split import Split, split
+from ._split import Split, split, test_items
 
 __all__ = ["LIAR_LABELS", "liar_examples", "load_liar", "split_liar"]
 
@@ -136,5 +136,5 @@ def split_liar(
     return Split(
         train=split(train_file, train=n_train, validation=0, test=0, seed=seed).train,
         validation=split(valid_file, train=0, validation=n_validation, test=0, seed=seed).validation,
-        test=tuple(test_file) if test is None else split(test_file, train=0, validation=0, test=test, seed=seed).test,
+        test=test_items(test_file, test, seed),
     )

@@ -24,7 +24,7 @@ from typing import Literal
 
 from ..core import Example, FrozenMap
 from ._errors import DataError
-from ._split import Split, split
+from ._split import Split, split, test_items
 
 __all__ = [
     "OFFICIAL_SIZES",
@@ -121,7 +121,7 @@ def official_split_gsm8k(
     """
     n = OFFICIAL_SIZES["gsm8k"] if train is None else train
     learn = split(train_file, train=n, validation=0, test=0, seed=seed)
-    held_out = tuple(test_file) if test is None else split(test_file, train=0, validation=0, test=test, seed=seed).test
+    held_out = test_items(test_file, test, seed)
     return Split(train=learn.train, validation=(), test=held_out)
 
 

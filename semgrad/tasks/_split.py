@@ -10,7 +10,7 @@ import attrs
 from ..core import Example
 from ._errors import DataError
 
-__all__ = ["Split", "split"]
+__all__ = ["Split", "split", "test_items"]
 
 
 def _examples(value: Iterable[Example]) -> tuple[Example, ...]:
@@ -105,6 +105,19 @@ def split(
     end = train + validation
     rest = order[end:] if test is None else order[end : end + test]
     return Split(train=order[:train], validation=order[train:end], test=rest)
+
+
+def test_items(test_file: Iterable[Example], test: int | None, seed: int) -> tuple[Example, ...]:
+    """The test set the paper's protocols take from a dataset's own test file: all of it, or with
+    `test` given a seeded sample of that many of its items.
+
+    Examples:
+        >>> from semgrad.core import Example
+        >>> items = [Example({"q": str(i)}, str(i), id=i) for i in range(6)]
+        >>> len(test_items(items, None, 0)), len(test_items(items, 2, 0))
+        (6, 2)
+    """
+    return tuple(test_file) if test is None else split(test_file, train=0, validation=0, test=test, seed=seed).test
 
 
 def _unique(items: Sequence[Example]) -> Sequence[Example]:

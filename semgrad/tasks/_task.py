@@ -10,6 +10,7 @@ import attrs
 from ..core import FrozenMap, Graph, Params
 from ..topologies import liar_graph, paper_graph
 from ._bbh import BBH_TASKS, Category, bbh_category, bbh_scoring, load_bbh, split_bbh
+from ._bundled import load_samples
 from ._errors import DataError
 from ._files import MAX_ITEMS, DataDir
 from ._gsm8k import load_gsm8k, split_gsm8k
@@ -24,7 +25,6 @@ from ._protocols import (
     official_split_liar,
     pick_protocol,
 )
-from ._samples import load_samples
 from ._split import Split, split
 
 __all__ = ["Scoring", "Task", "expand_task_names", "load_task", "load_tasks", "sample_task", "task_names"]

@@ -12,7 +12,7 @@ from returns.result import Success
 from semgrad.backends import fake
 from semgrad.core import LLMRequest, Message, parse_backward, parse_tagged
 from semgrad.core._parse import parse_result
-from semgrad.core.optim._named import parse_named
+from semgrad.core.optim._named_blocks import parse_named
 
 REQUEST = LLMRequest((Message("user", "x"),), node="n")
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from semgrad._samples import gsm8k_sample
+from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.simulated import VERIFY, SimulatedLLM
 from semgrad.core import Example, GraphBuilder, forward, optim
 from semgrad.effects import fit_sync, run_sync

@@ -170,7 +170,7 @@ def test_write_html_writes_the_report_of_any_fit(tmp_path):
 
 def test_a_system_is_loaded_once_inside_a_block_and_anew_outside_it(tmp_path):
     """Inside systems_loaded_once a spec's code runs once; outside one, every load runs it again."""
-    from semgrad._loaded import systems_loaded_once
+    from semgrad._loaded_systems import systems_loaded_once
 
     runs = tmp_path / "runs.txt"
     system = tmp_path / "counted.py"

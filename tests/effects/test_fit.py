@@ -15,7 +15,7 @@ import anyio
 import attrs
 import pytest
 
-from semgrad._samples import gsm8k_sample
+from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, HashLLM, RecordingLLM, reply_backward, reply_forward, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import (
@@ -231,7 +231,7 @@ def test_state_types_must_be_attrs_classes():
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
-    from semgrad._samples import gsm8k_sample
+    from semgrad._bundled_pairs import gsm8k_sample
     from semgrad.backends.simulated import SimulatedLLM
     from semgrad.core import Example, numeric_match, optim
     from semgrad.effects import fit_sync

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from semgrad._samples import gsm8k_sample
+from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.fake import RecordingLLM
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import Example, LLMRequest, LLMResponse, Message, ask, gather, numeric_match, optim

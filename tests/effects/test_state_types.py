@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad._samples import gsm8k_sample
+from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import Example, numeric_match, optim
 from semgrad.effects import CheckpointError, fit_sync, register_state_type, registered_state_types

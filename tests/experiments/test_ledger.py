@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from semgrad.core import GraphBuilder
 from semgrad.effects._checkpoint import read_checkpoint
 from semgrad.experiments._ledger import Ledger
-from semgrad.experiments._stack import empty_counters
+from semgrad.experiments._run_stack import empty_counters
 
 _b = GraphBuilder()
 _b.llm("a", inputs=[_b.input("q")], instruction="Solve.")

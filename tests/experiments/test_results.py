@@ -62,6 +62,9 @@ def summary_json(draw: st.DrawFn) -> dict:
         "averages": draw(st.dictionaries(texts, scores, max_size=3)),
         "averages_unweighted": draw(st.dictionaries(texts, scores, max_size=3)),
         "unscored_tasks": draw(st.lists(texts, max_size=2)),
+        "average_tasks": draw(
+            st.dictionaries(texts, st.fixed_dictionaries({"tasks": counts, "of": st.none() | counts}), max_size=3)
+        ),
         "published": draw(st.dictionaries(texts, st.floats(0, 1), max_size=2)),
         "calls": {"by_purpose": draw(st.dictionaries(names, counts)), "by_role": draw(st.dictionaries(texts, counts))},
         "tokens": {"input": draw(counts), "output": draw(counts), "by_role": {}},

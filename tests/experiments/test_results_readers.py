@@ -66,8 +66,10 @@ def test_the_run_s_lines_read_the_summary_s_fields(no_keys, tmp_path, capsys):
     assert "; 2 of 4 test samples have no answer" in lines[0]
     assert lines[0].endswith("; initial test scored by an earlier process of this run")
     assert lines[1] == "bbh:snarks: train -, validation -, test 0.750 (initial test -)"
-    assert lines[2] == "averages over tasks (item-weighted): overall 0.500, algorithmic 0.250"
-    assert lines[3] == "averages over tasks (unweighted): overall 0.500"
+    assert lines[2] == (
+        "averages over tasks (item-weighted): overall 0.500 (over 2 tasks), algorithmic 0.250 (over 1 task)"
+    )
+    assert lines[3] == "averages over tasks (unweighted): overall 0.500 (over 2 tasks)"
     assert lines[4].startswith("no average for a group with a task that has no test score: 1 such (bbh:dyck)")
     assert lines[5] == f"Wrote {tmp_path / 'results.json'}"
 

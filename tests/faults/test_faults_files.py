@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 import semgrad
 import semgrad._files
-from semgrad._samples import gsm8k_sample
+from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.simulated import SimulatedLLM
 from semgrad.core import Example, normalized_match, numeric_match, optim
 from semgrad.effects import CheckpointError, fit_sync

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward, reply_rewrite
 from semgrad.core import Example, FrozenMap, backward, exact_match, forward, optim, plan_backward, rules
 from semgrad.core.optim import Step
-from semgrad.core.optim._named import format_named, parse_named
+from semgrad.core.optim._named_blocks import format_named, parse_named
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 from semgrad.topologies import paper_graph

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from semgrad.graphviz import to_dot, to_mermaid
+from semgrad.diagrams import to_dot, to_mermaid
 from semgrad.topologies import HINT_INSTRUCTION, SOLVE_INSTRUCTION, paper_graph
 
 #: Strings that would break out of an element, an attribute, a style sheet or an SVG
@@ -151,6 +151,7 @@ def hostile_version(results: dict[str, Any], text: str) -> dict[str, Any]:
     predictions = first.setdefault("predictions", [{"inputs": {}, "correct": False}])
     prediction = predictions[-1]
     prediction["inputs"][text] = prediction["output"] = prediction["target"] = text
+    prediction["nodes"] = {text: text}
     first["predictions_split"] = text
     hostile["stopped"] = text
     return hostile

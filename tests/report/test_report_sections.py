@@ -6,19 +6,21 @@ import html
 import re
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from semgrad.core import FrozenMap
 from semgrad.effects import RunStatistics
 from semgrad.report import render_report
-from semgrad.report._samples import errors_json
+from semgrad.report._predictions import errors_json
 
 from .conftest import make_results, make_task, parse
 
 
 def _old_and_new(diff: str) -> tuple[str, str]:
-    """The two texts a ``<del>``/``<ins>`` diff compares, recovered from its HTML."""
+    """The two texts a ``<del>``/``<ins>`` diff compares, recovered from its HTML (``<bdi>`` only isolates
+    right-to-left text: it is markup, not text)."""
+    diff = diff.replace("<bdi>", "").replace("</bdi>", "")
     old = re.sub(r"<ins>.*?</ins>", "", diff, flags=re.DOTALL).replace("<del>", "").replace("</del>", "")
     new = re.sub(r"<del>.*?</del>", "", diff, flags=re.DOTALL).replace("<ins>", "").replace("</ins>", "")
     return html.unescape(old), html.unescape(new)
@@ -66,6 +68,7 @@ def test_each_proposal_is_diffed_against_the_value_its_iteration_started_from():
     st.lists(st.tuples(st.text(max_size=12), st.booleans()), min_size=1, max_size=5),
     st.text(max_size=12),
 )
+@example([("\U00010808", True)], "")  # right-to-left text: the diff is isolated in a <bdi>
 def test_proposal_diffs_compare_with_the_last_applied_value(proposals, initial):
     """For any proposals, applied or not, each diff's old text is the last applied value and its new text the
     proposal (applied blocks are listed first, then the others)."""

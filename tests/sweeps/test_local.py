@@ -11,13 +11,12 @@ import pytest
 from semgrad.cli import main
 from semgrad.sweeps import SweepError, load_spec, render_sweep, run_sweep
 
-from ._helpers import DATA, CallLog, chat_server, grid_spec, logged_calls, needs_data, sweep_json, write_spec
-
-pytestmark = needs_data
+from ._helpers import DATA, CallLog, chat_server, grid_spec, logged_calls, sweep_json, write_spec
 
 
 def test_the_combined_report_lists_every_run_with_scores_and_costs(local_sweep):
-    """sweep.json has 12 runs in grid order, each with accuracies, calls and tokens; averages sit beside the paper's."""
+    """sweep.json has 12 runs in grid order, each with accuracies, calls and tokens; averages say how many tasks
+    they cover, and only the paper's figures of the same quantity (GSM8K's, not a BBH category's) are kept."""
     summary = sweep_json(local_sweep / "out")
     runs = summary["runs"]
     assert len(runs) == 12 and summary["totals"]["runs"] == 12 and summary["totals"]["failed"] == 0
@@ -32,18 +31,22 @@ def test_the_combined_report_lists_every_run_with_scores_and_costs(local_sweep):
     assert set(summary["averages"]["tgd"]) == {"bbh_nlp", "bbh_algorithmic", "gsm8k", "overall"}
     assert summary["averages"]["tgd"]["bbh_nlp"] is None  # both BBH tasks here are algorithmic
     assert set(summary["averages_unweighted"]) == {"neighbor-sgd", "tgd"}
-    assert summary["published"]["bbh_nlp"] == 0.825 and summary["simulated"] is True
+    assert summary["published"] == {"gsm8k": 0.932, "textgrad_gsm8k": 0.782} and summary["simulated"] is True
+    assert summary["average_tasks"]["bbh_algorithmic"] == {"tasks": 2, "of": 15}
+    assert summary["average_tasks"]["overall"] == {"tasks": 3, "of": None}
     navigate = [r["accuracy"]["test"] for r in runs if r["task"] == "bbh:navigate" and r["optimizer"] == "tgd"]
     assert summary["by_task"]["bbh:navigate"]["tgd"] == pytest.approx(sum(navigate) / 2)
     assert "data_dir" not in json.dumps(summary)
 
 
 def test_the_page_has_the_table_the_averages_and_a_chart(local_sweep):
-    """sweep.html shows each run, the averages beside the published figures, and an SVG chart; no script, and
-    no link but one to each run's report."""
+    """sweep.html shows each run, the averages beside the published figures of the same quantity (an average of
+    2 of 15 BBH algorithmic tasks is marked not comparable, with no figure), and an SVG chart; no script, and no
+    link but one to each run's report."""
     page = (local_sweep / "out" / "sweep.html").read_text("utf-8")
     assert page.count('<td class="text"><a href="gsm8k__seed') == 4
-    assert "82.5 %" in page and "85.6 %" in page and "93.2 %" in page and "78.2 %" in page
+    assert "93.2 %" in page and "78.2 %" in page and "82.5 %" not in page and "85.6 %" not in page
+    assert "2 of 15 tasks" in page and "not comparable" in page and "BBH NLP" not in page
     assert "<svg" in page and "SIMULATED" in page
     assert "<script" not in page.lower() and not re.search(r"src=", page)
     names = [run["name"] for run in sweep_json(local_sweep / "out")["runs"]]

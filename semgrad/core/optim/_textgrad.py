@@ -28,7 +28,7 @@ from .._program import Program, ask, gather, map_, pure
 from .._prompts import format_inputs
 from .._requests import LLMRequest, Message
 from .._sampling import merged_options
-from .._textgrad import short_value, whole_output
+from .._textgrad import TEXTGRAD_CALL, short_value, whole_output
 from .._textgrad import textgrad as textgrad_rule
 from ._base import EmptyState, ParamGradient, Proposal, Step, Transform, require
 from ._combining import chain
@@ -50,21 +50,17 @@ __all__ = [
 #: `textgrad` and `sample_batch`'s default, and what ``semgrad run --protocol official`` uses.
 TEXTGRAD_BATCH = 3
 
-GRADIENT_BLOCK = """<gradient {index}>
+GRADIENT_BLOCK = (
+    """<gradient {index}>
 The text was used in this call of a language model:
-<system_prompt>
-{instruction}
-</system_prompt>
-<input>
-{inputs}
-</input>
-<output>
-{output}
-</output>
+"""
+    + TEXTGRAD_CALL
+    + """
 The call is part of a larger system; its output is used as {role}.
 The feedback on {target_role} in this call:
 {feedback}
 </gradient {index}>"""
+)
 TEXTGRAD_UPDATE_SYSTEM = (
     "You are the update step of an optimizer that improves the texts (variables) of a system: prompts "
     "to language models, solutions, code or any other text. You are given a variable, what it is used "
@@ -245,7 +241,7 @@ def textgrad(
     k: int = TEXTGRAD_BATCH,
     *,
     seed: int = 0,
-    gate: bool = False,
+    gate: bool | Transform = False,
     constraints: Sequence[str] = (),
     loss_call: bool = True,
     errors_only: bool = False,
@@ -264,7 +260,8 @@ def textgrad(
         seed: Seeds the batches.
         gate: Revert an update whose validation score is lower than the best so far
             (a tie is kept), as TextGrad's prompt-optimization script does with
-            ``--run_validation``; off by default, as in TextGrad's optimizer.
+            ``--run_validation``; off by default, as in TextGrad's optimizer. A `Transform`
+            is the gate stage itself (``validation_gate(rule="lcb")``, say).
         constraints: TGD's constraints, stated in every update prompt.
         loss_call: Make the loss's backward call (TextGrad does).
         errors_only: Backpropagate up to `k` wrong items only (``select_error_samples(k)``),
@@ -284,5 +281,5 @@ def textgrad(
         full_update(),
     ]
     if gate:
-        stages.append(validation_gate(min_gain=_TIES_KEEP))
+        stages.append(gate if isinstance(gate, Transform) else validation_gate(min_gain=_TIES_KEEP))
     return chain(*stages)

@@ -34,7 +34,7 @@ import anyio
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
 from ..effects import accounted, budgeted, cached, limited, retrying
-from ..effects._routing import call, identity_of
+from ..effects._routing import Middleware, call, identity_of
 
 __all__ = ["FAIL_FAST_CALLS", "MAX_ERROR_SHARE", "RunStack", "add_counters", "empty_counters", "error_share"]
 
@@ -240,19 +240,12 @@ class _Tally:
         return f"tally({self.inner!r})"
 
 
-class _Paid:
+class _Paid(Middleware):
     """Below a run's cache: hands each reply that reached the provider to the tally, which counts its tokens
     (a cache hit's stored usage was paid for once, by the call that stored it, and is not counted again)."""
 
-    is_async = True
-
     def __init__(self, inner: Any, stack: RunStack) -> None:
         self.inner, self.stack = inner, stack
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         response: LLMResponse = await call(self.inner, request)
@@ -263,18 +256,11 @@ class _Paid:
         return f"paid({self.inner!r})"
 
 
-class _Deadline:
+class _Deadline(Middleware):
     """Each attempt of a call gets `timeout` seconds (under the retries, so a retry gets its own)."""
-
-    is_async = True
 
     def __init__(self, inner: Any, timeout: float) -> None:
         self.inner, self.timeout = inner, timeout
-
-    @property
-    def identity(self) -> Any:
-        """The wrapped LLM's identity."""
-        return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         with anyio.fail_after(self.timeout):

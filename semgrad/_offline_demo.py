@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ._samples import gsm8k_sample
+from ._bundled_pairs import gsm8k_sample
 from .backends.simulated import SimulatedLLM
 from .core import Example, forward, gather, numeric_match, optim
 from .effects import FitProgress, Runner, fit, run_loop

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._format import DASH, as_list, as_mapping, as_text, count, isolate, number
+from ._format import DASH, as_list, as_mapping, as_text, count, esc, isolate, number
 
 __all__ = ["errors_json", "errors_line", "predictions_table", "total_errors"]
 
@@ -26,12 +26,31 @@ def _inputs_text(value: Any) -> str:
     return "\n".join(f"{as_text(name)}: {as_text(text)}" for name, text in fields.items()) or as_text(value)
 
 
-def _row(position: int, entry: Mapping[str, Any]) -> str:
+def _text_cell(text: str) -> str:
+    return f'<td><div class="cell-text">{isolate(text)}</div></td>'
+
+
+def _output_cell(entry: Mapping[str, Any], output: str) -> str:
+    """The output, after the value of every other node the prediction recorded (older results record none)."""
+    nodes = as_mapping(entry.get("nodes"))
+    if not nodes:
+        return _text_cell(as_text(entry.get("output")))
+    named = [*((as_text(name), value) for name, value in nodes.items()), (output or "output", entry.get("output"))]
+    parts = "".join(
+        f'<div class="node-output" data-node="{esc(name)}"><div class="node-name">{isolate(name)}</div>'
+        f'<div class="cell-text">{isolate(as_text(value))}</div></div>'
+        for name, value in named
+    )
+    return f'<td class="node-outputs">{parts}</td>'
+
+
+def _row(position: int, entry: Mapping[str, Any], output: str) -> str:
     correct = entry.get("correct") if isinstance(entry.get("correct"), bool) else None
     label, kind = _CORRECT[correct]
-    cells = "".join(
-        f'<td><div class="cell-text">{isolate(text)}</div></td>'
-        for text in (_inputs_text(entry.get("inputs")), as_text(entry.get("output")), as_text(entry.get("target")))
+    cells = (
+        _text_cell(_inputs_text(entry.get("inputs")))
+        + _output_cell(entry, output)
+        + _text_cell(as_text(entry.get("target")))
     )
     return f'<tr class="{kind}"><td class="num">{position}</td>{cells}<td class="num verdict">{label}</td></tr>'
 
@@ -39,14 +58,20 @@ def _row(position: int, entry: Mapping[str, Any]) -> str:
 def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
     """The table (id ``<task_id>-predictions``) of the task's per-sample predictions, or "".
 
-    Each entry of ``task["predictions"]`` is ``{"inputs", "output", "target", "correct"}``
-    (the final params on the test split, as ``semgrad run`` records them).
+    Each entry of ``task["predictions"]`` is ``{"inputs", "output", "nodes", "target", "correct"}``
+    (the final params on the test split, as ``semgrad run`` records them). ``nodes`` (every
+    other node's value, by name) is shown in the output cell above the output; results
+    written before it existed lack it and show the output alone.
 
     Examples:
         >>> entry = {"inputs": {"q": "2+2?"}, "output": "<b>4</b>", "target": "4", "correct": True}
         >>> task = {"predictions": [entry]}
         >>> html = predictions_table(task, "task-0")
         >>> 'id="task-0-predictions"' in html, "&lt;b&gt;4&lt;/b&gt;" in html, "1 of 1 correct" in html
+        (True, True, True)
+        >>> entry["nodes"] = {"plan": "add them"}
+        >>> html = predictions_table({"predictions": [entry], "graph": {"output": "answer"}}, "task-0")
+        >>> 'data-node="plan"' in html, "add them" in html, 'data-node="answer"' in html
         (True, True, True)
         >>> predictions_table({}, "task-0")
         ''
@@ -57,7 +82,8 @@ def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
     right = sum(1 for e in entries if e.get("correct") is True)
     split = as_text(task.get("predictions_split")) or "test"
     head = "".join(f"<th>{h}</th>" for h in ("#", "Input", "Output", "Target", "Correct"))
-    rows = "".join(_row(i, e) for i, e in enumerate(entries, start=1))
+    output = as_text(as_mapping(task.get("graph")).get("output"))
+    rows = "".join(_row(i, e, output) for i, e in enumerate(entries, start=1))
     opened = " open" if len(entries) <= _OPEN_ROWS else ""
     return (
         f'<h3>Predictions</h3><details class="predictions-block"{opened}><summary>'
