@@ -15,6 +15,7 @@ from urllib.parse import quote
 from ._chart import percent_grid
 from ._format import as_text, esc, isolate, percent
 from ._style import page_head
+from ._tokens import SIMULATED_TOKENS
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
 
@@ -30,12 +31,17 @@ def _y(score: float) -> float:
     return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
 
 
-def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
+def compare_chart(series: Mapping[str, Sequence[float | None]], iterations: int | None = None) -> str:
     """An SVG line chart: the score per iteration (x) for each optimizer (one line each).
 
+    The iterations are numbered from 1, as a run's report and the CLI number them; with `iterations` given,
+    a point after the last iteration (the final params' score) is labelled ``final``.
+
     Examples:
-        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]})
+        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]}, iterations=1)
         >>> svg.startswith("<svg") and svg.count("<polyline") == 2 and "75.0 %" in svg
+        True
+        >>> "neighbor-sgd, iteration 1: 50.0 %" in svg and "neighbor-sgd, final: 75.0 %" in svg
         True
     """
     n = max((len(s) for s in series.values()), default=0)
@@ -61,7 +67,9 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')
     for i in range(n):
         x = _LEFT + _PLOT_W * (i + 0.5) / max(n, 1)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{i + 1}</text>')
+        parts.append(
+            f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{_at(i, iterations)}</text>'
+        )
     parts.append(
         f'<text class="axis-label" x="{_LEFT + _PLOT_W / 2:.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
         "iteration (training score at its start)</text>"
@@ -76,12 +84,17 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
             points.append(f"{x:.1f},{y:.1f}")
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}">'
-                f"<title>{esc(name)}, iteration {i + 1}: {percent(score)}</title></circle>"
+                f"<title>{esc(name)}, {_at(i, iterations, 'iteration ')}: {percent(score)}</title></circle>"
             )
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}"/>')
     parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _at(index: int, iterations: int | None, word: str = "") -> str:
+    """The label of the chart's `index`-th point: its iteration's number (from 1), or ``final`` past the last."""
+    return "final" if iterations is not None and index >= iterations else f"{word}{index + 1}"
 
 
 def _num(value: Any) -> str:
@@ -235,7 +248,25 @@ def _rows(summary: Comparison) -> tuple[list[str], list[list[str]]]:
     methods = list(summary.methods or ())
     dry = bool(summary.dry_run)
     head, calls, tokens = _head(methods, dry)
-    return head, [_row(m, calls, tokens, dry) for m in methods]
+    rows = [_row(m, calls, tokens, dry) for m in methods]
+    counted = any(m.input_tokens or m.output_tokens for m in methods)
+    return _tokens_as_none(head, rows) if summary.simulated is True and not dry and not counted else (head, rows)
+
+
+def _tokens_as_none(head: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The table of a comparison on the simulated LLM, which counted no tokens: one tokens column saying none
+    (`SIMULATED_TOKENS`), as a run's report says, in place of the counts of 0 (none is estimated either)."""
+    keep = [i for i, name in enumerate(head) if not (name.endswith(" tokens") or name in ("tokens in", "tokens out"))]
+    at = head.index("cost") if "cost" in head else len(head)
+    at = sum(1 for i in keep if i < at)
+    new_head = [head[i] for i in keep]
+    new_head.insert(at, "tokens")
+    new_rows = []
+    for row in rows:
+        kept = [row[i] for i in keep]
+        kept.insert(at, SIMULATED_TOKENS)
+        new_rows.append(kept)
+    return new_head, new_rows
 
 
 def compare_caption(summary: Comparison | Mapping[str, Any]) -> str:
@@ -329,22 +360,26 @@ def _tables(summary: Comparison) -> str:
     Three narrow tables rather than one of twenty columns: every figure fits its cell on one line.
     """
     methods, dry = list(summary.methods or ()), bool(summary.dry_run)
+    # the simulated LLM counts no tokens: one column says so (`SIMULATED_TOKENS`), as a run's report does
+    uncounted = summary.simulated is True and not dry and not any(m.input_tokens or m.output_tokens for m in methods)
     head = ["optimizer"] + ([] if dry else ["score per iteration", "test", "initial test"])
-    head += ["calls", "tokens in", "tokens out", "cost"] + ([] if dry else ["wall time"])
+    head += ["calls", *(["tokens"] if uncounted else ["tokens in", "tokens out"]), "cost"]
+    head += [] if dry else ["wall time"]
     rows = []
     for m in methods:
         row = [_name_cell(m, dry)]
         if not dry:
             row += [f'<td class="scores">{_figures(m.scores)}</td>', esc(percent(m.test))]
             row.append(esc(percent(m.initial_test)))
-        row += [esc(_num(m.calls)), esc(_num(m.input_tokens)), esc(_num(m.output_tokens)), esc(_money(m.cost_usd))]
+        tokens = [esc(SIMULATED_TOKENS)] if uncounted else [esc(_num(m.input_tokens)), esc(_num(m.output_tokens))]
+        row += [esc(_num(m.calls)), *tokens, esc(_money(m.cost_usd))]
         row += [] if dry else [esc(f"{m.wall_s or 0.0:,.2f} s")]
         rows.append(row)
     parts = ["<h2>Side by side</h2>", _html_table("compare-scores", head, rows)]
-    for field, title, total in (
-        ("calls_by_purpose", "Calls by purpose", "calls"),
-        ("tokens_by_purpose", "Tokens by purpose (in and out)", None),
-    ):
+    by_purpose_tables = [("calls_by_purpose", "Calls by purpose", "calls")]
+    if not uncounted:
+        by_purpose_tables.append(("tokens_by_purpose", "Tokens by purpose (in and out)", None))
+    for field, title, total in by_purpose_tables:
         purposes = _purposes(methods, field)
         if not purposes:
             continue
@@ -382,7 +417,9 @@ def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
             _tables(summary),
             f'<p class="caption">{notes}</p>' if notes else "",
             "" if summary.dry_run else "<h2>Training score per iteration</h2>",
-            "" if summary.dry_run else compare_chart(series),
+            ""
+            if summary.dry_run
+            else compare_chart(series, summary.iterations if isinstance(summary.iterations, int) else None),
             "</main></body></html>",
             "",
         ]

@@ -24,6 +24,7 @@ from .._files import write_text_atomically
 from ..report import PUBLISHED
 from ..report._format import as_text, count, esc, isolate, money, percent
 from ..report._style import CSS, page_head
+from ..report._tokens import SIMULATED_TOKENS
 from ._chart import optimizer_chart
 from ._summary import average_tasks
 
@@ -180,6 +181,7 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
     text = ("Run", "Task", "Optimizer", "Error")
     head = "".join(f'<th scope="col"{" class=text" if c in text else ""}>{c}</th>' for c in columns)
     rows = [f"<thead><tr>{head}</tr></thead><tbody>"]
+    simulated = summary.get("simulated") is True  # its runs count no tokens: none is said, as in their reports
     for run in summary.get("runs") or ():
         accuracy = run.get("accuracy") or {}
         tokens = run.get("tokens") or {}
@@ -196,7 +198,7 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
             f'<td class="text">{optimizer}</td>',
             *(f'<td class="num">{esc(percent(accuracy.get(part)))}</td>' for part in ("train", "validation", "test")),
             f'<td class="num">{esc(count(run.get("calls")))}</td>',
-            f'<td class="num">{esc(count(total))}</td>',
+            f'<td class="num">{esc(count(total) if total is not None or not simulated else SIMULATED_TOKENS)}</td>',
             f'<td class="num">{esc(money(run.get("cost_usd")))}</td>',
             f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
         ]

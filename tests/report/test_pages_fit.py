@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import re
 
-from semgrad.report._predictions import predictions_table
-
 from semgrad.report import render_report
 from semgrad.report._compare import render_compare
+from semgrad.report._predictions import predictions_table
 from semgrad.report._style import CSS
 from semgrad.sweeps import render_sweep
 
