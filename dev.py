@@ -5,6 +5,9 @@
     python3 dev.py test [ARGS...]   # the whole test suite; installs the package with its test extras
     python3 dev.py semgrad ARGS...  # any semgrad command; installs the package with the http extra
 
+The tests run in the repository's folder; the demo and semgrad commands run in the
+folder you call dev.py from, so the relative paths you type resolve there.
+
 It creates ``.venv`` beside this file on first use and installs into it what the
 command needs: the demo needs nothing but the package (attrs, returns, anyio),
 so it does not pull in Ray, hypothesis or pytest. A stamp file records the
@@ -73,7 +76,8 @@ def main(argv: list[str]) -> int:
             return 1
         return code
     args = ["demo", *rest] if command == "demo" else rest
-    return subprocess.call([str(PYTHON), "-m", "semgrad", *args], cwd=ROOT)
+    # In the caller's working directory: the paths they type (--out, --data-dir, a spec) resolve where they typed them.
+    return subprocess.call([str(PYTHON), "-m", "semgrad", *args])
 
 
 if __name__ == "__main__":

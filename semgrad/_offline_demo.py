@@ -56,8 +56,7 @@ def main(*, quiet: bool = False, iterations: int = 3) -> int:
         verdict = {True: "accepted", False: "rejected", None: "applied"}[record.accepted]
         val = "-" if record.validation_score is None else f"{record.validation_score:.2f}"
         print(
-            f"  iteration {record.iteration + 1}: train {record.train_score:.2f},"
-            f" candidate validation {val} -> {verdict}"
+            f"  iteration {record.iteration}: train {record.train_score:.2f}, candidate validation {val} -> {verdict}"
         )
     print("\nFinal instructions:")
     for name, value in result.params.texts().items():

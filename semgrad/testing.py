@@ -1,4 +1,4 @@
-"""Hypothesis strategies for semgrad users and its own tests (needs ``semgrad[testing]``).
+"""Hypothesis strategies for semgrad users and its own tests (needs the ``testing`` extra).
 
 * `graphs()`: random valid DAGs, valid by construction (inputs, free parameters,
   LLM nodes, function nodes, dead branches that do not reach the output, frozen
@@ -20,7 +20,8 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised in a subpro
     if not (error.name or "").startswith("hypothesis"):
         raise
     raise ImportError(
-        'semgrad.testing needs hypothesis, which is not installed; install the extra: pip install "semgrad[testing]"',
+        "semgrad.testing needs hypothesis, which is not installed; install the testing extra: "
+        "pip install -e '.[testing]' in the semgrad checkout",
         name=__name__,
     ) from error
 

@@ -85,3 +85,27 @@ def test_unknown_dev_command_prints_usage():
     """`python3 dev.py` with an unknown command exits 2 with the usage text, installing nothing."""
     result = subprocess.run([sys.executable, str(ROOT / "dev.py"), "frobnicate"], capture_output=True, text=True)
     assert result.returncode == 2 and "python3 dev.py demo" in result.stdout
+
+
+def test_semgrad_and_demo_run_in_the_callers_folder_and_tests_in_the_repository(tmp_path, monkeypatch):
+    """`dev.py semgrad ...` and `dev.py demo` start semgrad in the caller's working directory (relative paths resolve
+    where the user typed them); `dev.py test` runs pytest in the repository."""
+    dev, _ = load_dev(tmp_path, monkeypatch)
+    calls: list[tuple[list[str], Path]] = []
+
+    def fake_call(command: list[str], cwd: Path | str | None = None) -> int:
+        calls.append((command, Path(cwd).resolve() if cwd is not None else Path.cwd().resolve()))
+        return 0
+
+    monkeypatch.setattr(dev.subprocess, "call", fake_call)
+    here = tmp_path / "somewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert dev.main(["semgrad", "run", "bbh:navigate", "--out", "runs"]) == 0
+    assert dev.main(["demo"]) == 0
+    assert dev.main(["test", "-q"]) == 0
+    assert [(command[-2:], cwd) for command, cwd in calls] == [
+        (["--out", "runs"], here.resolve()),
+        (["semgrad", "demo"], here.resolve()),
+        (["pytest", "-q"], ROOT.resolve()),
+    ]

@@ -89,7 +89,7 @@ def test_sweep_help_from_the_command_line_shows_the_format():
 
 
 def test_semgrad_testing_without_hypothesis_says_which_extra_to_install():
-    """`import semgrad.testing` with hypothesis not installed raises ImportError naming `semgrad[testing]`."""
+    """`import semgrad.testing` with hypothesis not installed raises ImportError naming the `.[testing]` extra."""
     code = (
         "try:\n    import semgrad.testing\nexcept ImportError as error:\n"
         "    print(type(error).__name__, error)\nelse:\n    print('imported')\n"
@@ -98,5 +98,19 @@ def test_semgrad_testing_without_hypothesis_says_which_extra_to_install():
     result = run_without(["hypothesis"], code)
     assert result.returncode == 0, result.stderr
     first, second = result.stdout.splitlines()
-    assert first.startswith("ImportError ") and 'pip install "semgrad[testing]"' in first, first
+    assert first.startswith("ImportError ") and "pip install -e '.[testing]'" in first, first
     assert second == "fakes ok"
+
+
+def test_the_docs_install_from_a_checkout_never_from_the_package_index():
+    """No page tells the reader to `pip install semgrad` (it is not on the package index); the README and the
+    embedding guide say how to install from a checkout and how to activate `.venv`."""
+    pages = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted(DOCS.glob("*.md"))]
+    from_index = re.compile(r"pip install\s+[\"']?semgrad\b")
+    for page in pages:
+        text = page.read_text("utf-8")
+        assert not from_index.search(text), f"{page.name}: {from_index.search(text)}"
+    for page in (ROOT / "README.md", DOCS / "embedding.md"):
+        text = page.read_text("utf-8")
+        assert "pip install -e ." in text and "source .venv/bin/activate" in text, page.name
+        assert "pip wheel . " in text and "dist/semgrad-*.whl" in text, page.name

@@ -1,6 +1,6 @@
-"""The ``semgrad`` command line: demo, run, compare, report, graph, sweep.
+"""The ``semgrad`` command line: demo, run, compare, report, graph, sweep, data.
 
-One module per subcommand (``_demo``, ``_run``, ``_compare``, ``_report``, ``_graph``, ``_sweep``), each
+One module per subcommand (``_demo``, ``_run``, ``_compare``, ``_report``, ``_graph``, ``_sweep``, ``_data``), each
 with ``add_parser(commands)``, which declares its flags, and ``command(args)``, which does it and returns the
 exit code. ``_parser`` assembles them under the global flags; ``_main`` runs one and turns an error into one
 line. What several subcommands share: ``_flags`` (the parser class, which takes no abbreviation, and the

@@ -94,6 +94,7 @@ def command(args: argparse.Namespace) -> int:
 
     def show(optimizer: str, task: str, event: Any) -> None:
         if not args.quiet and event.phase in ("done", "evaluating"):
+            task = task.rsplit("/", 1)[-1]  # your own system: its file name, as `semgrad run`'s lines show it
             print(
                 f"{optimizer}: {task} {event.phase} {event.iteration}/{event.iterations} ({event.calls} calls)",
                 file=sys.stderr,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _compare, _demo, _graph, _report, _run, _sweep
+from . import _compare, _data, _demo, _graph, _report, _run, _sweep
 from ._flags import CommandParser, add_global_flags
 
 __all__ = ["build_parser"]
@@ -18,6 +18,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"semgrad {__version__}")
     add_global_flags(parser)
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (_demo, _run, _compare, _report, _graph, _sweep):
+    for module in (_demo, _run, _compare, _report, _graph, _sweep, _data):
         module.add_parser(commands)
     return parser

@@ -16,6 +16,7 @@ from typing import Any
 
 from ._config import run_config
 from ._flags import CommandParser, add_global_flags
+from ._progress import say_start
 from ._run_args import add_run_parser
 from ._run_summary import exit_code, print_summary
 from ._terminal import SIMULATED_NOTICE
@@ -45,6 +46,7 @@ def _command(args: argparse.Namespace, config: Any, out: Path) -> int:
         from ..experiments._run import check_run_dir
 
         check_run_dir(config, out, args.resume)  # before the plan, the prompt and the backend's cache
+        say_start(args, config, out)  # the first line, before the plan loads the tasks (seconds)
     from ..experiments._prices import load_prices
 
     prices = load_prices(args.prices)
@@ -71,8 +73,7 @@ def _command(args: argparse.Namespace, config: Any, out: Path) -> int:
     summary = _execute(args, config, out, planned, prices, backend)
     if summary is None:
         return 130
-    if not args.quiet:
-        print_summary(summary, out)
+    print_summary(summary, out)  # even quiet: the scores and where they are written are the run's result
     return exit_code(summary, out)
 
 
@@ -156,12 +157,10 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
     from ..experiments import run_experiment
     from ..experiments._progress import RunProgress
 
-    if not args.quiet:
-        print(f"{'Continuing' if args.resume else 'Writing'} the run in {out}", flush=True)
-        if planned is not None:
-            from ._split import split_line
+    if not args.quiet and planned is not None:
+        from ._split import split_line
 
-            print(split_line(planned.tasks, config.protocol), flush=True)
+        print(split_line(planned.tasks, config.protocol), flush=True)
     progress = RunProgress(
         sys.stderr,
         planned=planned.total_calls if planned is not None else None,
@@ -169,6 +168,7 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
         quiet=args.quiet,
         banner=SIMULATED_NOTICE if config.backend == "simulated" else "",
         already=_calls_made(out) if args.resume else 0,
+        simulated=config.backend == "simulated",
     )
     try:
         summary = run_experiment(

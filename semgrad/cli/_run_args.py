@@ -107,6 +107,14 @@ def _add_training(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--param", help="with --optimizer one-parameter: the parameter trained alone, e.g. answer.instruction"
     )
+    run.add_argument(
+        "--gate-rule",
+        default="sum",
+        choices=("sum", "lcb"),
+        help="how the gate accepts a candidate: sum (its mean score beats the best) or lcb (also a lower "
+        "confidence bound of its paired per-item gain is positive: no lucky one-item wins)",
+    )
+    run.add_argument("--gate-alpha", type=float, default=0.05, help="the lcb rule's one-sided level")
 
 
 def _add_budget(run: argparse.ArgumentParser) -> None:

@@ -58,14 +58,12 @@ def _run(args: argparse.Namespace, spec: Any, out: Path) -> int:
     """Run the sweep in `out` (held), one line per finished run; its exit code."""
     from ..sweeps import run_sweep
 
-    total, done = len(spec.runs()), [0]
-    if spec.backend == "simulated" and not args.quiet:
-        print(SIMULATED_NOTICE, file=sys.stderr)
-
-    def show(outcome: Any) -> None:
-        done[0] += 1
-        if not args.quiet:
-            print(f"[{done[0]}/{total}] {outcome.name}: {_outcome_text(outcome)}", file=sys.stderr, flush=True)
+    total = len(spec.runs())
+    if not args.quiet:
+        print(f"Sweep {spec.name}: {total} runs in {out}", file=sys.stderr, flush=True)  # at once, before Ray
+        if spec.backend == "simulated":
+            print(SIMULATED_NOTICE, file=sys.stderr, flush=True)
+    show = SweepProgress(total, quiet=args.quiet)
 
     try:
         result = run_sweep(
@@ -85,6 +83,28 @@ def _run(args: argparse.Namespace, spec: Any, out: Path) -> int:
         )
         return 130
     return _finish(args, result, out, total)
+
+
+class SweepProgress:
+    """A line per finished run (an ``on_run`` hook): runs done / in all, the run's outcome, and the calls the
+    sweep's runs made so far (those finished by an earlier process included)."""
+
+    def __init__(self, total: int, *, quiet: bool = False, stream: Any = None) -> None:
+        self.total, self.quiet, self.stream = total, quiet, stream
+        self.done = self.calls = 0
+
+    def __call__(self, outcome: Any) -> None:
+        self.done += 1
+        self.calls += outcome.calls or 0
+        if not self.quiet:
+            print(self.line(outcome), file=self.stream or sys.stderr, flush=True)
+
+    def line(self, outcome: Any) -> str:
+        """The line of a run that just finished."""
+        return (
+            f"[{self.done}/{self.total}] {outcome.name}: {_outcome_text(outcome)} "
+            f"(sweep so far: {self.done}/{self.total} runs, {self.calls:,} calls)"
+        )
 
 
 def _check_limits(args: argparse.Namespace) -> None:
@@ -111,8 +131,7 @@ def _finish(args: argparse.Namespace, result: Any, out: Path, total: int) -> int
     """Say where the sweep's pages are, raise on failed runs, and say which runs spent their budget."""
     from ..sweeps import SweepError
 
-    if not args.quiet:
-        print(f"Wrote {result.json_path} and {result.html_path}")
+    print(f"Wrote {result.json_path} and {result.html_path}")  # even quiet: the sweep's result and folder
     if result.failed:
         first = result.failed[0]
         failed = f"{len(result.failed)} of {total} runs failed (see {result.html_path})"

@@ -72,7 +72,18 @@ _RunState = FitState
 
 @attrs.frozen
 class FitProgress:
-    """A progress event: the phase of an iteration and the calls made so far."""
+    """A progress event: the phase of an iteration and the calls made so far.
+
+    Attributes:
+        iteration: The iteration the phase belongs to, numbered from 1 as `IterationRecord.iteration`, the CLI
+            and the report number it (``done`` ends iteration `iteration`); 0 for scoring the initial params
+            before the first.
+        iterations: The iterations in all.
+        phase: ``scoring initial params``, ``forward``, ``forward (resumed)``, ``optimize`` or ``done``
+            (``semgrad run`` adds ``evaluating``, after the last).
+        calls: Calls made so far.
+        score: The training score, when known (``optimize`` and ``done``).
+    """
 
     iteration: int
     iterations: int
@@ -310,7 +321,7 @@ async def _resumed_forward(run: _Run, loop: _Loop) -> _Loop:
     """
     state = loop.state
     if not run.validation and 0 < state.iteration < run.iterations and state.history[-1].accepted is not None:
-        run.progress(state.iteration, "forward (resumed)")
+        run.progress(state.iteration + 1, "forward (resumed)")
         loop = attrs.evolve(loop, forward=await run.call(run.forward(state.params, run.train)))
     return attrs.evolve(loop, calls_before=run.calls())
 
@@ -337,7 +348,7 @@ async def _train_forward(run: _Run, loop: _Loop) -> _Loop:
     """The iteration's training forward: the one handed on, or made now. Under the official protocol the
     first one also seeds the gate with the training score of the current params."""
     state = loop.state
-    run.progress(state.iteration, "forward")
+    run.progress(state.iteration + 1, "forward")
     forward = loop.forward
     if forward is None:
         forward = await run.call(run.forward(state.params, run.train))
@@ -364,13 +375,13 @@ async def _optimize(run: _Run, loop: _Loop) -> _Loop:
         previous_rejected=state.rejected,
         options=run.options,
     )
-    run.progress(state.iteration, "optimize", score)
+    run.progress(state.iteration + 1, "optimize", score)
     step, opt_state = await run.call(checked_update(run.optimizer, step, state.opt_state, state.params))
     calls = run.calls()
     state = state.advance(step, opt_state, score, _spent(loop.calls_before, calls))
     if run.checkpoint is not None:
         state.save(run.checkpoint, run.types)
-    run.progress(state.iteration, "done", score)
+    run.progress(state.iteration, "done", score)  # the state counts it done: its number
     return _Loop(state, None if run.validation else _reused_forward(step, forward), calls)
 
 

@@ -33,7 +33,7 @@ class IterationRecord:
     """What one iteration did.
 
     Attributes:
-        iteration: Its number (0-based).
+        iteration: Its number, from 1 (as `FitProgress`, the CLI and the report number it).
         train_score: Mean training score of the params it started from.
         validation_score: The candidate's score, when a gate scored it (on the
             validation set, or on the training items without one).
@@ -184,6 +184,7 @@ class FitState:
                 "resume with the same ones, or start a new run with another checkpoint path "
                 "(semgrad run: another --out)"
             )
+        state = _numbered_from_one(state)
         problem = _inconsistency(state, optimizer.init(params) if optimizer is not None else state.opt_state)
         if problem:
             raise CheckpointError(f"checkpoint {path} is inconsistent: {problem}; remove the file to start over")
@@ -206,7 +207,7 @@ class FitState:
             for name, value in updates.items():
                 rejected = rejected.set(name, rejected.get(name, ()) + (value,))
         record = IterationRecord(
-            iteration=step.iteration,
+            iteration=step.iteration + 1,  # the step counts the iterations before it
             train_score=train_score,
             validation_score=step.candidate_score,
             accepted=step.accepted,
@@ -252,14 +253,21 @@ def _gradient_text(step: Step) -> FrozenMap[str, str]:
     return FrozenMap(found)
 
 
+def _numbered_from_one(state: FitState) -> FitState:
+    """`state` with its history numbered from 1: an older semgrad's checkpoint numbered it from 0."""
+    if state.history and tuple(r.iteration for r in state.history) == tuple(range(len(state.history))):
+        return attrs.evolve(state, history=tuple(attrs.evolve(r, iteration=r.iteration + 1) for r in state.history))
+    return state
+
+
 def _inconsistency(state: FitState, fresh_opt_state: Any) -> str | None:
     """What is wrong with a decoded run state, or None (the checks a crafted or damaged file may fail)."""
     if state.iteration < 0:
         return f"iteration {state.iteration} is negative"
     if state.iteration != len(state.history):
         return f"iteration {state.iteration} does not match its {len(state.history)} recorded iterations"
-    if tuple(r.iteration for r in state.history) != tuple(range(len(state.history))):
-        return "its iterations are not numbered 0, 1, 2..."
+    if tuple(r.iteration for r in state.history) != tuple(range(1, len(state.history) + 1)):
+        return "its iterations are not numbered 1, 2, 3..."
     for name, ps in (("params", state.params), ("best params", state.best_params)):
         if ps is not None and set(ps) != set(state.initial_params):
             return f"its {name} name other parameters than its initial params"

@@ -1,7 +1,7 @@
 """Starting an event loop: anyio on asyncio, with uvloop's faster loop whenever it is installed.
 
 `run_sync` (with an async LLM), `fit_sync` and the CLI start their event loops
-through `run_loop`. uvloop (``pip install semgrad[fast]``; not on Windows) wakes
+through `run_loop`. uvloop (the ``fast`` extra, ``pip install -e '.[fast]'``; not on Windows) wakes
 tasks and fires timers for less CPU than asyncio's own loop, which matters when
 calls are short; the library's behaviour is the same on both loops.
 
@@ -45,7 +45,9 @@ def uvloop_enabled(use_uvloop: bool | None = None) -> bool:
     if use_uvloop is None:
         return os.environ.get(UVLOOP_ENV, "").strip().lower() not in _OFF and uvloop_available()
     if use_uvloop and not uvloop_available():
-        raise ImportError("use_uvloop=True, but uvloop is not installed (pip install 'semgrad[fast]')")
+        raise ImportError(
+            "use_uvloop=True, but uvloop is not installed (pip install -e '.[fast]' in the semgrad checkout)"
+        )
     return bool(use_uvloop)
 
 

@@ -62,11 +62,13 @@ class PurposeMeter:
     """Wraps an LLM and counts tokens by request purpose and engine.
 
     The reply's reported usage is used when there is one; otherwise the tokens are
-    estimated (four characters per token) and `estimated` becomes True.
+    estimated (four characters per token) and `estimated` becomes True -- unless `estimate` is False (the
+    simulated LLM, which uses no tokens: none are estimated, as a run on it counts none).
     """
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, llm: Any, *, estimate: bool = True) -> None:
         self.llm = llm
+        self.estimate = estimate
         self.identity = getattr(llm, "identity", None)
         self.is_async = True
         self.by_purpose: dict[str, list[int]] = {}
@@ -95,7 +97,7 @@ class PurposeMeter:
         text = result if isinstance(result, str) else getattr(result, "text", "")
         used_in = int(usage.get("input_tokens", 0) or 0)
         used_out = int(usage.get("output_tokens", 0) or 0)
-        if not used_in and not used_out:
+        if not used_in and not used_out and self.estimate:
             self.estimated = True
             used_in = sum(estimate_tokens(m.content) for m in request.messages)
             used_out = estimate_tokens(text or "")
@@ -172,7 +174,8 @@ def _run_method(
 ) -> MethodResult:
     """Run one method into ``root/<optimizer>`` and give its row, read from its `RunSummary`."""
     name = cfg.optimizer
-    meter = PurposeMeter(llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks))
+    llm = llm_factory(cfg) if llm_factory is not None else build_llm(cfg, tasks)
+    meter = PurposeMeter(llm, estimate=cfg.backend != "simulated")
     started = clock()
     summary = run_experiment(
         cfg, root / name, llm=meter, on_progress=progress, prices=prices, enter_llm=llm_factory is None
@@ -191,7 +194,7 @@ def _run_method(
         tokens_by_purpose=FrozenMap((p, used[0] + used[1]) for p, used in meter.by_purpose.items()),
         input_tokens=sum(u[0] for u in meter.by_purpose.values()),
         output_tokens=sum(u[1] for u in meter.by_purpose.values()),
-        # the simulated backend is offline: its tokens are estimates of text never sent, at no price
+        # the simulated backend is offline: it uses no tokens, at no price
         cost_usd=0.0 if cfg.backend == "simulated" else summary.cost_usd or estimate_cost(cfg, tokens, prices),
         wall_s=round(wall, 3),
         run_dir=name,
@@ -235,7 +238,7 @@ def _comparison(
         protocol=config.protocol,
         sizes=FrozenMap((part, sum(len(getattr(t.split, part)) for t in tasks)) for part in parts),
         dry_run=dry_run_only,
-        token_note="" if dry_run_only else TOKEN_NOTE,
+        token_note="" if dry_run_only or config.backend == "simulated" else TOKEN_NOTE,
         methods=tuple(methods),
     )
 

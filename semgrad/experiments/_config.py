@@ -39,6 +39,8 @@ PROTOCOLS = ("official", "heldout")
 #: The paper's baselines as their packages run them (see `semgrad.core.optim`).
 BASELINES = ("textgrad", "optoprime", "copro")
 OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"], *BASELINES)
+#: The optimizers whose validation gate ``--gate-rule`` chooses the rule of.
+GATED = ("neighbor-sgd", "via-feedback", *[a for a in optim.ABLATIONS if a not in ("full", "no-gate")])
 
 
 def _choice(allowed: tuple[str, ...], what: str) -> Any:
@@ -89,6 +91,19 @@ MAX_ITERATIONS = 1000
 def _iterations(instance: Any, attribute: Any, value: int) -> None:
     if not 0 <= value <= MAX_ITERATIONS:
         raise ValueError(f"--iterations must be from 0 to {MAX_ITERATIONS}, got {str(value)[:20]}")
+
+
+def _gate_rule(instance: Any, attribute: Any, value: str) -> None:
+    """A validator: a rule of `optim.GATE_RULES`, other than the default only for an optimizer with the gate."""
+    _choice(optim.GATE_RULES, "gate rule")(instance, attribute, value)
+    if value != "sum" and instance.optimizer not in GATED:
+        raise ValueError(f"--gate-rule {value} is for the optimizers with a validation gate: {', '.join(GATED)}")
+
+
+def _gate_alpha(instance: Any, attribute: Any, value: float) -> None:
+    """A validator: the lcb rule's level, in [1e-9, 0.5] (the range `optim.validation_gate` takes)."""
+    if not 1e-9 <= value <= 0.5:
+        raise ValueError(f"--gate-alpha must be from 1e-09 to 0.5, got {value}")
 
 
 def _no_credentials(instance: Any, attribute: Any, value: str | None) -> None:
@@ -160,6 +175,10 @@ class RunConfig:
     metric: str = attrs.field(default="exact", validator=_metric)
     criteria: str | None = None
     breadth: int = attrs.field(default=10, validator=attrs.validators.ge(2))
+    #: The gate's acceptance rule, "sum" (strict) or "lcb" (noise-aware; see `optim.validation_gate`), and the
+    #: lcb bound's one-sided level.
+    gate_rule: str = attrs.field(default="sum", validator=_gate_rule)
+    gate_alpha: float = attrs.field(default=0.05, validator=_gate_alpha)
     #: The most items a data file may hold; None: `semgrad.tasks.MAX_ITEMS` (`items_limit`).
     max_items: int | None = attrs.field(default=None, validator=_positive)
 
@@ -365,6 +384,8 @@ def make_optimizer(config: RunConfig, *, planning: bool = False) -> Transform:
     redrawn sample's feedback is asked for again instead of reused, so the plan is an upper bound on calls.
     """
     common = _protocol_options(config, planning=planning)
+    if config.gate_rule != "sum":
+        common["gate"] = optim.validation_gate(rule=config.gate_rule, alpha=config.gate_alpha)
     if config.optimizer == "neighbor-sgd":
         return optim.neighbor_sgd(config.k, seed=config.seed, **common)
     if config.optimizer == "via-feedback":

@@ -29,9 +29,10 @@ from typing import Any, TextIO
 from returns.result import Success
 
 from ..report import money
+from ..report._tokens import SIMULATED_TOKENS
 from ._prices import price_of, token_cost
 
-__all__ = ["RunProgress", "dollars", "find_retries"]
+__all__ = ["RunProgress", "dollars", "done_of_planned", "find_retries"]
 
 
 def find_retries(llm: Any) -> Any:
@@ -67,6 +68,23 @@ def dollars(value: float) -> str:
     return money(value)
 
 
+def done_of_planned(done: int, planned: int | None) -> str:
+    """Calls done against the plan's total, never more done than the total shows: the plan is an upper bound
+    of a run without failures (repair requests after unreadable replies, and the calls a resumed run makes
+    again -- its handed-on forward, those its budget refused before -- come on top), so calls beyond it are
+    shown apart, as such.
+
+    Examples:
+        >>> done_of_planned(35, 40), done_of_planned(43, 40), done_of_planned(7, None)
+        ('35/40', '40/40 (+3 beyond the plan)', '7')
+    """
+    if not planned:
+        return f"{done:,}"
+    if done > planned:
+        return f"{planned:,}/{planned:,} (+{done - planned:,} beyond the plan)"
+    return f"{done:,}/{planned:,}"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -88,6 +106,8 @@ class RunProgress:
         clock: Seconds, monotonic (tests pass a fake).
         already: Calls an earlier process of a resumed run made (counted as done;
             the ETA is reckoned from this process's pace).
+        simulated: The run's LLM is the simulated one: its tokens are shown as none
+            (`SIMULATED_TOKENS`), as everywhere else, not as counts of 0.
     """
 
     def __init__(
@@ -101,10 +121,11 @@ class RunProgress:
         fancy: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         already: int = 0,
+        simulated: bool = False,
     ) -> None:
         self.stream, self.planned, self.prices, self.quiet, self.banner = stream, planned, prices, quiet, banner
         self.fancy = (hasattr(stream, "isatty") and stream.isatty()) if fancy is None else fancy
-        self.clock = clock
+        self.clock, self.simulated = clock, simulated
         self.started = clock()
         self.calls = self.already = already
         self.errors = self.tokens_in = self.tokens_out = 0
@@ -128,7 +149,7 @@ class RunProgress:
             return None
         return tqdm(
             total=self.planned,
-            initial=self.already,
+            initial=min(self.already, self.planned) if self.planned else self.already,
             file=self.stream,
             unit="call",
             dynamic_ncols=True,
@@ -187,8 +208,8 @@ class RunProgress:
             self.errors += 1
         if self.quiet or not self.fancy:
             return
-        if self._bar is not None:
-            self._bar.update(1)
+        if self._bar is not None and (self._bar.total is None or self._bar.n < self._bar.total):
+            self._bar.update(1)  # past the plan the bar stays full; the line says the calls beyond it
         now = self.clock()
         if now - self._shown >= 0.2:
             self._shown = now
@@ -207,10 +228,11 @@ class RunProgress:
 
     def on_progress(self, task: str, event: Any) -> None:
         """A phase of an iteration began (a `FitProgress` of `task`)."""
-        shown = min(event.iteration + (event.phase not in ("done", "evaluating")), event.iterations)
         score = "" if event.score is None else f" (train {event.score:.2f})"
         task = task.rsplit("/", 1)[-1]  # your own system: its file name, not the whole path
-        self.label = f"{task} iteration {shown}/{event.iterations} {event.phase}{score}"
+        # Numbered from 1, as `IterationRecord` and the report number them; 0 is the initial params' scoring.
+        where = f" iteration {event.iteration}/{event.iterations}" if event.iteration else ""
+        self.label = f"{task}{where} {event.phase}{score}"
         if self.quiet:
             return
         if self.fancy:
@@ -222,15 +244,14 @@ class RunProgress:
         """Calls done / planned, elapsed, ETA, tokens, cost, errors and retries, as text."""
         f = self.figures()
         elapsed = self.clock() - self.started
-        planned = f"/{self.planned:,}" if self.planned else ""
         eta = None
         made = f["done"] - self.already
         if self.planned and made:
             eta = max(0.0, (self.planned - f["done"]) * elapsed / made)
         hits = f" ({f['hits']:,} answered without a call)" if f["hits"] else ""
         return (
-            f"{f['done']:,}{planned} calls{hits}, {_duration(elapsed)} elapsed, ETA {_duration(eta)}, "
-            f"{f['tokens'][0]:,}+{f['tokens'][1]:,} tokens{self._cost(f['cost'])}, {f['errors']} errors, "
+            f"{done_of_planned(f['done'], self.planned)} calls{hits}, {_duration(elapsed)} elapsed, "
+            f"ETA {_duration(eta)}, {self._tokens_text(f['tokens'])}{self._cost(f['cost'])}, {f['errors']} errors, "
             f"{self.retries} retries"
         )
 
@@ -239,10 +260,16 @@ class RunProgress:
             return ""
         return f", {dollars(cost)}" if cost is not None else ", cost not known (some models unpriced)"
 
+    def _tokens_text(self, tokens: tuple[int, int]) -> str:
+        return f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{tokens[0]:,}+{tokens[1]:,} tokens"
+
     def _extras(self) -> str:
         f = self.figures()
         cost = self._cost(f["cost"]).lstrip(",")
-        return f"{f['tokens'][0] + f['tokens'][1]:,} tok{cost} {f['errors']} err {self.retries} retries"
+        done = f["done"]
+        beyond = f"+{done - self.planned:,} beyond the plan " if self.planned and done > self.planned else ""
+        used = f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{f['tokens'][0] + f['tokens'][1]:,} tok"
+        return beyond + f"{used}{cost} {f['errors']} err {self.retries} retries"
 
     def _draw(self) -> None:
         if self._bar is not None:

@@ -23,6 +23,7 @@ from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
+from ..report._tokens import tokens_json
 from ..tasks import Task
 from ._averages import average_coverage, comparable_figures, task_averages
 from ._config import RunConfig, make_optimizer
@@ -594,11 +595,9 @@ def _summary(
         "average_tasks": average_coverage(results),
         "published": {key: PUBLISHED[key] for key in comparable_figures(results)},
         "calls": {"by_purpose": dict(counters["calls_by_purpose"]), "by_role": dict(counters["calls_by_engine"])},
-        "tokens": {
-            "input": counters["input_tokens"],
-            "output": counters["output_tokens"],
-            "by_role": {role: {"input": used[0], "output": used[1]} for role, used in tokens.items()},
-        },
+        "tokens": tokens_json(
+            config.backend == "simulated", counters["input_tokens"], counters["output_tokens"], tokens
+        ),
         "cost_usd": run_cost(config, counters, prices),
         "errors": counters["errors"],
         "errors_by_kind": dict(counters["errors_by_kind"]),

@@ -12,9 +12,12 @@ any `semgrad.effects.fit` result, from Python.
 
 Examples:
     >>> from semgrad.report import render_report
-    >>> page = render_report({"task": "bbh:navigate", "tasks": [{"task": "bbh:navigate", "category": "algorithmic"}]})
-    >>> "85.6 %" in page  # the paper's BBH algorithmic average, beside our test accuracy
+    >>> page = render_report({"task": "gsm8k", "tasks": [{"task": "gsm8k", "accuracy": {"test": 0.9}}]})
+    >>> "93.2 %" in page  # the paper's GSM8K figure, beside our test accuracy (the same quantity)
     True
+    >>> one = render_report({"task": "bbh:navigate", "tasks": [{"task": "bbh:navigate", "category": "algorithmic"}]})
+    >>> "85.6 %" in one  # a category average is no figure for one task
+    False
 
 .. versionadded:: 0.1.0
 """

@@ -7,12 +7,15 @@ line per optimizer; `compare_table` is the table in Markdown (README, terminal).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from ._chart import percent_grid
 from ._format import as_text, esc, isolate, percent
 from ._style import page_head
+from ._tokens import SIMULATED_TOKENS
 
 __all__ = ["compare_chart", "compare_table", "render_compare"]
 
@@ -28,35 +31,51 @@ def _y(score: float) -> float:
     return _TOP + _PLOT_H * (1 - min(max(score, 0.0), 1.0))
 
 
-def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
+def compare_chart(series: Mapping[str, Sequence[float | None]], iterations: int | None = None) -> str:
     """An SVG line chart: the score per iteration (x) for each optimizer (one line each).
 
+    The iterations are numbered from 1, as a run's report and the CLI number them; with `iterations` given,
+    a point after the last iteration (the final params' score) is labelled ``final``.
+
     Examples:
-        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]})
+        >>> svg = compare_chart({"neighbor-sgd": [0.5, 0.75], "textgrad": [0.5, None]}, iterations=1)
         >>> svg.startswith("<svg") and svg.count("<polyline") == 2 and "75.0 %" in svg
+        True
+        >>> "neighbor-sgd, iteration 1: 50.0 %" in svg and "neighbor-sgd, final: 75.0 %" in svg
         True
     """
     n = max((len(s) for s in series.values()), default=0)
+    # The legend: one entry per optimizer, in rows as wide as the chart; the plot moves down by its extra rows.
+    legend, x_legend, row = [], float(_LEFT), 0
+    for k, name in enumerate(series):
+        wide = 28 + 7 * len(str(name))
+        if x_legend > _LEFT and x_legend + wide > _WIDTH - _RIGHT:
+            x_legend, row = float(_LEFT), row + 1
+        y = 12 + 18 * row
+        legend.append(f'<rect x="{x_legend:.1f}" y="{y}" width="12" height="12" fill="{_PALETTE[k % len(_PALETTE)]}"/>')
+        legend.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="{y + 10}">{esc(name)}</text>')
+        x_legend += wide
+    extra = 18 * row
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT}" '
-        f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="score per iteration and optimizer">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_WIDTH}" height="{_HEIGHT + extra}" '
+        f'viewBox="0 0 {_WIDTH} {_HEIGHT + extra}" role="img" aria-label="score per iteration and optimizer">',
+        *legend,
+        f'<g transform="translate(0 {extra})">',
     ]
     parts += percent_grid(_LEFT, _WIDTH - _RIGHT, _y)
     bottom = _TOP + _PLOT_H
     parts.append(f'<line class="axis" x1="{_LEFT}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>')
     for i in range(n):
         x = _LEFT + _PLOT_W * (i + 0.5) / max(n, 1)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{i + 1}</text>')
+        parts.append(
+            f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{_at(i, iterations)}</text>'
+        )
     parts.append(
         f'<text class="axis-label" x="{_LEFT + _PLOT_W / 2:.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
         "iteration (training score at its start)</text>"
     )
-    x_legend = float(_LEFT)
     for k, (name, scores) in enumerate(series.items()):
         colour = _PALETTE[k % len(_PALETTE)]
-        parts.append(f'<rect x="{x_legend:.1f}" y="12" width="12" height="12" fill="{colour}"/>')
-        parts.append(f'<text class="legend" x="{x_legend + 16:.1f}" y="22">{esc(name)}</text>')
-        x_legend += 28 + 7 * len(name)
         points = []
         for i, score in enumerate(scores):
             if score is None:
@@ -65,11 +84,17 @@ def compare_chart(series: Mapping[str, Sequence[float | None]]) -> str:
             points.append(f"{x:.1f},{y:.1f}")
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}">'
-                f"<title>{esc(name)}, iteration {i + 1}: {percent(score)}</title></circle>"
+                f"<title>{esc(name)}, {_at(i, iterations, 'iteration ')}: {percent(score)}</title></circle>"
             )
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}"/>')
+    parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _at(index: int, iterations: int | None, word: str = "") -> str:
+    """The label of the chart's `index`-th point: its iteration's number (from 1), or ``final`` past the last."""
+    return "final" if iterations is not None and index >= iterations else f"{word}{index + 1}"
 
 
 def _num(value: Any) -> str:
@@ -111,6 +136,8 @@ class ComparedMethod(Protocol):
     def refused(self) -> int: ...
     @property
     def failed_calls(self) -> int: ...
+    @property
+    def run_dir(self) -> str | None: ...
 
 
 class Comparison(Protocol):
@@ -233,7 +260,25 @@ def _rows(summary: Comparison) -> tuple[list[str], list[list[str]]]:
     dry = bool(summary.dry_run)
     head, calls, tokens = _head(methods, dry)
     with_hits = _with_hits(methods, dry)
-    return head, [_row(m, calls, tokens, dry, with_hits) for m in methods]
+    rows = [_row(m, calls, tokens, dry, with_hits) for m in methods]
+    counted = any(m.input_tokens or m.output_tokens for m in methods)
+    return _tokens_as_none(head, rows) if summary.simulated is True and not dry and not counted else (head, rows)
+
+
+def _tokens_as_none(head: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The table of a comparison on the simulated LLM, which counted no tokens: one tokens column saying none
+    (`SIMULATED_TOKENS`), as a run's report says, in place of the counts of 0 (none is estimated either)."""
+    keep = [i for i, name in enumerate(head) if not (name.endswith(" tokens") or name in ("tokens in", "tokens out"))]
+    at = head.index("cost") if "cost" in head else len(head)
+    at = sum(1 for i in keep if i < at)
+    new_head = [head[i] for i in keep]
+    new_head.insert(at, "tokens")
+    new_rows = []
+    for row in rows:
+        kept = [row[i] for i in keep]
+        kept.insert(at, SIMULATED_TOKENS)
+        new_rows.append(kept)
+    return new_head, new_rows
 
 
 def compare_caption(summary: Comparison | Mapping[str, Any]) -> str:
@@ -280,8 +325,89 @@ def compare_table(summary: Comparison | Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: A method's run folder that the page may link: one plain path component, no leading dot (the
+#: optimizer's name, as `compare` writes it); ``compare.json`` is read as untrusted, so any other gets no link.
+_LINKABLE = re.compile(r"[\w+@=-][\w.+@=-]*", re.ASCII)
+
+
+def report_link(method: ComparedMethod) -> str | None:
+    """The relative link to `method`'s ``report.html`` (in its run folder under the comparison's), or None
+    when it has no run folder (a dry run) or one that is not a plain folder name.
+
+    Examples:
+        >>> report_link(_Keys({"run_dir": "neighbor-sgd"})), report_link(_Keys({"run_dir": "../etc"}))
+        ('neighbor-sgd/report.html', None)
+    """
+    run_dir = method.run_dir if isinstance(getattr(method, "run_dir", None), str) else None
+    return f"{quote(run_dir)}/report.html" if run_dir and _LINKABLE.fullmatch(run_dir) else None
+
+
+def _name_cell(method: ComparedMethod, dry: bool) -> str:
+    """The method's name, linked to its report (a dry run has none), and what its row must say beside it."""
+    name, href = isolate(method.optimizer), None if dry else report_link(method)
+    linked = f'<a href="{esc(href)}">{name}</a>' if href else name
+    notes = _notes(method)
+    return f'<th scope="row" class="method">{linked}{isolate(notes) if notes else ""}</th>'
+
+
+def _figures(scores: Sequence[float | None] | None) -> str:
+    """The scores per iteration: each figure whole on its line, the line breaking only between figures."""
+    shown = [f'<span class="num">{esc(percent(s))}</span>' for s in scores or ()]
+    return " \u2192 ".join(shown) or "\u2014"
+
+
+def _html_table(element_id: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table of figures: a header row, and per method its name cell then cells of figures (each on one line)."""
+    header = "".join(f'<th scope="col">{esc(h)}</th>' for h in head)
+    body = "".join(
+        "<tr>" + row[0] + "".join(c if c.startswith("<td") else f'<td class="num">{c}</td>' for c in row[1:]) + "</tr>"
+        for row in rows
+    )
+    return f'<table class="figures" id="{element_id}"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _tables(summary: Comparison) -> str:
+    """The page's tables: the scores and totals side by side; the calls, then the tokens, by purpose.
+
+    Three narrow tables rather than one of twenty columns: every figure fits its cell on one line.
+    """
+    methods, dry = list(summary.methods or ()), bool(summary.dry_run)
+    # the simulated LLM counts no tokens: one column says so (`SIMULATED_TOKENS`), as a run's report does
+    uncounted = summary.simulated is True and not dry and not any(m.input_tokens or m.output_tokens for m in methods)
+    head = ["optimizer"] + ([] if dry else ["score per iteration", "test", "initial test"])
+    head += ["calls", *(["tokens"] if uncounted else ["tokens in", "tokens out"]), "cost"]
+    head += [] if dry else ["wall time"]
+    rows = []
+    for m in methods:
+        row = [_name_cell(m, dry)]
+        if not dry:
+            row += [f'<td class="scores">{_figures(m.scores)}</td>', esc(percent(m.test))]
+            row.append(esc(percent(m.initial_test)))
+        tokens = [esc(SIMULATED_TOKENS)] if uncounted else [esc(_num(m.input_tokens)), esc(_num(m.output_tokens))]
+        row += [esc(_num(m.calls)), *tokens, esc(_money(m.cost_usd))]
+        row += [] if dry else [esc(f"{m.wall_s or 0.0:,.2f} s")]
+        rows.append(row)
+    parts = ["<h2>Side by side</h2>", _html_table("compare-scores", head, rows)]
+    by_purpose_tables = [("calls_by_purpose", "Calls by purpose", "calls")]
+    if not uncounted:
+        by_purpose_tables.append(("tokens_by_purpose", "Tokens by purpose (in and out)", None))
+    for field, title, total in by_purpose_tables:
+        purposes = _purposes(methods, field)
+        if not purposes:
+            continue
+        by_purpose = [
+            [_name_cell(m, dry)]
+            + [esc(_num((getattr(m, field) or {}).get(p, 0))) for p in purposes]
+            + [esc(_num(m.calls if total else _count(m.input_tokens) + _count(m.output_tokens)))]
+            for m in methods
+        ]
+        element_id = "compare-" + field.split("_")[0]
+        parts += [f"<h2>{title}</h2>", _html_table(element_id, ["optimizer", *purposes, "all"], by_purpose)]
+    return "\n".join(parts)
+
+
 def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
-    """The comparison page: settings, the table and the chart.
+    """The comparison page: settings, the tables (each method's name links to its run's report) and the chart.
 
     Examples:
         >>> page = render_compare({"task": "<b>t</b>", "simulated": True, "methods": []})
@@ -289,25 +415,23 @@ def render_compare(summary: Comparison | Mapping[str, Any]) -> str:
         True
     """
     summary = _read(summary)
-    head, rows = _rows(summary)
-    table = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    table += ["<tr>" + "".join(f"<td>{isolate(c)}</td>" for c in row) + "</tr>" for row in rows]
-    table.append("</tbody></table>")
     series = {str(m.optimizer): list(m.scores or ()) for m in summary.methods or ()}
     facts = f"Backend {isolate(summary.backend)}. Task {isolate(summary.task)}, {esc(_caption_rest(summary))}"
     notes = isolate(summary.token_note) if summary.token_note else ""
+    links = "" if summary.dry_run else " Each optimizer's name opens the report of its run."
     return "\n".join(
         [
             page_head(f"Optimizers compared on {as_text(summary.task)}"),
             "<body><main>",
             f"<h1>Optimizers compared on {isolate(summary.task)}</h1>",
             f'<p class="notice">{_SIMULATED}</p>' if summary.simulated else "",
-            f"<p>{facts}</p>",
-            "<h2>Side by side</h2>",
-            "\n".join(table),
-            f"<p>{notes}</p>" if notes else "",
+            f"<p>{facts}{links}</p>",
+            _tables(summary),
+            f'<p class="caption">{notes}</p>' if notes else "",
             "" if summary.dry_run else "<h2>Training score per iteration</h2>",
-            "" if summary.dry_run else compare_chart(series),
+            ""
+            if summary.dry_run
+            else compare_chart(series, summary.iterations if isinstance(summary.iterations, int) else None),
             "</main></body></html>",
             "",
         ]

@@ -15,15 +15,15 @@ __all__ = ["fit_results", "graph_json", "iteration_json", "write_html"]
 
 
 def iteration_json(record: Any) -> dict[str, Any]:
-    """The ``results.json`` entry of one `IterationRecord` (numbered from 1, as the report shows it).
+    """The ``results.json`` entry of one `IterationRecord` (numbered from 1, as the record and the report are).
 
     Examples:
         >>> from semgrad.effects import IterationRecord
-        >>> iteration_json(IterationRecord(0, 0.5))["iteration"]
+        >>> iteration_json(IterationRecord(1, 0.5))["iteration"]
         1
     """
     return {
-        "iteration": record.iteration + 1,
+        "iteration": record.iteration,
         "train_score": record.train_score,
         "validation_score": record.validation_score,
         "accepted": record.accepted,

@@ -7,15 +7,20 @@ text and goes through `esc`; numbers go through `count`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._format import DASH, as_list, as_mapping, as_text, count, esc, isolate, number
 
-__all__ = ["errors_json", "errors_line", "predictions_table", "total_errors"]
+__all__ = ["errors_json", "errors_line", "predictions_table", "shown_predictions", "total_errors"]
 
 #: Above this many rows, the predictions table starts collapsed.
 _OPEN_ROWS = 200
+#: The most predictions a task's table shows: a report of one task, and each task of a report of several (a
+#: ``bbh:all`` report showing every prediction of its 27 tasks weighed 5.5 MB). results.json keeps them all.
+SHOWN_ALONE, SHOWN_EACH = 200, 20
+#: The most characters of one input, output or target a cell shows.
+_CELL_CHARS = 1500
 _CORRECT = {True: ("yes", "correct"), False: ("no", "wrong"), None: (DASH, "unknown")}
 
 
@@ -26,8 +31,20 @@ def _inputs_text(value: Any) -> str:
     return "\n".join(f"{as_text(name)}: {as_text(text)}" for name, text in fields.items()) or as_text(value)
 
 
+def _clipped(text: str) -> str:
+    """`text` as a cell shows it: at most `_CELL_CHARS` characters, and how many more there are.
+
+    Examples:
+        >>> _clipped("abc"), _clipped("x" * 1600)[-40:]
+        ('abc', 'x\u2026 (100 more characters in results.json)')
+    """
+    if len(text) <= _CELL_CHARS:
+        return text
+    return f"{text[:_CELL_CHARS]}\u2026 ({len(text) - _CELL_CHARS:,} more characters in results.json)"
+
+
 def _text_cell(text: str) -> str:
-    return f'<td><div class="cell-text">{isolate(text)}</div></td>'
+    return f'<td><div class="cell-text">{isolate(_clipped(text))}</div></td>'
 
 
 def _output_cell(entry: Mapping[str, Any], output: str) -> str:
@@ -38,7 +55,7 @@ def _output_cell(entry: Mapping[str, Any], output: str) -> str:
     named = [*((as_text(name), value) for name, value in nodes.items()), (output or "output", entry.get("output"))]
     parts = "".join(
         f'<div class="node-output" data-node="{esc(name)}"><div class="node-name">{isolate(name)}</div>'
-        f'<div class="cell-text">{isolate(as_text(value))}</div></div>'
+        f'<div class="cell-text">{isolate(_clipped(as_text(value)))}</div></div>'
         for name, value in named
     )
     return f'<td class="node-outputs">{parts}</td>'
@@ -55,13 +72,48 @@ def _row(position: int, entry: Mapping[str, Any], output: str) -> str:
     return f'<tr class="{kind}"><td class="num">{position}</td>{cells}<td class="num verdict">{label}</td></tr>'
 
 
-def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
+def shown_predictions(entries: Sequence[Mapping[str, Any]], limit: int) -> list[int]:
+    """The positions (0-based, in order) of the predictions a table of at most `limit` rows shows: the wrong
+    ones first (what a reader looks for), then the others, each in the order of the split.
+
+    Examples:
+        >>> shown_predictions([{"correct": c} for c in (True, False, True, None, False)], 3)
+        [0, 1, 4]
+        >>> shown_predictions([{"correct": True}] * 2, 5)
+        [0, 1]
+    """
+    wrong = [i for i, e in enumerate(entries) if e.get("correct") is False]
+    others = [i for i, e in enumerate(entries) if e.get("correct") is not False]
+    return sorted((wrong + others)[: max(limit, 0)])
+
+
+def _shown_note(shown: Sequence[int], entries: Sequence[Mapping[str, Any]]) -> str:
+    """What a table that leaves predictions out says of them, or ""."""
+    if len(shown) == len(entries):
+        return ""
+    wrong = sum(1 for i in shown if entries[i].get("correct") is False)
+    total_wrong = sum(1 for e in entries if e.get("correct") is False)
+    others = len(shown) - wrong
+    if wrong < total_wrong:
+        which = f"the first {count(wrong)} wrong ones"
+    elif total_wrong:
+        which = f"all {count(total_wrong)} wrong ones" + (f" and the first {count(others)} others" if others else "")
+    else:
+        which = f"the first {count(others)}"
+    return (
+        f'<p class="caption shown-note">Showing {count(len(shown))} of {count(len(entries))} predictions: '
+        f"{which}, numbered as in the split. Every prediction is in this task's entry of results.json.</p>"
+    )
+
+
+def predictions_table(task: Mapping[str, Any], task_id: str, *, limit: int = SHOWN_ALONE) -> str:
     """The table (id ``<task_id>-predictions``) of the task's per-sample predictions, or "".
 
     Each entry of ``task["predictions"]`` is ``{"inputs", "output", "nodes", "target", "correct"}``
     (the final params on the test split, as ``semgrad run`` records them). ``nodes`` (every
     other node's value, by name) is shown in the output cell above the output; results
-    written before it existed lack it and show the output alone.
+    written before it existed lack it and show the output alone. The table shows at most `limit`
+    of them (see `shown_predictions`), and says how many it leaves out; its summary counts them all.
 
     Examples:
         >>> entry = {"inputs": {"q": "2+2?"}, "output": "<b>4</b>", "target": "4", "correct": True}
@@ -83,12 +135,14 @@ def predictions_table(task: Mapping[str, Any], task_id: str) -> str:
     split = as_text(task.get("predictions_split")) or "test"
     head = "".join(f"<th>{h}</th>" for h in ("#", "Input", "Output", "Target", "Correct"))
     output = as_text(as_mapping(task.get("graph")).get("output"))
-    rows = "".join(_row(i, e, output) for i, e in enumerate(entries, start=1))
-    opened = " open" if len(entries) <= _OPEN_ROWS else ""
+    shown = shown_predictions(entries, limit)
+    rows = "".join(_row(i + 1, entries[i], output) for i in shown)
+    opened = " open" if len(shown) <= _OPEN_ROWS else ""
     return (
         f'<h3>Predictions</h3><details class="predictions-block"{opened}><summary>'
         f"{count(right)} of {count(len(entries))} correct on the {isolate(split)} split with the final parameters"
-        f'</summary><table class="predictions" id="{task_id}-predictions"><thead><tr>{head}</tr></thead>'
+        f"</summary>{_shown_note(shown, entries)}"
+        f'<table class="predictions" id="{task_id}-predictions"><thead><tr>{head}</tr></thead>'
         f"<tbody>{rows}</tbody></table></details>"
     )
 

@@ -17,7 +17,7 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin: 0; background: #f6f7f9; color: var(--ink);
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 48px; background: #fff; overflow-wrap: anywhere; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 48px; background: #fff; overflow-wrap: break-word; }
 h1 { font-size: 1.6rem; margin: 0 0 8px; }
 h2 { font-size: 1.3rem; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
 h3 { font-size: 1.1rem; margin: 22px 0 8px; }
@@ -37,13 +37,21 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 nav ul { list-style: none; display: flex; flex-wrap: wrap; gap: 6px 18px; padding: 0; margin: 12px 0; }
 table { border-collapse: collapse; margin: 6px 0 12px; }
 th, td { border: 1px solid var(--line); padding: 4px 10px; text-align: left; vertical-align: top;
-  overflow-wrap: anywhere; }
+  overflow-wrap: break-word; }
 thead th { background: #eef1f5; white-space: nowrap; }
 td.published-cell { min-width: 16em; }
-td.num { white-space: nowrap; overflow-wrap: normal; }
+td.num, .num { white-space: nowrap; overflow-wrap: normal; font-variant-numeric: tabular-nums; }
+table.figures thead th { white-space: normal; overflow-wrap: normal; vertical-align: bottom; }
+table.figures thead th:not(:first-child), table.figures td.num { text-align: right; }
+table.figures thead th.text { text-align: left; }
+table.figures th.method { font-weight: normal; background: #fafbfc; }
+td.scores { min-width: 9em; }
 table.summary th[scope=row] { font-weight: 600; background: #fafbfc; white-space: nowrap; }
 tr.average th, tr.average td { background: #f6f8fb; }
 tr.rejected td { color: var(--muted); }
+tr.paper td { color: var(--muted); font-style: italic; }
+td.error { color: #a00; min-width: 8em; overflow-wrap: anywhere; }
+table.runs { font-size: .85rem; }
 .published { color: #6a3d9a; }
 .not-comparable { color: #555; font-style: italic; }
 .caption, .used-by, .task-facts, p.empty { color: var(--muted); font-size: .9rem; }

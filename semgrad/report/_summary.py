@@ -7,6 +7,7 @@ from typing import Any
 
 from ._format import as_list, as_mapping, as_text, count, esc, isolate, money, number, percent, points
 from ._gate import gate_labels
+from ._tokens import SIMULATED_TOKENS
 
 __all__ = [
     "PUBLISHED",
@@ -297,12 +298,19 @@ def _unsent(results: Mapping[str, Any]) -> str:
     return f"; {count(refused)} of them refused by the run's budget or stop, never sent" if refused else ""
 
 
+def _tokens_text(results: Mapping[str, Any], tokens: Mapping[str, Any]) -> str:
+    """The tokens used, or none for the simulated LLM (`SIMULATED_TOKENS`: it counts and estimates none)."""
+    if results.get("simulated") is True and tokens.get("input") is None and tokens.get("output") is None:
+        return esc(SIMULATED_TOKENS)
+    return f"{count(tokens.get('input'))} in \u00b7 {count(tokens.get('output'))} out"
+
+
 def _usage_rows(results: Mapping[str, Any]) -> list[Row]:
     calls, tokens = as_mapping(results.get("calls")), as_mapping(results.get("tokens"))
     return [
         ("Calls by purpose", _counts(calls.get("by_purpose")) + _unsent(results), ""),
         ("Calls by role", _counts(calls.get("by_role")), ""),
-        ("Tokens", f"{count(tokens.get('input'))} in \u00b7 {count(tokens.get('output'))} out", ""),
+        ("Tokens", _tokens_text(results, tokens), ""),
         ("Cost", esc(money(results.get("cost_usd"))), ""),
     ] + _hits_row(results)
 

@@ -21,6 +21,8 @@ __all__ = ["PALETTE", "optimizer_chart"]
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 _LEFT, _RIGHT, _TOP, _PLOT_H, _LABELS = 56, 16, 40, 220, 120
+#: The width of one character of a tick label, generously (11 px system-ui).
+_CHAR = 7.0
 
 
 def _y(score: float) -> float:
@@ -64,11 +66,17 @@ def optimizer_chart(
     group = max(36.0, 12.0 * len(variants) + 16)
     legend = _LEFT + _RIGHT + sum(28 + 7 * len(v) for v in variants)
     width = max(_LEFT + _RIGHT + group * max(len(by_task), 1), legend, 320)
-    height = _TOP + _PLOT_H + _LABELS
+    # The task labels, turned 40 degrees, reach down and to the left of their bar: room for the longest one
+    # below the axis, and for the first one left of the plot (they were cut off at the picture's edges).
+    lengths = [len(str(task)) + (8 if scored_on.get(task) == "train" else 0) for task in by_task]
+    below = max(_LABELS, 24 + 0.643 * _CHAR * max(lengths, default=0))
+    shift = max(0.0, 0.766 * _CHAR * (lengths[0] if lengths else 0) - _LEFT - group / 2) + 4
+    height = round(_TOP + _PLOT_H + below)
     bar = (group - 12) / max(len(variants), 1)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width:.0f}" height="{height}" '
-        f'viewBox="0 0 {width:.0f} {height}" role="img" aria-label="mean accuracy per task and optimizer">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width + shift:.0f}" height="{height}" '
+        f'viewBox="0 0 {width + shift:.0f} {height}" role="img" aria-label="mean accuracy per task and optimizer">',
+        f'<g transform="translate({shift:.1f} 0)">',
     ]
     parts += _axes(width) + _legend(variants)
     for t, (task, scores) in enumerate(by_task.items()):
@@ -102,5 +110,5 @@ def optimizer_chart(
     parts.append(
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP + _PLOT_H}" x2="{width - _RIGHT:.1f}" y2="{_TOP + _PLOT_H}"/>'
     )
-    parts.append("</svg>")
+    parts.append("</g></svg>")
     return "\n".join(parts)

@@ -23,7 +23,8 @@ from urllib.parse import quote
 from .._files import write_text_atomically
 from ..report import PUBLISHED
 from ..report._format import as_text, count, esc, isolate, money, percent
-from ..report._style import page_head
+from ..report._style import CSS, page_head
+from ..report._tokens import SIMULATED_TOKENS
 from ._chart import optimizer_chart
 from ._summary import average_tasks
 
@@ -32,19 +33,6 @@ __all__ = ["render_sweep", "report_links", "write_sweep_report"]
 #: A run folder name that links may use: one path component, no leading dot (run_name's names fit).
 _LINKABLE = re.compile(r"[\w+@=-][\w.+@=-]*", re.ASCII)
 _REPORT = "report.html"
-
-_STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border-bottom: 1px solid #ddd; padding: .3em .7em; text-align: right; }
-th:first-child, td:first-child, td.text { text-align: left; }
-tr.paper td { color: #555; font-style: italic; }
-td.error { color: #a00; text-align: left; max-width: 30em; }
-a { color: #3366aa; }
-.notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6em 1em; }
-.chart .grid { stroke: #e4e4e4; } .chart .axis { stroke: #444; }
-.chart .tick, .chart .legend { font-size: 11px; fill: #333; }
-"""
 
 #: Published figures shown under the averages: (label, {average key: PUBLISHED key}).
 _PAPER_ROWS = (
@@ -140,9 +128,25 @@ def report_links(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) 
     return links
 
 
+def _breakable(name: Any) -> str:
+    """A task's or a run's name, isolated, that a narrow column may break after a ``_``, ``:`` or ``-`` (between
+    the words of the name: ``bbh:web_of_lies``, ``bbh-web_of_lies__seed0__tgd``), never inside a word.
+
+    Examples:
+        >>> _breakable("bbh-web_of_lies__seed0__tgd")
+        'bbh-<wbr>web_<wbr>of_<wbr>lies__<wbr>seed0__<wbr>tgd'
+        >>> _breakable("bbh:navigate"), _breakable("<b>_x")
+        ('bbh:<wbr>navigate', '&lt;b&gt;_x')
+    """
+    text = isolate(name)
+    if text != esc(name) or "&" in text:  # an isolated or escaped name stays as it is
+        return text
+    return re.sub(r"([_:-]+)(?=[^_:-])", r"\1<wbr>", text)
+
+
 def _run_name(name: Any, reports: Mapping[str, str]) -> str:
     href = reports.get(name) if isinstance(name, str) else None
-    return f'<a href="{esc(href)}">{isolate(name)}</a>' if href else isolate(name)
+    return f'<a href="{esc(href)}">{_breakable(name)}</a>' if href else _breakable(name)
 
 
 #: Error kinds of calls a run's own budget or stop refused: never sent, and in no score.
@@ -174,7 +178,10 @@ def _notes(run: Mapping[str, Any]) -> str:
 
 def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
     columns = ("Run", "Task", "Seed", "Optimizer", "Train", "Validation", "Test", "Calls", "Tokens", "Cost", "Error")
-    rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"]
+    text = ("Run", "Task", "Optimizer", "Error")
+    head = "".join(f'<th scope="col"{" class=text" if c in text else ""}>{c}</th>' for c in columns)
+    rows = [f"<thead><tr>{head}</tr></thead><tbody>"]
+    simulated = summary.get("simulated") is True  # its runs count no tokens: none is said, as in their reports
     for run in summary.get("runs") or ():
         accuracy = run.get("accuracy") or {}
         tokens = run.get("tokens") or {}
@@ -186,17 +193,17 @@ def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
         optimizer = isolate(run.get("optimizer", "")) + (f" / {isolate(run['models'])}" if run.get("models") else "")
         cells = [
             f'<td class="text">{_run_name(run.get("name"), reports)}</td>',
-            f'<td class="text">{isolate(run.get("task"))}</td>',
-            f"<td>{isolate(run.get('seed'))}</td>",
+            f'<td class="text">{_breakable(run.get("task"))}</td>',
+            f'<td class="num">{isolate(run.get("seed"))}</td>',
             f'<td class="text">{optimizer}</td>',
-            *(f"<td>{esc(percent(accuracy.get(part)))}</td>" for part in ("train", "validation", "test")),
-            f"<td>{esc(count(run.get('calls')))}</td>",
-            f"<td>{esc(count(total))}</td>",
-            f"<td>{esc(money(run.get('cost_usd')))}</td>",
+            *(f'<td class="num">{esc(percent(accuracy.get(part)))}</td>' for part in ("train", "validation", "test")),
+            f'<td class="num">{esc(count(run.get("calls")))}</td>',
+            f'<td class="num">{esc(count(total) if total is not None or not simulated else SIMULATED_TOKENS)}</td>',
+            f'<td class="num">{esc(money(run.get("cost_usd")))}</td>',
             f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return "<table>\n" + "\n".join(rows) + "\n</table>"
+    return '<table class="figures runs">\n' + "\n".join(rows) + "\n</tbody></table>"
 
 
 def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None = None) -> str:
@@ -224,7 +231,7 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     )
     return "\n".join(
         [
-            page_head(f"Sweep {as_text(sweep.get('name'))}", css=_STYLE) + "<body>",
+            page_head(f"Sweep {as_text(sweep.get('name'))}", css=CSS) + "<body><main>",
             f"<h1>Sweep {isolate(sweep.get('name'))}</h1>",
             notice,
             f"<p>{facts}</p>",
@@ -243,7 +250,7 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
             optimizer_chart(summary.get("by_task") or {}, _scored_on(summary)),
             "<h2>Runs</h2>",
             _runs(summary, reports or {}),
-            "</body></html>",
+            "</main></body></html>",
             "",
         ]
     )

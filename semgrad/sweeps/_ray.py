@@ -1,6 +1,6 @@
 """Running a sweep on Ray: one Ray task per run, one Ray actor for the shared call limit.
 
-Ray is an optional extra (``pip install 'semgrad[ray]'``), imported only here
+Ray is an optional extra (``pip install -e '.[ray]'``), imported only here
 and only when a sweep runs on it. `init_ray` starts a Ray on this machine (the
 embedded default: listening on 127.0.0.1 only, no dashboard, no usage
 statistics) or joins a cluster at an address. The run directories must be on storage every
@@ -26,7 +26,8 @@ def _ray() -> Any:
         import ray
     except ImportError:
         raise SweepError(
-            "Ray is not installed: pip install 'semgrad[ray]', or pass --local to run the sweep in this process"
+            "Ray is not installed: pip install -e '.[ray]' in the semgrad checkout, "
+            "or pass --local to run the sweep in this process"
         ) from None
     return ray
 

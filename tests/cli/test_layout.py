@@ -49,7 +49,7 @@ def test_each_subcommand_is_handled_by_its_own_module():
     """`semgrad X` is handled by the function `command` of the module semgrad.cli._X."""
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[attr-defined]
-    assert sorted(commands) == ["compare", "demo", "graph", "report", "run", "sweep"]
+    assert sorted(commands) == ["compare", "data", "demo", "graph", "report", "run", "sweep"]
     for name, subparser in commands.items():
         handler = subparser.get_default("func")
         assert (handler.__module__, handler.__name__) == (f"semgrad.cli._{name}", "command"), name

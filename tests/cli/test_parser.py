@@ -21,6 +21,7 @@ POSITIONALS = {
     "report": ["some/run"],
     "graph": ["paper"],
     "sweep": ["spec.toml"],
+    "data": ["get", "bbh"],
 }
 
 

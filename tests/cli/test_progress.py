@@ -59,10 +59,10 @@ def test_off_a_terminal_each_phase_is_one_plain_line_with_calls_against_the_plan
     out = io.StringIO()
     clock = iter(range(0, 1000, 10)).__next__
     progress = RunProgress(out, planned=40, clock=clock)
-    progress.on_progress("gsm8k", FitProgress(0, 4, "forward", 0))
+    progress.on_progress("gsm8k", FitProgress(1, 4, "forward", 0))
     for _ in range(10):
         progress(REQUEST, Success(LLMResponse("ok", {}, "m")))
-    progress.on_progress("gsm8k", FitProgress(0, 4, "optimize", 10, 0.5))
+    progress.on_progress("gsm8k", FitProgress(1, 4, "optimize", 10, 0.5))
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and "\r" not in out.getvalue()
     assert lines[0].startswith("gsm8k iteration 1/4 forward: 0/40 calls")
@@ -75,7 +75,7 @@ def test_on_a_terminal_a_tqdm_bar_shows_the_planned_total():
     out = Terminal()
     progress = RunProgress(out, planned=123)
     assert progress._bar is not None
-    progress.on_progress("bbh:navigate", FitProgress(1, 4, "forward", 0))
+    progress.on_progress("bbh:navigate", FitProgress(2, 4, "forward", 0))
     progress(REQUEST, Success(LLMResponse("ok", {}, "m")))
     progress.close()
     text = out.getvalue()
@@ -88,7 +88,7 @@ def test_without_tqdm_the_terminal_line_is_rewritten_in_place(monkeypatch):
     out = Terminal()
     progress = RunProgress(out, planned=3)
     assert progress._bar is None
-    progress.on_progress("liar", FitProgress(0, 1, "forward", 0))
+    progress.on_progress("liar", FitProgress(1, 1, "forward", 0))
     assert "\r\x1b[2Kliar iteration 1/1 forward: 0/3 calls" in out.getvalue()
 
 
@@ -143,7 +143,7 @@ def test_a_resumed_run_counts_from_the_calls_already_made():
     progress = RunProgress(out, planned=40, already=30, clock=iter(range(0, 1000, 10)).__next__)
     for _ in range(5):
         progress(REQUEST, Success(LLMResponse("ok", {}, "m")))
-    progress.on_progress("gsm8k", FitProgress(3, 4, "forward", 5))
+    progress.on_progress("gsm8k", FitProgress(4, 4, "forward", 5))
     assert "35/40 calls, 00:10 elapsed, ETA 00:10" in out.getvalue()  # 5 calls in 10 s, 5 to go
 
 

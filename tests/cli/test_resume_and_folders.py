@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import attrs
 import pytest
@@ -14,9 +13,10 @@ from semgrad.experiments import RunConfig, SetupError
 from semgrad.experiments._resume import resumed_config
 from semgrad.experiments._run_folder import new_run_dir
 
+from .._data import data_dir
 from .conftest import one_line_error, semgrad
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = data_dir()
 SAVED = RunConfig("bbh:navigate", data_dir="d", iterations=3, seed=2, train=6, max_calls=100)
 FIXED = [f.name for f in attrs.fields(RunConfig) if f.name not in (*RunConfig.RESUMABLE_CHANGES, "data", "task")]
 
@@ -89,7 +89,6 @@ def test_two_runs_without_out_get_two_folders_printed_at_start(tmp_path, system_
     assert folders[0] != folders[1] and all((f / "results.json").is_file() for f in folders)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
 def test_resume_with_only_out_continues_from_config_json(tmp_path):
     """`--resume --out DIR` alone continues a paper task with its saved settings; more iterations extend it;
     another seed is refused in one line."""
@@ -142,7 +141,6 @@ def test_a_server_on_this_machine_an_official_api_or_an_existing_cache_needs_not
             assert resumed_config(saved, {}, tmp_path / "run") == saved
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
 def test_a_config_json_pointed_at_a_server_sends_nothing_on_resume(tmp_path):
     """A run folder whose config.json was edited to name a real backend and server stops --resume in one line,
     before any request, and an escape sequence in it reaches the terminal escaped."""
@@ -175,7 +173,6 @@ def test_only_the_flags_typed_count_as_given(flags, value):
     assert typed == {"resume": True, "out": "d", **{f.removeprefix("--"): value for f in flags}}
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
 def test_a_resumed_run_whose_test_split_was_scored_still_reports_its_predictions(tmp_path):
     """Resuming a finished run takes the test score from the ledger, and its per-sample predictions with it."""
     out = tmp_path / "run"

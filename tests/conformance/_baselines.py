@@ -135,7 +135,7 @@ def import_peer(name: str) -> Any:
     import pytest
 
     if importlib.util.find_spec(name) is None:
-        pytest.skip(f"the peer package {name!r} is not installed (pip install 'semgrad[test]' installs it)")
+        pytest.skip(f"the peer package {name!r} is not installed (pip install -e '.[test]' installs it)")
     for key, value in PEER_ENV.items():
         os.environ.setdefault(key, value)
     with offline(), warnings.catch_warnings():

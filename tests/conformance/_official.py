@@ -28,10 +28,11 @@ from typing import Any
 import attrs
 import pytest
 
+from .._data import data_dir
 from ._world import Call, Item, World
 
 REFERENCE = (Path(__file__).parents[2] / ".." / "shared" / "reference" / "semantic_backprop").resolve()
-DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
+DATA = data_dir()
 
 #: The label numbers of the ``datasets`` hub's LIAR (ClassLabel order), which the official loader filters on.
 HF_LIAR_LABELS = {"false": 0, "half-true": 1, "mostly-true": 2, "true": 3, "barely-true": 4, "pants-fire": 5}

@@ -84,7 +84,7 @@ def run_semgrad(
 
     def progress(event: Any) -> None:
         if event.phase == "forward" or event.phase == "scoring initial params":
-            side.phase = f"iteration {event.iteration}"
+            side.phase = f"iteration {max(event.iteration - 1, 0)}"  # the reference counts from 0
 
     result = anyio.run(
         lambda: fit(

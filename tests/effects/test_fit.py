@@ -519,3 +519,31 @@ def test_a_state_class_read_from_a_checkpoint_is_not_kept_alive_by_the_reader():
     del Local
     gc.collect()
     assert ref() is None
+
+
+def test_a_checkpoint_numbered_from_0_by_an_older_semgrad_resumes_numbered_from_1(tmp_path):
+    """Iterations are numbered from 1 (as the CLI and the report number them); a checkpoint an older semgrad
+    wrote, its history numbered from 0, is read renumbered and resumes, not refused as inconsistent."""
+    import json
+
+    from semgrad.backends import fake
+    from semgrad.core import GraphBuilder, optim
+
+    b = GraphBuilder()
+    b.llm("answer", inputs=[b.input("question")], instruction="Answer.")
+    graph, params = b.build(output="answer")
+    items = [{"inputs": {"question": f"{i}?"}, "target": str(i), "id": i} for i in range(4)]
+    ckpt = tmp_path / "ckpt.json"
+
+    def run(iterations, resume=None):
+        return fit_sync(
+            graph, params, optim.neighbor_sgd(k=1), train=items[:2], validation=items[2:], llm=fake.HashLLM(),
+            iterations=iterations, checkpoint=ckpt, resume=resume,
+        )  # fmt: skip
+
+    assert [r.iteration for r in run(2).history] == [1, 2]
+    data = json.loads(ckpt.read_text())
+    for record in data["state"]["fields"]["history"]["$tuple"]:
+        record["fields"]["iteration"] -= 1  # as an older semgrad numbered them
+    ckpt.write_text(json.dumps(data))
+    assert [r.iteration for r in run(3, resume=ckpt).history] == [1, 2, 3]

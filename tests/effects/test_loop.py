@@ -92,7 +92,7 @@ def test_absent_uvloop_falls_back_silently(no_env, uvloop_absent):
 
 def test_asking_for_absent_uvloop_is_a_clear_error(uvloop_absent):
     """use_uvloop=True without uvloop installed raises a one-line ImportError naming the extra."""
-    with pytest.raises(ImportError, match=r"semgrad\[fast\]"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[fast\]'"):
         run_loop(_kind, use_uvloop=True)
 
 

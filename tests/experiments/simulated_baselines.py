@@ -47,18 +47,16 @@ def table(data_dir: Path = DATA) -> str:
     """The markdown table, one row per method."""
     rows = [
         "| method | train score per iteration, then final | test (initial) | forward / backward / rewrite calls "
-        "| tokens (estimated) | steps held: hint_1 / hint_2 / answer |",
-        "|---|---|---|---|---|---|",
+        "| steps held: hint_1 / hint_2 / answer |",
+        "|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for o in outcomes(data_dir, Path(tmp)):
             scores = " ".join(f"{s:.2f}" for s in o["scores"])
             calls = " / ".join(str(o["calls_by_purpose"].get(p, 0)) for p in ("forward", "backward", "rewrite"))
             held = " / ".join(o["skills"][n] for n in ("hint_1", "hint_2", "answer"))
-            tokens = o["input_tokens"] + o["output_tokens"]
             rows.append(
-                f"| {o['optimizer']} | {scores} | {o['test']:.2f} ({o['initial_test']:.2f}) | {calls} "
-                f"| {tokens:,} | {held} |"
+                f"| {o['optimizer']} | {scores} | {o['test']:.2f} ({o['initial_test']:.2f}) | {calls} | {held} |"
             )
     return "\n".join(rows)
 

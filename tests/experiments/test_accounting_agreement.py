@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ from semgrad.experiments._progress import RunProgress, dollars
 from semgrad.experiments._run import build_llm, load_run_tasks
 from semgrad.report._format import money
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+from .._data import data_dir
+
+DATA = data_dir()
 
 PRICES = {"gpt-4o": (2.5, 10.0)}
 
@@ -46,7 +45,6 @@ def _provider(config: RunConfig, sent: list[object]):
     return provider
 
 
-@needs_data
 @pytest.mark.parametrize("cache", [False, True], ids=["no cache", "cache"])
 def test_the_live_line_results_report_and_compare_agree_on_calls_and_cost(tmp_path, cache):
     """On one fake run (replies with tokens and a dated model name, costing under one cent), the calls the provider

@@ -19,9 +19,10 @@ import pytest
 from semgrad.backends.fake import HashLLM, RecordingLLM
 from semgrad.experiments import RunConfig, dry_run, run_experiment
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+DATA = data_dir()
 
 
 def semgrad(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -36,7 +37,6 @@ def semgrad(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
     )
 
 
-@needs_data
 def test_run_bbh_navigate_offline_writes_every_output(tmp_path):
     """`semgrad run bbh:navigate --backend simulated` writes config, checkpoint, results and report offline."""
     out = tmp_path / "run"
@@ -92,7 +92,6 @@ def test_a_malformed_json_line_is_a_one_line_error(tmp_path):
     _one_line_error(semgrad("run", "gsm8k", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")), "train.jsonl:2")
 
 
-@needs_data
 def test_a_base_url_with_credentials_is_refused_before_anything_is_written(tmp_path):
     """--base-url https://user:password@host is a one-line error that never shows the password, and no run folder
     (whose config.json would keep the URL) is made; RunConfig refuses it too."""
@@ -195,7 +194,6 @@ class _Unformatted(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@needs_data
 def test_a_run_whose_replies_are_all_unreadable_says_no_sample_was_answered(tmp_path):
     """A run whose model never answers in the readable form ends by saying how many test samples have no answer,
     instead of a bare score of 0 and no errors."""
@@ -233,7 +231,6 @@ def _http_config(base_url: str) -> RunConfig:
     )  # fmt: skip
 
 
-@needs_data
 def test_a_run_on_its_own_http_backend_reuses_connections(tmp_path):
     """The backend a run builds shares one connection pool over all its calls: at most a connection per call in
     flight (--concurrency 2), not one (with its TLS handshake) per call."""
@@ -243,7 +240,6 @@ def test_a_run_on_its_own_http_backend_reuses_connections(tmp_path):
     assert _KeepAlive.requests > 10 and _KeepAlive.connections <= 3  # the preflight's, then two in flight
 
 
-@needs_data
 def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
     """A base URL where nothing listens gives one line saying the backend cannot be used."""
     import socket
@@ -255,7 +251,6 @@ def test_an_unreachable_base_url_is_a_one_line_error(tmp_path):
     _one_line_error(result, "cannot be used: connection")
 
 
-@needs_data
 def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_server):
     """--dry-run on the paper's BBH protocol prints per-purpose counts a run then makes with no errors (a
     recording fake) at most -- under the official protocol its memo answers an identical request again without a
@@ -274,7 +269,6 @@ def test_dry_run_counts_equal_a_real_run_and_call_nothing(tmp_path, counting_ser
     assert not (tmp_path / "dry").exists()
 
 
-@needs_data
 @pytest.mark.slow
 def test_a_sigint_interrupted_run_resumes_to_the_same_result(tmp_path):
     """A run interrupted with SIGINT exits cleanly, keeps its checkpoint, and --resume reaches the same final
@@ -338,8 +332,6 @@ def test_results_carry_tokens_by_role_and_a_cost_estimate_from_a_price_table(tmp
     from semgrad.backends.fake import FunctionLLM
     from semgrad.core import LLMResponse
 
-    if not DATA.is_dir():
-        pytest.skip("the shared data folder is not next to the repo")
     inner = HashLLM()
     llm = FunctionLLM(lambda r: LLMResponse(inner(r), {"input_tokens": 100, "output_tokens": 10}, "m"))
     config = RunConfig("bbh:navigate", data_dir=str(DATA), iterations=1, train=4, validation=4, test=4, model="m")
@@ -351,7 +343,6 @@ def test_results_carry_tokens_by_role_and_a_cost_estimate_from_a_price_table(tmp
     assert summary["cost_usd"] == pytest.approx(expected)
 
 
-@needs_data
 def test_a_run_above_the_confirmation_threshold_needs_yes(tmp_path, counting_server):
     """A real-backend run estimated above the threshold prints the estimate, and without --yes (no terminal)
     refuses in one line before making any call."""
@@ -414,7 +405,6 @@ def test_the_command_line_refuses_a_run_into_a_folder_of_other_files(tmp_path):
     assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
 
 
-@needs_data
 def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
     """Each run of a comparison shares one connection pool over its calls, as a run does: a few connections per
     optimizer, not one (with its TLS handshake) per call."""
@@ -426,7 +416,6 @@ def test_a_comparison_on_its_own_http_backend_reuses_connections(tmp_path):
     assert _KeepAlive.requests > 20 and _KeepAlive.connections <= 2 * 3  # per run: the preflight's, two in flight
 
 
-@needs_data
 def test_a_copro_run_resumed_with_more_iterations_goes_on_as_one_started_with_them(tmp_path):
     """COPRO resumed with --iterations grown (which --resume allows) is accepted and ends as a run started with them
     (the same params, decisions and scores; not the same calls: the in-run memo is not checkpointed, so the

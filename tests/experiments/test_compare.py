@@ -11,9 +11,10 @@ from semgrad.cli import main
 from semgrad.experiments import OPTIMIZERS, RunConfig, compare, make_optimizer, parse_optimizers
 from semgrad.sweeps import parse_spec
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+DATA = data_dir()
 SMALL = ["--train", "4", "--validation", "2", "--test", "3", "--iterations", "2", "--breadth", "3"]
 
 
@@ -32,7 +33,6 @@ def test_parse_optimizers_rejects_unknown_names():
         parse_optimizers("textgrad,adam")
 
 
-@needs_data
 def test_dry_run_gives_each_methods_calls_before_anything_is_called(tmp_path, capsys):
     """`compare --dry-run` prints each method's calls by purpose and writes nothing."""
     out = tmp_path / "cmp"
@@ -52,7 +52,6 @@ def test_dry_run_gives_each_methods_calls_before_anything_is_called(tmp_path, ca
     assert by_name["optoprime"]["rewrite"] == 2 and "backward" not in by_name["optoprime"]
 
 
-@needs_data
 def test_compare_on_the_simulated_backend_writes_one_table_and_chart(tmp_path, capsys):
     """`compare` runs every method on the same splits and seed and writes compare.json, .md and .html."""
     out = tmp_path / "cmp"
@@ -75,13 +74,14 @@ def test_compare_on_the_simulated_backend_writes_one_table_and_chart(tmp_path, c
     page = (out / "compare.html").read_text()
     assert sum(line.startswith("| ") for line in table.splitlines()) == 5 and "backward calls" in table
     assert "<polyline" in page and "SIMULATED" in page and "<script" not in page
+    for name in ("neighbor-sgd", "textgrad", "optoprime", "copro"):  # each row opens its method's report
+        assert f'<a href="{name}/report.html">' in page and (out / name / "report.html").is_file()
     # Both say what the scores are: task, protocol, split sizes (as the runs had them), seed and iterations.
     caption = "Task bbh:navigate, heldout protocol, 4 training / 2 validation / 3 test items, seed 0, 2 iterations"
     assert table.startswith(caption) and caption in page
     assert summary["protocol"] == "heldout" and summary["sizes"] == json.loads(sizes.pop())
 
 
-@needs_data
 def test_compare_caps_each_method_and_says_when_one_stopped(tmp_path, capsys):
     """With --max-calls, no method's run sends more requests than the cap; a stopped method is named, exit 3."""
     out = tmp_path / "cmp"
@@ -100,7 +100,6 @@ def test_compare_caps_each_method_and_says_when_one_stopped(tmp_path, capsys):
     assert [m["stopped"] for m in summary["methods"]] == ["budget", "budget"]
 
 
-@needs_data
 def test_compare_trains_one_parameter_alongside_the_others_with_param(tmp_path, capsys):
     """`compare --param NAME` gives NAME to one-parameter alone; the other optimizers run as usual."""
     out = tmp_path / "cmp"
@@ -111,7 +110,6 @@ def test_compare_trains_one_parameter_alongside_the_others_with_param(tmp_path, 
     assert {"neighbor-sgd", "one-parameter"} <= set(rows)
 
 
-@needs_data
 def test_compare_without_one_parameter_refuses_param(tmp_path, capsys):
     """`--param` with no one-parameter among --optimizers is a one-line error, not silently ignored."""
     code = main(["compare", "bbh:navigate", "--data-dir", str(DATA), "--dry-run", "--param", "answer.instruction",
@@ -151,7 +149,6 @@ def test_temperature_none_sends_no_temperature_except_a_role_s_own():
         build_parser().parse_args(["run", "bbh:navigate", "--temperature", "cold"])
 
 
-@needs_data
 def test_a_comparison_into_a_folder_that_holds_one_says_to_choose_another(tmp_path, capsys):
     """A second comparison into the same --out stops in one line saying to choose another --out (compare has
     no --resume to point to)."""
@@ -173,7 +170,6 @@ def test_a_comparison_into_a_folder_that_holds_one_says_to_choose_another(tmp_pa
     assert "already holds a run; choose another --out" in err and "--resume" not in err
 
 
-@needs_data
 def test_a_comparison_is_never_written_into_a_folder_of_other_files(tmp_path, capsys):
     """`semgrad compare --out DIR` into a folder of other files stops in one line and writes nothing there."""
     mine = tmp_path / "project"
@@ -185,7 +181,6 @@ def test_a_comparison_is_never_written_into_a_folder_of_other_files(tmp_path, ca
     assert sorted(p.name for p in mine.iterdir()) == ["main.py"]
 
 
-@needs_data
 def test_a_comparison_runs_the_papers_iterations_unless_told(capsys):
     """`semgrad compare liar` runs the paper's 8 iterations, as `semgrad run liar` does; --iterations wins."""
     args = ["compare", "liar", "--data-dir", str(DATA), "--optimizers", "tgd", "--dry-run"]
@@ -203,10 +198,9 @@ def test_a_stopped_method_s_row_says_it_is_partial_in_compare_md_and_html():
     summary = {"task": "gsm8k", "methods": methods}
     rows = [line for line in compare_table(summary).splitlines() if line.startswith("| ")][1:]
     assert rows[0].startswith("| tgd (stopped early: budget; partial) |") and rows[1].startswith("| textgrad |")
-    assert "<td>tgd (stopped early: budget; partial)</td>" in render_compare(summary)
+    assert '<th scope="row" class="method">tgd (stopped early: budget; partial)</th>' in render_compare(summary)
 
 
-@needs_data
 def test_a_stopped_method_s_row_says_how_many_of_its_counted_calls_were_never_sent(tmp_path, capsys):
     """A budget-stopped method's row says how many of the calls it counts its budget refused (never sent)."""
     out = tmp_path / "cmp"
@@ -221,7 +215,6 @@ def test_a_stopped_method_s_row_says_how_many_of_its_counted_calls_were_never_se
     )
 
 
-@needs_data
 def test_a_method_whose_calls_failed_says_so_on_its_row(tmp_path):
     """A method that lost calls (after retries) says how many on its row of compare.md; a clean one says nothing."""
     from semgrad.backends.fake import FunctionLLM
@@ -252,12 +245,11 @@ def test_a_method_whose_calls_failed_says_so_on_its_row(tmp_path):
     )
 
 
-@needs_data
 def test_a_simulated_comparison_costs_nothing_whatever_model_it_names(tmp_path):
     """A comparison on the simulated backend shows a cost of 0 even with a priced --model, as its dry run does."""
     config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, test=3, iterations=1, model="gpt-4o")
     prices = {"gpt-4o": (2.5, 10.0)}
     ran = compare(config, ["neighbor-sgd"], tmp_path / "cmp", prices=prices)
     planned = compare(config, ["neighbor-sgd"], tmp_path / "plan", dry_run_only=True, prices=prices)
-    assert ran["methods"][0]["input_tokens"] > 0  # estimated, for the table
+    assert ran["methods"][0]["input_tokens"] == 0  # the simulated LLM uses none, and none are estimated
     assert ran["methods"][0]["cost_usd"] == planned["methods"][0]["cost_usd"] == 0.0

@@ -11,12 +11,12 @@ from semgrad.backends.fake import HashLLM, RecordingLLM
 from semgrad.cli import main
 from semgrad.experiments import RunConfig, dry_run_protocols, load_run_tasks, run_experiment
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+DATA = data_dir()
 
 
-@needs_data
 def test_dry_run_reports_each_protocols_counts():
     """Official: 3N forward once, then 3N per iteration; held-out: 3N + 3V per iteration plus 3V once;
     both make k backward and 3 rewrites per iteration."""
@@ -36,7 +36,6 @@ def test_dry_run_reports_each_protocols_counts():
     }
 
 
-@needs_data
 def test_the_official_protocol_is_the_default_and_a_run_makes_its_counts(tmp_path):
     """`RunConfig` defaults to the official protocol, and a real run (a recording fake) makes at most the calls
     the dry run reports for it, purpose by purpose: its memo answers an identical request of the training loop
@@ -61,7 +60,6 @@ def test_an_unknown_protocol_is_refused():
         RunConfig("gsm8k", protocol="paper")
 
 
-@needs_data
 def test_cli_protocol_flag_and_dry_run_table(capsys):
     """`semgrad run --protocol heldout --dry-run` runs, and prints a line per protocol with its total."""
     args = ["run", "bbh:navigate", "--data-dir", str(DATA), "--iterations", "1", "--train", "4", "--validation", "2"]
@@ -77,7 +75,6 @@ def test_cli_protocol_flag_and_dry_run_table(capsys):
     assert "this run: heldout" in out
 
 
-@needs_data
 def test_a_known_dry_run_stands_for_its_own_protocol_and_no_other():
     """`dry_run_protocols(config, known=dry_run(config))` equals the plain call: the known report is taken for
     the variant that is the config itself, and the other protocol is still run."""

@@ -9,9 +9,10 @@ import pytest
 
 from semgrad.experiments import RunConfig, build_llm, load_run_tasks, run_experiment
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+DATA = data_dir()
 
 
 def _rows(path: Path) -> int:
@@ -19,7 +20,6 @@ def _rows(path: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
 
-@needs_data
 def test_a_simulated_run_with_a_cache_stores_its_replies_and_a_rerun_adds_none(tmp_path):
     """A simulated run with --cache writes its replies to the file; the same run again gets the same results
     from it and stores nothing new; another seed (another simulated LLM) does not reuse them."""
@@ -37,7 +37,6 @@ def test_a_simulated_run_with_a_cache_stores_its_replies_and_a_rerun_adds_none(t
     assert build_llm(config, load_run_tasks(config)).identity != build_llm(other, load_run_tasks(other)).identity
 
 
-@needs_data
 def test_tokens_and_cost_count_only_replies_the_provider_gave_not_cache_hits(tmp_path):
     """results.json's tokens and cost_usd are those of calls that reached the provider: a rerun served
     wholly from --cache costs 0, and a run's own repeated requests (hits) are not priced again."""

@@ -9,10 +9,9 @@ import pytest
 from semgrad.experiments import RunConfig, run_experiment
 from semgrad.experiments._run import load_run_tasks
 
-from .test_cli_run import DATA, needs_data
+from .test_cli_run import DATA
 
 
-@needs_data
 def test_results_hold_one_prediction_per_test_item_agreeing_with_the_test_accuracy(tmp_path):
     """results.json has one prediction per test item (its inputs and target, in order) whose correct flags
     average to the test accuracy; report.html shows them in the predictions table."""

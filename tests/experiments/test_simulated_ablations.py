@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from .simulated_ablations import DATA, outcome, table
+from .._data import data_dir, needs_real_data
+from .simulated_ablations import outcome, table
 
 README = Path(__file__).parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")
 def rows() -> str:
-    """The table, computed now from the shared data (skipped when it is absent)."""
-    if not (DATA / "bbh" / "navigate.json").is_file():
-        pytest.skip(f"BBH data is absent: {DATA}")
-    return table(DATA)
+    """The table, computed now from the data directory (the real data sets, or the tests' synthetic copy)."""
+    return table(data_dir())
 
 
+@needs_real_data
 def test_readme_holds_the_table_the_script_prints(rows):
     """README.md shows exactly what `python -m tests.experiments.simulated_ablations` prints."""
     regenerate = "regenerate the README table: python -m tests.experiments.simulated_ablations"
@@ -37,12 +37,11 @@ def test_removing_information_changes_the_simulated_outcome(rows):
 
 @pytest.fixture(scope="module")
 def liar_rows() -> str:
-    """The LIAR table, computed now from the shared data (skipped when it is absent)."""
-    if not (DATA / "liar" / "train.tsv").is_file():
-        pytest.skip(f"LIAR data is absent: {DATA}")
-    return table(DATA, "liar")
+    """The LIAR table, computed now from the data directory (the real data sets, or the tests' synthetic copy)."""
+    return table(data_dir(), "liar")
 
 
+@needs_real_data
 def test_readme_holds_the_liar_table_the_script_prints(liar_rows):
     """README.md shows exactly the LIAR table `python -m tests.experiments.simulated_ablations` prints."""
     regenerate = "regenerate the README table: python -m tests.experiments.simulated_ablations"
@@ -61,15 +60,14 @@ def test_liar_without_neighbours_every_analysis_gets_the_same_guess(liar_rows):
         assert lines[name][3:] != full[3:], f"{name} ends like the full method"
 
 
+@needs_real_data
 def test_liar_without_the_gate_ends_as_the_method_because_every_update_helps_and_then_none_is_made():
     """The README's reason LIAR's no-gate row ends as the full method's: each update the method makes raises the
     training score (so the gate accepts it too), and once no training item is wrong the official protocol makes no
     backward call and no rewrite -- an empty candidate, which the gate declines and no-gate takes, changing nothing."""
-    if not (DATA / "liar" / "train.tsv").is_file():
-        pytest.skip(f"LIAR data is absent: {DATA}")
     with tempfile.TemporaryDirectory() as tmp:  # as the table's runs: scratch folders, not test outputs
-        full = outcome("neighbor-sgd", DATA, Path(tmp) / "full", "liar")
-        free = outcome("no-gate", DATA, Path(tmp) / "free", "liar")
+        full = outcome("neighbor-sgd", data_dir(), Path(tmp) / "full", "liar")
+        free = outcome("no-gate", data_dir(), Path(tmp) / "free", "liar")
     assert "r" in full["decisions"] and set(free["decisions"]) == {"A"}  # the gate did decline something
     scores = [r["train_score"] for r in full["iterations"]] + [full["train"]]
     for i, (gated, ungated) in enumerate(zip(full["iterations"], free["iterations"], strict=True)):

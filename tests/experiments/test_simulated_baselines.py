@@ -6,19 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from .simulated_baselines import DATA, table
+from .._data import data_dir, needs_real_data
+from .simulated_baselines import table
 
 README = Path(__file__).parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")
 def rows() -> str:
-    """The table, computed now from the shared data (skipped when it is absent)."""
-    if not (DATA / "bbh" / "navigate.json").is_file():
-        pytest.skip(f"BBH data is absent: {DATA}")
-    return table(DATA)
+    """The table, computed now from the data directory (the real data sets, or the tests' synthetic copy)."""
+    return table(data_dir())
 
 
+@needs_real_data
 def test_readme_holds_the_table_the_script_prints(rows):
     """README.md shows exactly what `python -m tests.experiments.simulated_baselines` prints."""
     regenerate = "regenerate the README table: python -m tests.experiments.simulated_baselines"

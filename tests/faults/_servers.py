@@ -23,9 +23,10 @@ import pytest
 
 from tests.backends.conftest import FakeProvider, _Handler
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+DATA = data_dir()
 
 #: A tiny run of the paper's graph: 4 items per split, 2 iterations.
 SMALL = ("--train", "4", "--validation", "4", "--test", "4", "--iterations", "2")

@@ -14,9 +14,7 @@ from semgrad.effects import budgeted, fit
 from semgrad.effects._limit import estimate_tokens
 from semgrad.experiments import RunConfig, run_experiment
 
-from ._servers import DATA, error_lines, needs_data, results, run_args, semgrad, server  # noqa: F401
-
-pytestmark = needs_data
+from ._servers import DATA, error_lines, results, run_args, semgrad, server  # noqa: F401
 
 SIZES = {"train": 4, "validation": 4, "test": 4, "iterations": 2}
 

@@ -13,7 +13,7 @@ from semgrad.experiments import RunConfig, run_experiment
 from semgrad.experiments._errors import SetupError
 from semgrad.experiments._journal import MAX_LINE, Journal
 
-from ._servers import DATA, needs_data, results, run_args, semgrad, server, start, wait_for  # noqa: F401
+from ._servers import DATA, results, run_args, semgrad, server, start, wait_for  # noqa: F401
 
 #: Calls in flight at most (the run's --concurrency): what a kill may cut before they finish.
 CONCURRENCY = 2
@@ -34,7 +34,6 @@ def _kill_after(server, out: Path, more: int, *extra: str) -> None:  # noqa: F81
     assert proc.returncode == -signal.SIGKILL, "the run ended before the kill: kill it earlier"
 
 
-@needs_data
 @pytest.mark.slow
 def test_a_run_killed_three_times_without_the_cache_pays_no_finished_call_twice_and_counts_them_all(
     tmp_path,
@@ -80,8 +79,6 @@ def test_the_journal_answers_a_resumed_run_and_counts_what_the_ledger_missed(tmp
     """A run whose ledger lost its counts (as a kill after the last save would): on resume the journal answers
     every request again for free and its lines reach the totals, which equal the first process's calls."""
     config = RunConfig("bbh:navigate", data_dir=str(DATA), train=3, validation=2, test=2, iterations=1)
-    if not DATA.is_dir():
-        pytest.skip("the shared data folder is not next to the repo")
     calls: list[object] = []
 
     from semgrad.backends.fake import HashLLM

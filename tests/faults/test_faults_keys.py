@@ -29,8 +29,10 @@ from semgrad.backends import anthropic, openai_compatible
 from semgrad.core import LLMFailure, LLMRequest, Message
 from tests.backends.conftest import provider  # noqa: F401  (the server on 127.0.0.1)
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
+DATA = data_dir()
 CORE = "sk-LEAKCHECK+/=0123456789abcdef"
 BAD = st.sampled_from(["\r", "\n", "\r\n", " ", "\t", "\x00", "\x1b", "\x7f", "é", "\u200b", "\u2028", "\ufeff"])
 
@@ -102,7 +104,6 @@ async def test_errors_and_their_whole_chain_hold_no_form_of_the_key_or_a_header(
     assert caught.value.__context__ is None and caught.value.__cause__ is None
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
 @pytest.mark.parametrize("ending", ["\r", "\r\n", "\n"])
 def test_semgrad_run_with_a_crlf_key_stops_in_one_line_without_the_key(tmp_path, ending):
     """`semgrad run` with OPENAI_API_KEY from a CRLF .env file exits 1 with one line naming the variable, shows

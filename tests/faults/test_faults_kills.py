@@ -16,9 +16,7 @@ from semgrad.backends.fake import HashLLM
 from semgrad.core import LLMRequest
 from semgrad.experiments import RunConfig, run_experiment
 
-from ._servers import DATA, SMALL, needs_data, results, run_args, semgrad, server, start, wait_for  # noqa: F401
-
-pytestmark = needs_data
+from ._servers import DATA, SMALL, results, run_args, semgrad, server, start, wait_for  # noqa: F401
 
 
 class _Killed(BaseException):

@@ -20,7 +20,7 @@ from semgrad.experiments import RunConfig, SetupError, run_experiment
 from semgrad.experiments._ledger import Ledger
 from semgrad.experiments._resume import load_saved_config
 
-from ._servers import DATA, needs_data
+from ._servers import DATA
 
 SMALL_RUN = {"train": 3, "test": 4, "iterations": 1}
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +118,6 @@ def _finished_run(tmp_path: Path) -> tuple[RunConfig, Path]:
     return config, tmp_path / "run"
 
 
-@needs_data
 def test_a_test_score_changed_by_hand_in_the_ledger_is_refused(tmp_path):
     """The ledger keeps the test split's predictions with its score, which must be their mean: a score changed
     alone stops --resume in one line naming ledger.json, instead of being reported."""
@@ -149,7 +148,6 @@ def _find_split(node, split):
     return None
 
 
-@needs_data
 def test_a_resumed_run_says_which_scores_it_carried_over_and_rescores_changed_items(tmp_path):
     """A resumed run reports which splits an earlier process scored; the same params on other items (a changed
     data file) are scored again, not read back."""
@@ -166,7 +164,6 @@ def test_a_resumed_run_says_which_scores_it_carried_over_and_rescores_changed_it
     assert ledger.evaluation(task, "initial_test", params, loaded.split.test[:-1]) is None
 
 
-@needs_data
 @pytest.mark.parametrize("score", [7.5, math.nan, math.inf])
 def test_a_checkpoint_score_changed_by_hand_is_refused(tmp_path, score):
     """A checkpoint whose best score is outside 0..1 (the run's metrics give nothing else) or not finite stops the

@@ -32,14 +32,11 @@ from ._servers import (  # noqa: F401
     ROOT,
     SERVER_ERROR,
     error_lines,
-    needs_data,
     results,
     run_args,
     semgrad,
     server,
 )
-
-pytestmark = needs_data
 
 
 def _one_line(result, *fragments: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 from semgrad._lock import LOCK_NAME, FolderInUse, hold_folder
 from semgrad.experiments import RunConfig
 
-from ._servers import DATA, ROOT, env, needs_data, run_args, semgrad, server, start, wait_for  # noqa: F401
+from ._servers import DATA, ROOT, env, run_args, semgrad, server, start, wait_for  # noqa: F401
 
 
 def _holds(folder: Path, pid: int) -> bool:
@@ -63,7 +63,6 @@ def _refused(result: subprocess.CompletedProcess[str], folder: Path, pid: int) -
     assert line.startswith(f"semgrad: error: {folder} is in use by process {pid} "), line
 
 
-@needs_data
 def test_a_second_run_into_a_held_folder_stops_before_any_call_and_leaves_the_first_intact(tmp_path, server):  # noqa: F811
     """`semgrad run --seed 1` into the --out of a running `semgrad run --seed 0`: exit 1, one line naming the
     first's PID, no request reaches the provider; the first finishes with its own config and results."""
@@ -101,7 +100,6 @@ def _spec(path: Path, url: str) -> Path:
     return path
 
 
-@needs_data
 def test_a_second_sweep_into_a_held_folder_stops_before_any_call(tmp_path, server):  # noqa: F811
     """Two `semgrad sweep --local` on one --out: the second exits 1 with one line naming the first's PID and
     makes no request (it would pay for every call again); the first finishes every run once."""
@@ -139,7 +137,6 @@ def _holder(folder: Path) -> subprocess.Popen[str]:
     return process
 
 
-@needs_data
 def test_a_sweep_run_whose_folder_another_process_holds_fails_alone_and_calls_nothing(tmp_path):
     """`execute_run` (what a Ray task or a --local thread runs) takes its run folder's lock: held by another
     process, the run fails with one line naming that PID and its LLM is never built or called."""

@@ -131,9 +131,9 @@ def test_a_real_simulated_runs_report_renders_with_its_chart_and_graph(tmp_path)
     with the score chart and the graph picture in the DOM and a non-blank screenshot."""
     import sys
 
-    data = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    if not data.is_dir():
-        pytest.skip("the shared data folder is not next to the repo")
+    from .._data import data_dir
+
+    data = data_dir()
     browser = find_chromium()
     out = tmp_path / "run"
     result = subprocess.run(

@@ -12,13 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from semgrad.effects._routing import call, identity_of
 
+from .._data import data_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the shared data folder is not next to the repo")
+DATA = data_dir()
 
 #: The acceptance grid: 3 tasks x 2 seeds x 2 optimizers, tiny sizes.
 GRID = {

@@ -13,9 +13,7 @@ import pytest
 from semgrad.cli import main
 from semgrad.sweeps import SweepError, run_sweep
 
-from ._helpers import grid_spec, needs_data
-
-pytestmark = needs_data
+from ._helpers import grid_spec
 
 GRID = {"tasks": ["gsm8k"], "seeds": [0], "optimizers": ["neighbor-sgd", "tgd"]}
 TAMPERED = "gsm8k__seed0__tgd"

@@ -11,9 +11,7 @@ import pytest
 from semgrad.cli import main
 from semgrad.sweeps import SweepError, load_spec, render_sweep, run_sweep
 
-from ._helpers import DATA, CallLog, chat_server, grid_spec, logged_calls, needs_data, sweep_json, write_spec
-
-pytestmark = needs_data
+from ._helpers import DATA, CallLog, chat_server, grid_spec, logged_calls, sweep_json, write_spec
 
 
 def test_the_combined_report_lists_every_run_with_scores_and_costs(local_sweep):
@@ -146,7 +144,7 @@ def test_the_cli_runs_a_local_sweep_and_says_where_the_report_is(tmp_path, capsy
     assert re.findall(r"^\[(\d)/2\] gsm8k__seed0__\S+: started, test", captured.err, re.M) == ["1", "2"]
     assert captured.out.strip() == f"Wrote {tmp_path / 'out' / 'sweep.json'} and {tmp_path / 'out' / 'sweep.html'}"
     assert main(["sweep", str(spec), "--local", "--out", str(tmp_path / "out"), "-q"]) == 0
-    assert capsys.readouterr() == ("", "")
+    assert capsys.readouterr() == (captured.out, "")  # quiet: only where the result is
 
 
 def test_the_cli_exits_non_zero_when_a_run_fails(tmp_path, capsys):

@@ -16,16 +16,14 @@ from semgrad.cli import main
 from semgrad.sweeps import run_sweep
 
 from . import _helpers
-from ._helpers import CallLog, chat_server, grid_spec, logged_calls, needs_data, sweep_json
+from ._helpers import CallLog, chat_server, grid_spec, logged_calls, sweep_json
 
 if importlib.util.find_spec("ray") is None:  # pragma: no cover - depends on the environment
     if os.environ.get("CI"):
         pytest.fail("Ray is not installed, but CI must run the Ray tests (it is in the `test` extra)", pytrace=False)
     pytest.skip(
-        "Ray is not installed (pip install 'semgrad[ray]'); the --local tests cover the rest", allow_module_level=True
+        "Ray is not installed (pip install -e '.[ray]'); the --local tests cover the rest", allow_module_level=True
     )
-
-pytestmark = needs_data
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -1,4 +1,4 @@
-"""Fixtures for the dataset tests: the shared data directory, skipped cleanly when absent."""
+"""Fixtures for the dataset tests: the data directory (the real data sets, or the tests' own synthetic copy)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ import pytest
 from semgrad.core import Example
 from semgrad.tasks import load_gsm8k, load_liar
 
-DATA_DIR = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
+from .._data import data_dir as _data_dir
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The directory that holds bbh/, gsm8k/ and liar/; skips the test when it is absent."""
-    if not DATA_DIR.is_dir():
-        pytest.skip(f"data directory {DATA_DIR} is absent")
-    return DATA_DIR
+    """The directory that holds bbh/, gsm8k/ and liar/: ../shared/data when present, else a synthetic copy."""
+    return _data_dir()
 
 
 @pytest.fixture(scope="session")

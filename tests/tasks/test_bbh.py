@@ -22,6 +22,8 @@ from semgrad.tasks import (
     split_bbh,
 )
 
+from .._data import needs_real_data
+
 OPTION = re.compile(r"\([A-R]\)")
 
 
@@ -80,6 +82,7 @@ def test_scoring_kind_matches_the_targets(data_dir):
             assert letters == 0, task
 
 
+@needs_real_data
 def test_bundled_samples_are_the_first_items_of_the_real_files(data_dir):
     """The bundled BBH items equal the first examples loaded from the data directory, ids included."""
     for task in ("boolean_expressions", "navigate", "sports_understanding"):

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from semgrad.tasks import DataError, gsm8k_answer, gsm8k_examples, load_gsm8k, load_samples, split_gsm8k
 
+from .._data import needs_real_data
+
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
@@ -51,6 +53,7 @@ def test_both_files_load_with_numeric_targets(gsm8k_files):
     assert all(set(e.inputs) == {"question"} for e in train + test)
 
 
+@needs_real_data
 def test_bundled_samples_are_the_first_test_items(gsm8k_files):
     """The bundled GSM8K items equal the first items of test.jsonl, ids included."""
     sample = load_samples("gsm8k")

@@ -21,11 +21,14 @@ from ._base import (
     require,
     stateless,
 )
+from ._bounds import paired_lower_bound
 from ._combining import EveryKState, apply_if, chain, every_k, masked, named_chain
 from ._copro import CoproState, copro
+from ._guard import memorization_guard
 from ._optoprime import optoprime, optoprime_update
 from ._stages import (
     DRAWS,
+    GATE_RULES,
     BackwardState,
     GateState,
     MomentumState,
@@ -51,6 +54,7 @@ from ._textgrad import TEXTGRAD_BATCH, sample_batch, textgrad, textgrad_gradient
 __all__ = [
     "ABLATIONS",
     "DRAWS",
+    "GATE_RULES",
     "BackwardState",
     "CoproState",
     "EmptyState",
@@ -81,6 +85,7 @@ __all__ = [
     "identity",
     "masked",
     "mean_score",
+    "memorization_guard",
     "momentum",
     "named_chain",
     "neighbor_sgd",
@@ -88,6 +93,7 @@ __all__ = [
     "one_at_a_time",
     "optoprime",
     "optoprime_update",
+    "paired_lower_bound",
     "propose_rewrite",
     "require",
     "sample_batch",

@@ -37,7 +37,7 @@ def neighbor_sgd(
     gradients: bool = True,
     via_feedback: bool = False,
     update: str | float = "full",
-    gate: bool | str = True,
+    gate: bool | str | Transform = True,
     min_gain: float = 0.0,
     history: int = 0,
     constraints: Sequence[str] = (),
@@ -66,8 +66,12 @@ def neighbor_sgd(
         gate: True keeps the update gate; "always" scores each candidate but accepts it
             whatever its score (the "no gate" ablation as the official code runs it, so
             the candidate's forward still serves the next iteration); False drops the
-            gate stage (each iteration then forwards the training set itself).
-        min_gain: How much the candidate must beat the best score by.
+            gate stage (each iteration then forwards the training set itself). A `Transform`
+            is the gate stage itself: ``validation_gate(rule="lcb", alpha=0.05)`` for the
+            noise-aware rule, ``chain(memorization_guard(), validation_gate())`` to refuse
+            rewrites that copy training items first.
+        min_gain: How much the default gate's candidate must beat the best score by (a gate
+            given as a `Transform` takes its own).
         history: With n > 0, show the last n gradients and rejected attempts (momentum).
         constraints: Stated in every rewrite prompt (e.g. ``["Keep the output format."]``).
         only: Train these parameters only (by name; the others are never rewritten):
@@ -108,23 +112,30 @@ def neighbor_sgd(
     else:
         raise ValueError(f"update must be 'full', 'one' or a probability, got {update!r}")
     stages.extend(rewrite if only is None else [_only(chain(*rewrite), only)])
-    if gate == "always":
+    if isinstance(gate, Transform):
+        if min_gain != 0.0:
+            raise ValueError(
+                "min_gain is the default gate's: pass it to the gate you give, validation_gate(min_gain=...)"
+            )
+        stages.append(gate)
+    elif gate == "always":
         stages.append(validation_gate(always_accept=True))
     elif gate is True:
         stages.append(validation_gate(min_gain=min_gain))
     elif gate is not False:
-        raise ValueError(f"gate must be True, False or 'always', got {gate!r}")
+        raise ValueError(f"gate must be True, False, 'always' or a gate stage, got {gate!r}")
     return chain(*stages)
 
 
-def tgd(k: int = 2, *, seed: int = 0, gate: bool = False, constraints: Sequence[str] = ()) -> Transform:
+def tgd(k: int = 2, *, seed: int = 0, gate: bool | Transform = False, constraints: Sequence[str] = ()) -> Transform:
     """Textual gradient descent with the formal per-edge rule (DESIGN 1.2's special case).
 
     Per-edge backward (each input judged alone with only the node's output and
     gradient, instructions included), every parameter rewritten from its own
     aggregated partials, no gate by default. This is not TextGrad's behaviour:
     TextGrad's backward calls also show the node's instruction and whole input, and
-    its loss makes a backward call of its own; that is `optim.textgrad()`.
+    its loss makes a backward call of its own; that is `optim.textgrad()`. `gate`: True adds
+    `validation_gate()`; a `Transform` is the gate stage itself.
     """
     stages = [
         select_error_samples(k, seed=seed),
@@ -134,7 +145,7 @@ def tgd(k: int = 2, *, seed: int = 0, gate: bool = False, constraints: Sequence[
         full_update(),
     ]
     if gate:
-        stages.append(validation_gate())
+        stages.append(gate if isinstance(gate, Transform) else validation_gate())
     return chain(*stages)
 
 
@@ -164,6 +175,7 @@ def ablation(
     fallback: bool = True,
     shuffled: Sequence[int] = (),
     reuse: bool = False,
+    gate: Transform | None = None,
 ) -> Transform:
     """One of the paper's LIAR variants by name, as the paper ran them.
 
@@ -179,13 +191,18 @@ def ablation(
       the whole run, with one rewrite per iteration;
     * ``no-gate``: every candidate is scored and accepted.
 
-    `draw`, `fallback`, `shuffled` and `reuse` are `neighbor_sgd`'s.
+    `draw`, `fallback`, `shuffled` and `reuse` are `neighbor_sgd`'s; `gate`, a gate stage
+    (``validation_gate(rule="lcb")``, say) in place of the default one (not for ``no-gate``).
 
     Examples:
         >>> ablation("no-gate").name.endswith("full_update, validation_gate)")
         True
     """
     common = {"seed": seed, "draw": draw, "fallback": fallback, "shuffled": shuffled, "reuse": reuse}
+    if gate is not None:
+        if name == "no-gate":
+            raise ValueError("the no-gate ablation has no gate to replace; gate= is for the others")
+        common["gate"] = gate
     if name == "full":
         return neighbor_sgd(k, **common)  # type: ignore[arg-type]
     if name == "no-gradients":

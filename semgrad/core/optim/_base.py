@@ -98,7 +98,9 @@ class Step:
 
     Attributes:
         graph: The system's structure.
-        iteration: The iteration number (0-based).
+        iteration: The iterations completed before this step (0 for the first): a count, which seeds the
+            stages' draws; the iteration is number ``iteration + 1`` in its `IterationRecord`, the CLI and
+            the report.
         train, traces, scores: The training batch, its forward traces and scores.
         validation: The validation set (the gate scores candidates on it).
         loss: The loss used to score samples.

@@ -276,7 +276,7 @@ def optoprime(
     k: int = 2,
     *,
     seed: int = 0,
-    gate: bool = False,
+    gate: bool | Transform = False,
     engine: str = "optimizer",
     options: Mapping[str, Any] | None = None,
     json_mode: bool = True,
@@ -291,7 +291,8 @@ def optoprime(
         k: Samples shown per iteration (their feedback is summed into one call, as
             Trace does when several outputs are backpropagated before one step).
         seed: Seeds sample selection.
-        gate: Add the validation gate (Trace has none; off by default).
+        gate: Add the validation gate (Trace has none; off by default); a `Transform` is
+            the gate stage itself (``validation_gate(rule="lcb")``, say).
         engine, options: The logical engine and sampling options of the call.
         json_mode: Ask for JSON mode (``response_format``), as OptoPrime does.
 
@@ -305,5 +306,5 @@ def optoprime(
         full_update(),
     ]
     if gate:
-        stages.append(validation_gate())
+        stages.append(gate if isinstance(gate, Transform) else validation_gate())
     return chain(*stages)

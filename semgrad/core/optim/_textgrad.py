@@ -241,7 +241,7 @@ def textgrad(
     k: int = TEXTGRAD_BATCH,
     *,
     seed: int = 0,
-    gate: bool = False,
+    gate: bool | Transform = False,
     constraints: Sequence[str] = (),
     loss_call: bool = True,
     errors_only: bool = False,
@@ -260,7 +260,8 @@ def textgrad(
         seed: Seeds the batches.
         gate: Revert an update whose validation score is lower than the best so far
             (a tie is kept), as TextGrad's prompt-optimization script does with
-            ``--run_validation``; off by default, as in TextGrad's optimizer.
+            ``--run_validation``; off by default, as in TextGrad's optimizer. A `Transform`
+            is the gate stage itself (``validation_gate(rule="lcb")``, say).
         constraints: TGD's constraints, stated in every update prompt.
         loss_call: Make the loss's backward call (TextGrad does).
         errors_only: Backpropagate up to `k` wrong items only (``select_error_samples(k)``),
@@ -280,5 +281,5 @@ def textgrad(
         full_update(),
     ]
     if gate:
-        stages.append(validation_gate(min_gain=_TIES_KEEP))
+        stages.append(gate if isinstance(gate, Transform) else validation_gate(min_gain=_TIES_KEEP))
     return chain(*stages)
