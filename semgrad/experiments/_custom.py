@@ -39,20 +39,9 @@ from typing import Any
 from .._files import lone_surrogate, read_regular_text, unreadable
 from .._loaded_systems import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
-from ..core import (
-    Example,
-    Graph,
-    LLMRequest,
-    Loss,
-    Params,
-    extract_answer,
-    llm_judge,
-    normalize,
-    normalized_match,
-    numeric_match,
-    parse_number,
-)
+from ..core import Example, Graph, LLMRequest, Loss, Params
 from ..core._parse import format_tagged, parse_tagged
+from ..core.scoring import extract_answer, llm_judge, normalize, normalized_match, numeric_match, parse_number
 from ..tasks import MAX_ITEMS, DataError, Task
 from ..tasks import _files as _data_files
 from ..tasks._files import check_items
