@@ -9,7 +9,7 @@ largest sample's):
   The trace exists once *every* node is done: ``forward_done = max(done)``.
 * **backward** (only when asked): the machine starts once the sample's trace exists
   (the program is ``bind(forward, backward)``). The plan's stepping nodes
-  (`semgrad.core.plan_backward`) each make one call (neighbour-aware rule; no
+  (`semgrad.core.programs.plan_backward`) each make one call (neighbour-aware rule; no
   repair is ever needed: the benchmarks' fakes always reply in the expected format) and a node's
   step starts when every *stepping successor that targets it* has delivered:
   ``b(output) = forward_done + latency(backward request of output)``,
@@ -34,7 +34,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from semgrad.core import BackwardPlan, Graph, LLMRequest, Params, plan_backward
+from semgrad.core import Graph, LLMRequest, Params
+from semgrad.core.programs import BackwardPlan, plan_backward
 
 __all__ = ["Call", "CriticalPath", "critical_path", "index_requests", "request_calls", "sample_calls"]
 

@@ -45,7 +45,8 @@ from typing import Any
 import anyio
 
 from semgrad.backends.fake import HashLLM, LatencyLLM, RecordingLLM, reply_backward
-from semgrad.core import GraphBuilder, Program, backward, bind, forward, gather, rules
+from semgrad.core import GraphBuilder, Program, backward, forward, gather, rules
+from semgrad.core.programs import bind
 from semgrad.effects import Runner, run_loop, uvloop_available
 
 from ._critical import critical_path, index_requests, request_calls

@@ -6,7 +6,8 @@ import textwrap
 
 from ._bundled_pairs import gsm8k_sample
 from .backends.simulated import SimulatedLLM
-from .core import Example, forward, gather, numeric_match, optim
+from .core import Example, forward, gather, optim
+from .core.scoring import numeric_match
 from .effects import FitProgress, Runner, fit, run_loop
 from .topologies import paper_graph
 

@@ -321,7 +321,8 @@ LAYERS = (
         "semgrad.topologies",
     ),
     ("semgrad.effects",),
-    ("semgrad.backends", "semgrad"),
+    ("semgrad.backends",),
+    ("semgrad",),  # the package's face: DESIGN section 3's names, from core, effects and backends
     ("semgrad.tasks", "semgrad.report", "semgrad.testing", "semgrad._offline_demo", "semgrad.graphviz"),
     ("semgrad.experiments",),
     ("semgrad.sweeps",),

@@ -32,7 +32,7 @@ step = Step(graph, options={"forward": {"temperature": 0.0}})
 policy = RetryPolicy(max_attempts_by_kind={"malformed": 3})
 forwarded = run_sync(forward(graph, params, {"question": "q"}), fake.HashLLM())
 grads = run_sync(backward(graph, params, forwarded, "wrong", rule=rules.neighbor_aware()), fake.HashLLM())
-stage = optim.backward(rules.per_edge())
+stage = optim.backpropagate(rules.per_edge())
 train = [{"inputs": {"question": "q"}, "target": "7"}]
 result: FitResult = fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=fake.HashLLM(), iterations=1)
 """
@@ -74,7 +74,9 @@ def test_fit_sync_takes_fits_parameters_and_use_uvloop():
 #: docs/optimizers.md's scoring line: `evaluate` gives a program of a tuple, `mean_score` takes a sequence.
 COVARIANT = """
 from semgrad.backends import fake
-from semgrad.core import Program, as_examples, normalized_match, optim, pure
+from semgrad.core import Program, as_examples, optim
+from semgrad.core.programs import pure
+from semgrad.core.scoring import normalized_match
 from semgrad.effects import run_sync
 from semgrad.topologies import paper_graph
 
@@ -96,7 +98,8 @@ def test_a_program_of_a_subtype_passes_where_a_program_of_its_supertype_is_expec
 STAGE_OPTIONS = """
 from types import MappingProxyType
 
-from semgrad.core import optim, rules, sampling
+from semgrad.core import optim, rules
+from semgrad.core.calls import sampling
 
 opts = sampling(temperature=0.7)
 stages = [

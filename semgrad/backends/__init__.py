@@ -11,8 +11,8 @@ Keys come from arguments or the environment (``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY``) and never appear in a repr, an error, a cache or a cassette.
 """
 
-from . import fake
+from . import fake, simulated
 from ._anthropic import anthropic
 from ._openai import openai_compatible
 
-__all__ = ["anthropic", "fake", "openai_compatible"]
+__all__ = ["anthropic", "fake", "openai_compatible", "simulated"]

@@ -92,7 +92,8 @@ def reply_rewrite(request: LLMRequest, instruction: str) -> str:
     or any trainable text), read back without surrounding whitespace.
 
     Examples:
-        >>> from semgrad.core import Message, parse_tagged
+        >>> from semgrad.core import Message
+        >>> from semgrad.core.prompts import parse_tagged
         >>> request = LLMRequest((Message("user", "x"),), purpose="rewrite", node="answer.instruction")
         >>> parse_tagged(reply_rewrite(request, instruction="Answer with the letter only."), ["improved"]).unwrap()
         'Answer with the letter only.'

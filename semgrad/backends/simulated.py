@@ -76,10 +76,11 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import FrozenMap, Graph, LLMRequest, parse_number
+from ..core import FrozenMap, Graph, LLMRequest
 from ..core._parse import format_tagged, parse_tagged
 from ..core.optim._copro import COPRO_SYSTEM
 from ..core.optim._named_blocks import format_named
+from ..core.scoring import parse_number
 from .fake import HashLLM, reply_backward, reply_forward
 
 __all__ = ["CAPACITY", "SKILLS", "VERIFY", "SimulatedLLM"]

@@ -4,11 +4,12 @@ Examples:
     >>> from semgrad.core import rules
     >>> rules.neighbor_aware().include_instructions, rules.per_edge(include_instructions=True).include_instructions
     (False, True)
-    >>> rules.textgrad().include_instructions
+    >>> rules.textgrad_backward().include_instructions
     True
 """
 
 from ._aggregate import Concat, Summarize, Total, concat, concat_texts, summarize, total
+from ._deprecated import moved_names
 from ._rules import (
     BackwardContext,
     NeighborAware,
@@ -22,7 +23,8 @@ from ._rules import (
     pass_through,
     per_edge,
 )
-from ._textgrad import TextGrad, textgrad
+from ._textgrad import TextGrad
+from ._textgrad import textgrad as textgrad_backward
 
 __all__ = [
     "BackwardContext",
@@ -43,6 +45,11 @@ __all__ = [
     "pass_through",
     "per_edge",
     "summarize",
-    "textgrad",
+    "textgrad_backward",
     "total",
 ]
+
+#: The rule ``textgrad`` clashed with the optimizer ``optim.textgrad``: the rule is
+#: `textgrad_backward`, and the old name resolves to it with a warning for one release.
+__getattr__ = moved_names(__name__, {"textgrad": ("semgrad.core.rules.textgrad_backward", textgrad_backward)})
+del moved_names

@@ -33,24 +33,12 @@ from typing import Any, ParamSpec, TypeVar
 
 import attrs
 
-from ..core import (
-    Example,
-    FrozenMap,
-    Graph,
-    LLMRequest,
-    Loss,
-    Params,
-    Program,
-    Score,
-    Trace,
-    as_examples,
-    engine_options,
-    gather,
-    normalized_match,
-)
+from ..core import Example, FrozenMap, Graph, LLMRequest, Loss, Params, Program, Score, Trace, as_examples, gather
 from ..core._scoring import check_loss
+from ..core.calls import engine_options
 from ..core.optim import Step, Transform, evaluate, mean_score
 from ..core.optim._combining import checked_update
+from ..core.scoring import normalized_match
 from ._checkpoint import encode
 from ._checkpoint import state_types as checkpoint_state_types
 from ._fingerprint import run_fingerprint
@@ -197,7 +185,7 @@ async def fit(
             (see `Runner`); for a blocking client, write it as ``async def`` around
             ``anyio.to_thread.run_sync``, or use an async client.
         iterations: How many iterations in all (a resumed run counts those done).
-        loss: How to score a sample (see `semgrad.core.normalized_match`): a callable
+        loss: How to score a sample (see `semgrad.core.scoring.normalized_match`): a callable
             ``loss(example, trace)`` returning a ``Program[Score]`` (``pure(Score(...))``
             when it makes no call).
         checkpoint: Write a JSON checkpoint here after every iteration (None: no file).
@@ -218,7 +206,7 @@ async def fit(
             get as many; bound the LLM with ``limited(...)``), and `timeout` seconds
             per call of an async LLM.
         options: Sampling options per engine, e.g. ``{"forward": {"temperature": 0.7,
-            "max_tokens": 512}}`` (see `semgrad.core.sampling`); every request of the run
+            "max_tokens": 512}}`` (see `semgrad.core.calls.sampling`); every request of the run
             carries its engine's (a stage's own options win). None: the official
             values, temperature 0 and 1024 max tokens, for every engine; an engine left
             out of the mapping gets those too, and ``{}`` leaves it to the provider.

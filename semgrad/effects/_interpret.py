@@ -3,7 +3,7 @@
 What both runners share. A call's outcome becomes a reply (`reply_of` for a
 returned value, `error_of` for a raised exception), so one failed call never
 cancels its siblings and the core decides what it means. The combinators are
-taken apart through the core's public hook (`semgrad.core.combinator`): a
+taken apart through the core's public hook (`semgrad.core.programs.combinator`): a
 `bind`'s program runs before its continuation, a `gather`'s children one after
 another, instead of every reply being fed through the combinators' states -- the
 same calls and the same value (property tests compare them), without rebuilding
@@ -25,19 +25,10 @@ from typing import Any, Protocol
 
 from returns.result import Failure
 
-from ..core import (
-    Bound,
-    Gathered,
-    LLMError,
-    LLMFailure,
-    LLMRequest,
-    Program,
-    ProtocolError,
-    Reply,
-    as_reply,
-    combinator,
-)
+from ..core import LLMError, LLMFailure, LLMRequest, Program, ProtocolError, Reply
 from ..core._requests import _response, _success
+from ..core.calls import as_reply
+from ..core.programs import Bound, Gathered, combinator
 
 __all__ = ["Driven", "drive_sync", "error_of", "innermost", "not_a_program", "reply_of"]
 

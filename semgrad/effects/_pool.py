@@ -44,8 +44,10 @@ from typing import Any
 import anyio
 from returns.result import Failure
 
-from ..core import Done, Gathered, LLMRequest, Program, ProtocolError, Reply, as_reply, combinator
+from ..core import LLMRequest, Program, ProtocolError, Reply
 from ..core._requests import _response, _success
+from ..core.calls import as_reply
+from ..core.programs import Done, Gathered, combinator
 from ._interpret import Driven, error_of, innermost
 
 __all__ = ["WorkerPool", "cancel_requested", "cancelled_outside", "in_task_group"]

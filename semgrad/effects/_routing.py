@@ -15,7 +15,8 @@ from typing import Any
 
 from returns.result import Success
 
-from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse, as_reply
+from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse
+from ..core.calls import as_reply
 from ._protocol import is_async_llm
 
 __all__ = ["Middleware", "by_engine", "call", "canonical_identity", "identity_of"]

@@ -9,7 +9,7 @@ exception a backend raises becomes a `Failure(LLMError)` reply, and the core
 decides what it means. The work is split by concern:
 
 * `_interpret`: a call's outcome as a reply, the combinators taken apart through
-  the core's public hook (`semgrad.core.combinator`), and `drive_sync`, which
+  the core's public hook (`semgrad.core.programs.combinator`), and `drive_sync`, which
   answers a sync LLM one call at a time, depth first, with no event loop;
 * `_pool`: the async `WorkerPool` -- long-lived workers, at most
   `max_concurrency`, each making its call inline and feeding the reply itself --
@@ -268,7 +268,7 @@ def run_sync(
     one call at a time, and `timeout` cannot cut its calls short (see `Runner`).
 
     Examples:
-        >>> from semgrad.core import pure
+        >>> from semgrad.core.programs import pure
         >>> run_sync(pure(42), lambda request: "unused")
         42
     """

@@ -13,7 +13,8 @@ from typing import Any
 import attrs
 
 from .._files import write_text_atomically
-from ..core import ENGINES, FrozenMap, optim
+from ..core import FrozenMap, optim
+from ..core.calls import ENGINES
 from ..core.optim import Transform
 from ..tasks import MAX_ITEMS, PAPER_MODELS
 

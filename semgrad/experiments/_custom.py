@@ -39,20 +39,9 @@ from typing import Any
 from .._files import lone_surrogate, read_regular_text, unreadable
 from .._loaded_systems import _LOADED, systems_loaded_once
 from ..backends.simulated import SimulatedLLM
-from ..core import (
-    Example,
-    Graph,
-    LLMRequest,
-    Loss,
-    Params,
-    extract_answer,
-    llm_judge,
-    normalize,
-    normalized_match,
-    numeric_match,
-    parse_number,
-)
+from ..core import Example, Graph, LLMRequest, Loss, Params
 from ..core._parse import format_tagged, parse_tagged
+from ..core.scoring import extract_answer, llm_judge, normalize, normalized_match, numeric_match, parse_number
 from ..tasks import MAX_ITEMS, DataError, Task
 from ..tasks import _files as _data_files
 from ..tasks._files import check_items
@@ -204,47 +193,45 @@ def read_items(path: str | Path, *, max_items: int = MAX_ITEMS) -> tuple[Example
     return tuple(items)
 
 
+def _parsed(text: str, where: str) -> Any:
+    """`text` read as JSON, checked as text from a file must be (`where` names the file, and line)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; arrays nested thousands deep
+        raise SystemSpecError(f"{where}: not valid JSON ({unreadable(exc)})") from None
+    if lone_surrogate(data) is not None:
+        unpaired = "an unpaired \\uD800-\\uDFFF escape"
+        raise SystemSpecError(f"{where}: a string holds a lone surrogate ({unpaired}), not text")
+    return data
+
+
+def _example(item: Any, where: str, position: int) -> Example:
+    """One item, ``{"inputs": {...}, "target": ..., "id": ...}`` (its id defaults to its `position` from 0)."""
+    if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
+        raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
+    return Example(item["inputs"], item["target"], item.get("id", position))
+
+
 def _read_jsonl(file: Path, text: str, max_items: int) -> list[Example]:
     items: list[Example] = []
     for number, line in enumerate(io.StringIO(text), 1):
-        if not line.strip():
-            continue
-        check_items(len(items) + 1, str(file), max_items)
-        where = f"{file}:{number}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SystemSpecError(f"{where}: not valid JSON ({exc.msg})") from None
-        except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; arrays nested thousands deep
-            raise SystemSpecError(f"{where}: not valid JSON ({unreadable(exc)})") from None
-        if lone_surrogate(item) is not None:
-            raise SystemSpecError(
-                f"{where}: a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape), not text"
-            )
-        if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
-            raise SystemSpecError(f'{where}: expected {{"inputs": {{...}}, "target": ...}}')
-        items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+        if line.strip():
+            check_items(len(items) + 1, str(file), max_items)
+            items.append(_example(_parsed(line, f"{file}:{number}"), f"{file}:{number}", len(items)))
     return items
 
 
 def _read_json_array(file: Path, text: str, max_items: int) -> list[Example]:
     """A JSON array of ``{"inputs": {...}, "target": ..., "id": ...}`` objects."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SystemSpecError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; arrays nested thousands deep
-        raise SystemSpecError(f"{file}: not valid JSON ({unreadable(exc)})") from None
+    data = _parsed(text, str(file))
     if not isinstance(data, list):
         raise SystemSpecError(f'{file}: expected a JSON array of {{"inputs": {{...}}, "target": ...}} objects')
-    if lone_surrogate(data) is not None:
-        raise SystemSpecError(f"{file}: a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape), not text")
     items: list[Example] = []
     for number, item in enumerate(data, 1):
         check_items(number, str(file), max_items)
-        if not isinstance(item, dict) or not isinstance(item.get("inputs"), dict) or "target" not in item:
-            raise SystemSpecError(f'{file}: item {number}: expected {{"inputs": {{...}}, "target": ...}}')
-        items.append(Example(item["inputs"], item["target"], item.get("id", len(items))))
+        items.append(_example(item, f"{file}: item {number}", len(items)))
     return items
 
 

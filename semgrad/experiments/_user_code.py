@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from .._loaded_systems import _LOADED
-from ..core import Example, Loss, Score, Trace, extract_answer, pure
+from ..core import Example, Loss, Score, Trace
 from ..core._program import Program
+from ..core.programs import pure
+from ..core.scoring import extract_answer
 from ._errors import SetupError
 
 __all__ = [

@@ -11,18 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..core import (
-    Example,
-    Loss,
-    Program,
-    Score,
-    Trace,
-    exact_match,
-    extract_answer,
-    normalized_match,
-    numeric_match,
-    pure,
-)
+from ..core import Example, Loss, Program, Score, Trace
+from ..core.programs import pure
+from ..core.scoring import exact_match, extract_answer, normalized_match, numeric_match
 
 __all__ = ["METRICS", "Metric", "check_metric", "default_metric", "metric_loss", "yes_prefix_match"]
 

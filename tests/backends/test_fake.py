@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from semgrad.backends import fake
-from semgrad.core import LLMRequest, Message, parse_backward, parse_tagged
+from semgrad.core import LLMRequest, Message
 from semgrad.core._parse import parse_result
 from semgrad.core.optim._named_blocks import parse_named
+from semgrad.core.prompts import parse_backward, parse_tagged
 
 REQUEST = LLMRequest((Message("user", "x"),), node="n")
 
@@ -117,7 +118,8 @@ def test_a_fake_answering_blank_text_still_sends_an_empty_result_block():
 @given(st.text(max_size=8))
 def test_a_hash_llm_answers_an_llm_judge_in_the_form_it_reads(salt):
     """HashLLM's reply to llm_judge's request (purpose "evaluate") is read: score 0, its critique as the feedback."""
-    from semgrad.core import Example, forward, llm_judge
+    from semgrad.core import Example, forward
+    from semgrad.core.scoring import llm_judge
     from semgrad.effects import run_sync
     from semgrad.topologies import paper_graph
 

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.simulated import CAPACITY, SKILLS, VERIFY, SimulatedLLM
-from semgrad.core import Example, Message, backward, forward, optim, parse_tagged, rules
+from semgrad.core import Example, Message, backward, forward, optim, rules
 from semgrad.core._prompts import render_rewrite
+from semgrad.core.prompts import parse_tagged
 from semgrad.effects import fit, run_sync
 from semgrad.topologies import paper_graph
 

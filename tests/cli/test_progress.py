@@ -126,7 +126,8 @@ def test_retries_and_errors_of_a_run_stack_are_counted():
     progress.watch(stack.llm)
 
     async def both():
-        from semgrad.core import ask, gather
+        from semgrad.core import gather
+        from semgrad.core.programs import ask
         from semgrad.effects import Runner
 
         runner = Runner(stack.llm, on_reply=progress)

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
-from semgrad.core import Example, LLMRequest, exact_match, forward, optim
+from semgrad.core import Example, LLMRequest, forward, optim
 from semgrad.core.optim import Step
+from semgrad.core.scoring import exact_match
 from semgrad.effects import run_sync
 
 from ._baselines import (

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from semgrad.backends.fake import reply_forward
-from semgrad.core import Example, exact_match, forward, optim
+from semgrad.core import Example, forward, optim
 from semgrad.core.optim import Step
+from semgrad.core.scoring import exact_match
 from semgrad.effects import run_sync
 
 from ._baselines import (

@@ -11,19 +11,9 @@ from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_backward
-from semgrad.core import (
-    Graph,
-    GraphBuilder,
-    LLMError,
-    LLMResponse,
-    backward,
-    forward,
-    gather,
-    merge_gradients,
-    plan_backward,
-    rules,
-)
+from semgrad.core import Graph, GraphBuilder, LLMError, LLMResponse, backward, forward, gather, merge_gradients, rules
 from semgrad.core._prompts import render_neighbor_aware
+from semgrad.core.programs import plan_backward
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 from semgrad.topologies import paper_graph
@@ -290,7 +280,7 @@ def test_reply_order_does_not_change_gradients(gp, data, llm):
 
 def _numeric_graph(data):
     """A random DAG of elementary functions over numeric parameters."""
-    from semgrad.core.numeric import ADD, EXP, MUL, SIN, SQUARE, SUB, TANH
+    from semgrad.core.autodiff import ADD, EXP, MUL, SIN, SQUARE, SUB, TANH
 
     b = GraphBuilder()
     names = []
@@ -333,7 +323,7 @@ def test_numeric_rule_is_reverse_mode_autodiff(data):
 
 def test_numeric_rule_gives_no_gradient_through_an_overflowed_output():
     """exp(exp(exp(exp(1.5)))) overflows: the forward records the error and backward gives x no gradient."""
-    from semgrad.core.numeric import EXP
+    from semgrad.core.autodiff import EXP
 
     b = GraphBuilder()
     node = b.param("x", 1.5)
@@ -348,7 +338,7 @@ def test_numeric_rule_gives_no_gradient_through_an_overflowed_output():
 @given(st.integers(1, 3), st.integers(-3, 2).filter(bool), st.floats(-2, 2))
 def test_a_vjp_returning_the_wrong_number_of_cotangents_is_a_failure_naming_the_node(arity, extra, seed):
     """A vjp returning more or fewer cotangents than inputs is its node's BackwardFailure, with both counts."""
-    from semgrad.core.numeric import ADD, MUL
+    from semgrad.core.autodiff import ADD, MUL
 
     count = max(0, arity + extra)
     b = GraphBuilder()
@@ -378,7 +368,7 @@ def test_a_vjp_returning_no_sequence_is_a_failure_naming_the_node():
 def test_a_vjp_that_raises_is_a_failure_of_its_node_and_the_other_branches_go_on():
     """A vjp that raises gives its node a BackwardFailure naming the exception (as a function that raises in forward
     is its node's error), and the other inputs of the output still get their gradients."""
-    from semgrad.core.numeric import ADD
+    from semgrad.core.autodiff import ADD
 
     def broken(xs, out, g):
         raise ZeroDivisionError("no slope here")
@@ -398,7 +388,7 @@ def test_a_vjp_that_raises_is_a_failure_of_its_node_and_the_other_branches_go_on
 @given(st.text() | st.none() | st.lists(st.floats(), max_size=2))
 def test_numeric_refuses_a_seed_that_is_not_a_number(seed):
     """rules.numeric() refuses a seed that is no number up front, as the LLM rules refuse one that is no text."""
-    from semgrad.core.numeric import SQUARE
+    from semgrad.core.autodiff import SQUARE
 
     b = GraphBuilder()
     x = b.param("x", 2.0)

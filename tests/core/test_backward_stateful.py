@@ -9,7 +9,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from returns.result import Failure, Success
 
 from semgrad.backends.fake import HashLLM
-from semgrad.core import LLMError, LLMResponse, backward, forward, plan_backward, request_key
+from semgrad.core import LLMError, LLMResponse, backward, forward, request_key
+from semgrad.core.programs import plan_backward
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM
-from semgrad.core import ForwardMachine, GraphBuilder, InputError, LLMError, LLMResponse, forward, gather, request_key
+from semgrad.core import GraphBuilder, InputError, LLMError, LLMResponse, forward, gather, request_key
+from semgrad.core.programs import ForwardMachine
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, join_text, pure_llms
 
@@ -202,7 +203,8 @@ def test_a_forward_pass_renders_its_first_requests_when_first_read_and_only_once
 def test_first_requests_with_the_same_inputs_share_one_rendering_of_them():
     """Nodes ready at the start that read the very same inputs get one user message (formatted once);
     their requests are those rendered one by one."""
-    from semgrad.core import GraphBuilder, render_forward
+    from semgrad.core import GraphBuilder
+    from semgrad.core.prompts import render_forward
 
     b = GraphBuilder()
     q, c = b.input("question"), b.input("context")
@@ -238,7 +240,7 @@ def test_a_prompt_that_cannot_be_rendered_fails_when_the_pass_is_run():
 
 def test_building_a_gather_or_a_bind_of_forward_passes_renders_nothing_until_read():
     """gather and bind do not start lazy forward passes when built; reading their emitted requests does."""
-    from semgrad.core import bind
+    from semgrad.core.programs import bind
 
     graph, params = _paper_like()
     log: list[str] = []
@@ -258,7 +260,7 @@ def test_building_a_gather_or_a_bind_of_forward_passes_renders_nothing_until_rea
 def test_forward_requests_equal_the_public_renderer_and_come_in_topological_order(gp, data, llm, sample):
     """Every forward request is `render_forward` of its node's instruction and its inputs' names, roles and traced
     values; the requests made ready together are emitted in topological order, whatever order replies came in."""
-    from semgrad.core import render_forward
+    from semgrad.core.prompts import render_forward
 
     graph, params = gp
     state = forward(graph, params, data.draw(inputs_for(graph)), sample=sample)

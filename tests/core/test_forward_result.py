@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from semgrad.backends.fake import reply_forward
-from semgrad.core import Example, GraphBuilder, LLMResponse, NodeRun, Trace, forward, normalized_match
+from semgrad.core import Example, GraphBuilder, LLMResponse, NodeRun, Trace, forward
 from semgrad.core._parse import parse_result
+from semgrad.core.scoring import normalized_match
 from semgrad.effects import run_sync
 
 _text = st.text(st.characters(blacklist_characters="<>", blacklist_categories=("Cs",)), min_size=1).filter(
@@ -98,7 +99,7 @@ def test_parse_result_is_tolerant_and_reads_the_last_block(value, noise):
 @given(st.sampled_from(["result", "improved", "summary"]), st.text(" \n\t", max_size=3), st.booleans())
 def test_an_empty_block_is_reported_as_empty_and_no_block_as_missing(tag, blank, closed):
     """A block holding only whitespace (closed or not) fails as empty; a reply without one, as having none."""
-    from semgrad.core import parse_tagged
+    from semgrad.core.prompts import parse_tagged
 
     read = parse_result if tag == "result" else lambda text: parse_tagged(text, [tag])
     reply = f"Prose.\n<{tag}>{blank}" + (f"</{tag}>" if closed else "")

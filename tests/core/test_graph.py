@@ -9,8 +9,10 @@ from hypothesis import Phase, assume, find, given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import GraphBuilder, GraphError, backward, forward, parse_backward, plan_backward, rules
+from semgrad.core import GraphBuilder, GraphError, backward, forward, rules
 from semgrad.core._parse import format_backward
+from semgrad.core.programs import plan_backward
+from semgrad.core.prompts import parse_backward
 from semgrad.effects import run_sync
 from semgrad.testing import graphs
 

@@ -7,21 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import (
-    Bound,
-    Gathered,
-    LLMRequest,
-    Message,
-    ProtocolError,
-    as_reply,
-    ask,
-    bind,
-    combinator,
-    gather,
-    map_,
-    program,
-    pure,
-)
+from semgrad.core import LLMRequest, Message, ProtocolError, gather
+from semgrad.core.calls import as_reply
+from semgrad.core.programs import Bound, Gathered, ask, bind, combinator, map_, program, pure
 from semgrad.effects import run_sync
 
 texts = st.text(min_size=1, max_size=10)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.core import Example, NodeRun, Trace, llm_judge, normalized_match, numeric_match
+from semgrad.core import Example, NodeRun, Trace
+from semgrad.core.scoring import llm_judge, normalized_match, numeric_match
 from semgrad.effects import run_sync
 
 
@@ -56,7 +57,7 @@ _WORD = st.text(st.sampled_from("abcXYZ0123456789()"), min_size=1, max_size=8)
 @given(st.lists(_WORD, min_size=2, max_size=4), _WORD)
 def test_the_last_answer_line_is_the_answer(answers, prose):
     """With several 'Answer:' lines, extract_answer and the losses read the last one."""
-    from semgrad.core import exact_match, extract_answer
+    from semgrad.core.scoring import exact_match, extract_answer
 
     output = "\n".join(f"{prose}\nAnswer: {a}" for a in answers)
     assert extract_answer(output) == answers[-1]
@@ -75,7 +76,7 @@ def test_numeric_match_tolerance_is_relative_to_a_large_target(target, share):
 def test_no_output_scores_zero_under_every_built_in_loss(target):
     """A trace whose output is None scores 0 under exact, normalized and numeric match, feedback saying there was no
     output, whatever the target (an empty one included)."""
-    from semgrad.core import exact_match
+    from semgrad.core.scoring import exact_match
 
     trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value=None)})
     for loss in (exact_match(), normalized_match(), numeric_match()):
@@ -86,6 +87,6 @@ def test_no_output_scores_zero_under_every_built_in_loss(target):
 @given(_WORD, st.sampled_from([" ", "  ", "\n", "\t "]))
 def test_exact_match_strips_the_target(answer, pad):
     """exact_match scores right an answer equal to the target once the target's surrounding whitespace is stripped."""
-    from semgrad.core import exact_match
+    from semgrad.core.scoring import exact_match
 
     assert _scored(exact_match(), f"Answer: {answer}", f"{pad}{answer}{pad}") == 1.0

@@ -116,7 +116,8 @@ def test_items_without_a_target_are_refused_by_the_default_loss():
     train = [{"inputs": {"question": "1+1?"}}]
     with pytest.raises(ValueError, match="has no target"):
         fit_sync(graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=1)
-    from semgrad.core import Score, pure
+    from semgrad.core import Score
+    from semgrad.core.programs import pure
 
     result = fit_sync(
         graph, params, optim.neighbor_sgd(k=1), train=train, llm=HashLLM(), iterations=1,

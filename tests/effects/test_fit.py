@@ -18,17 +18,9 @@ import pytest
 from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, HashLLM, RecordingLLM, reply_backward, reply_forward, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import (
-    Example,
-    GraphBuilder,
-    LLMError,
-    LLMFailure,
-    LLMResponse,
-    llm_judge,
-    numeric_match,
-    optim,
-    pure,
-)
+from semgrad.core import Example, GraphBuilder, LLMError, LLMFailure, LLMResponse, optim
+from semgrad.core.programs import pure
+from semgrad.core.scoring import llm_judge, numeric_match
 from semgrad.effects import Budget, CheckpointError, RetryPolicy, fit, fit_sync, retrying
 from semgrad.effects._limit import estimate_tokens
 from semgrad.topologies import paper_graph
@@ -173,7 +165,7 @@ def _counting_stage():
 
 def _with_own_stage():
     return optim.chain(
-        optim.select_error_samples(2), optim.backward(), optim.aggregate(), optim.propose_rewrite(),
+        optim.select_error_samples(2), optim.backpropagate(), optim.aggregate(), optim.propose_rewrite(),
         optim.full_update(), _counting_stage(), optim.validation_gate(),
     )  # fmt: skip
 
@@ -233,7 +225,8 @@ SCRIPT = textwrap.dedent(
     import os, signal, sys
     from semgrad._bundled_pairs import gsm8k_sample
     from semgrad.backends.simulated import SimulatedLLM
-    from semgrad.core import Example, numeric_match, optim
+    from semgrad.core import Example, optim
+    from semgrad.core.scoring import numeric_match
     from semgrad.effects import fit_sync
     from semgrad.topologies import paper_graph
 
@@ -401,7 +394,11 @@ def test_a_step_every_k_or_apply_if_skips_passes_the_gate_with_nothing_to_update
     makes no call besides the training forward, updates nothing and is rejected; iteration 1 runs the gate."""
     graph, params = paper_graph()
     propose = optim.chain(
-        optim.select_error_samples(2), optim.backward(), optim.aggregate(), optim.propose_rewrite(), optim.full_update()
+        optim.select_error_samples(2),
+        optim.backpropagate(),
+        optim.aggregate(),
+        optim.propose_rewrite(),
+        optim.full_update(),
     )
     wrapped = optim.every_k(propose, 2) if skip == "every_k" else optim.apply_if(lambda s: s.iteration % 2, propose)
     rec = RecordingLLM(HashLLM())

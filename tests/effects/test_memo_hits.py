@@ -9,7 +9,9 @@ import pytest
 from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.fake import RecordingLLM
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, LLMRequest, LLMResponse, Message, ask, gather, numeric_match, optim
+from semgrad.core import Example, LLMRequest, LLMResponse, Message, gather, optim
+from semgrad.core.programs import ask
+from semgrad.core.scoring import numeric_match
 from semgrad.effects import Budget, CheckpointError, Runner, fit_sync, memoized
 from semgrad.topologies import paper_graph
 

@@ -11,19 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM, LatencyLLM, ScriptedLLM
-from semgrad.core import (
-    GraphBuilder,
-    LLMError,
-    LLMRequest,
-    Message,
-    Program,
-    ProtocolError,
-    ask,
-    bind,
-    forward,
-    gather,
-    map_,
-)
+from semgrad.core import GraphBuilder, LLMError, LLMRequest, Message, Program, ProtocolError, forward, gather
+from semgrad.core.programs import ask, bind, map_
 from semgrad.effects import Runner, run, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 

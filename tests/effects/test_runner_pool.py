@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, HashLLM
-from semgrad.core import Done, GraphBuilder, LLMRequest, Message, Program, ProtocolError, ask, bind, forward, gather
+from semgrad.core import GraphBuilder, LLMRequest, Message, Program, ProtocolError, forward, gather
+from semgrad.core.programs import Done, ask, bind
 from semgrad.effects import Runner, limited, run, run_loop, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 

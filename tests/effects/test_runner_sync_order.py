@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import LLMRequest, LLMResponse, Message, ask, bind, forward, gather, map_, pure
+from semgrad.core import LLMRequest, LLMResponse, Message, forward, gather
+from semgrad.core.programs import ask, bind, map_, pure
 from semgrad.effects import Runner
 
 from ._graphs import chain_graph

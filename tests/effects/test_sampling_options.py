@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import OFFICIAL_OPTIONS, Example, FrozenMap, LLMRequest, Message, optim, request_key, sampling
+from semgrad.core import Example, FrozenMap, LLMRequest, Message, optim, request_key
+from semgrad.core.calls import OFFICIAL_OPTIONS, sampling
 from semgrad.effects import cached, fit_sync
 from semgrad.topologies import paper_graph
 
@@ -45,7 +46,7 @@ def test_options_per_engine_reach_their_engines_only():
     rec = RecordingLLM(HashLLM())
     chain = optim.chain(
         optim.select_error_samples(2),
-        optim.backward(),
+        optim.backpropagate(),
         optim.aggregate(),
         optim.propose_rewrite(options={"temperature": 1.0}),
         optim.full_update(),

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, numeric_match, optim
+from semgrad.core import Example, optim
+from semgrad.core.scoring import numeric_match
 from semgrad.effects import CheckpointError, fit_sync, register_state_type, registered_state_types
 from semgrad.effects._checkpoint import decode, encode
 from semgrad.topologies import paper_graph

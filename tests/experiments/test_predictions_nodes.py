@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from semgrad.backends.fake import FunctionLLM, reply_forward
-from semgrad.core import Example, GraphBuilder, exact_match
+from semgrad.core import Example, GraphBuilder
 from semgrad.core.optim import evaluate
+from semgrad.core.scoring import exact_match
 from semgrad.effects import run_sync
 from semgrad.experiments._ledger import Ledger
 from semgrad.experiments._predictions import predictions_json

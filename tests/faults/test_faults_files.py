@@ -34,7 +34,8 @@ import semgrad
 import semgrad._files
 from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, normalized_match, numeric_match, optim
+from semgrad.core import Example, optim
+from semgrad.core.scoring import normalized_match, numeric_match
 from semgrad.effects import CheckpointError, fit_sync
 from semgrad.effects._checkpoint import decode, read_checkpoint
 from semgrad.topologies import paper_graph

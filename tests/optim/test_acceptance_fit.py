@@ -7,7 +7,8 @@ import pytest
 from semgrad._bundled_pairs import gsm8k_sample
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_rewrite
 from semgrad.backends.simulated import SimulatedLLM
-from semgrad.core import Example, GraphBuilder, numeric_match, optim
+from semgrad.core import Example, GraphBuilder, optim
+from semgrad.core.scoring import numeric_match
 from semgrad.effects import fit_sync
 from semgrad.topologies import paper_graph
 

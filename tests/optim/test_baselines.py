@@ -7,9 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM, ScriptedLLM, reply_forward, reply_rewrite
-from semgrad.core import Example, FrozenMap, backward, exact_match, forward, optim, plan_backward, rules
+from semgrad.core import Example, FrozenMap, backward, forward, optim, rules
 from semgrad.core.optim import Step
 from semgrad.core.optim._named_blocks import format_named, parse_named
+from semgrad.core.programs import plan_backward
+from semgrad.core.scoring import exact_match
 from semgrad.effects import run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 from semgrad.topologies import paper_graph
@@ -42,11 +44,11 @@ def test_named_blocks_round_trip(keys, values):
 
 @given(graphs(), pure_llms(), st.data())
 def test_textgrad_rule_makes_one_call_per_target_plus_the_loss(pair, llm, data):
-    """On any graph, `rules.textgrad()` makes one backward call per (stepping node, target), plus the loss's call."""
+    """On any graph, `rules.textgrad_backward()` makes a backward call per (stepping node, target), plus the loss's."""
     graph, params = pair
     trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), llm)
     rec = RecordingLLM(llm)
-    run_sync(backward(graph, params, trace, "The output is wrong.", rules.textgrad()), rec)
+    run_sync(backward(graph, params, trace, "The output is wrong.", rules.textgrad_backward()), rec)
     plan = plan_backward(graph, params, include_instructions=True)
     llm_steps = [n for n in plan.steps if graph[n].kind == "llm"]
     expected = sum(len(plan.targets[n]) for n in llm_steps) + (graph.output in llm_steps)
@@ -58,7 +60,7 @@ def test_textgrad_backward_shows_instruction_whole_input_output_and_feedback():
     graph, params = paper_graph()
     trace = run_sync(forward(graph, params, {"question": "What is 2 + 2?"}), HashLLM())
     rec = RecordingLLM(HashLLM())
-    run_sync(backward(graph, params, trace, "SEED FEEDBACK", rules.textgrad()), rec)
+    run_sync(backward(graph, params, trace, "SEED FEEDBACK", rules.textgrad_backward()), rec)
     answer_calls = [r for r in rec.requests if r.node == "answer" and r.targets != ("answer",)]
     assert sorted(r.targets[0] for r in answer_calls) == ["answer.instruction", "hint_1", "hint_2"]
     loss_call = next(r for r in rec.requests if r.targets == ("answer",))
@@ -75,7 +77,7 @@ def test_textgrad_loss_call_failure_fails_the_output_targets():
     graph, params = paper_graph()
     trace = run_sync(forward(graph, params, {"question": "q"}), HashLLM())
     llm = RecordingLLM(ScriptedLLM([({"targets": ("answer",)}, "unreadable")], default=HashLLM()))
-    grads = run_sync(backward(graph, params, trace, "wrong", rules.textgrad()), llm)
+    grads = run_sync(backward(graph, params, trace, "wrong", rules.textgrad_backward()), llm)
     assert llm.counts()["backward"] == 2  # the call and its one repair
     (failure,) = grads.failures_for("answer.instruction")
     assert grads.partials == () and "loss's backward call" in failure.reason
@@ -205,11 +207,11 @@ def test_copro_state_survives_a_checkpoint():
 
 @given(graphs(), pure_llms(), st.data())
 def test_textgrad_partials_name_as_siblings_the_other_inputs_their_request_showed(pair, llm, data):
-    """A `rules.textgrad()` partial from an LLM node lists as siblings every other input its request showed."""
+    """A `rules.textgrad_backward()` partial from an LLM node lists as siblings every other input its request showed."""
     graph, params = pair
     trace = run_sync(forward(graph, params, data.draw(inputs_for(graph))), llm)
     rec = RecordingLLM(llm)
-    grads = run_sync(backward(graph, params, trace, "The output is wrong.", rules.textgrad()), rec)
+    grads = run_sync(backward(graph, params, trace, "The output is wrong.", rules.textgrad_backward()), rec)
     for partial in grads.partials:
         source = graph[partial.source]
         if source.kind != "llm":

@@ -10,15 +10,17 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import HashLLM, RecordingLLM
-from semgrad.core import Example, LLMError, LLMFailure, ProtocolError, exact_match, optim, pure, request_key
+from semgrad.core import Example, LLMError, LLMFailure, ProtocolError, optim, request_key
 from semgrad.core.optim import Step, apply_updates, chain, identity, masked
+from semgrad.core.programs import pure
+from semgrad.core.scoring import exact_match
 from semgrad.effects import fit_sync, run_sync
 from semgrad.testing import graphs, inputs_for, pure_llms
 from semgrad.topologies import paper_graph
 
 STAGES = [
     lambda: optim.select_error_samples(2, seed=3),
-    lambda: optim.backward(),
+    lambda: optim.backpropagate(),
     lambda: optim.aggregate(),
     lambda: optim.propose_rewrite(),
     lambda: optim.full_update(),
@@ -125,7 +127,7 @@ def test_misordered_stages_say_which_stage_must_come_first():
     t = chain(optim.propose_rewrite())
     with pytest.raises(ProtocolError, match=r"propose_rewrite needs step.param_gradients; put aggregate\(\) before it"):
         t.update(Step(graph), t.init(params), params)
-    t = optim.backward()
+    t = optim.backpropagate()
     with pytest.raises(ProtocolError, match=r"put select_error_samples\(\) before it"):
         t.update(Step(graph), t.init(params), params)
 
@@ -215,7 +217,7 @@ def test_an_instruction_is_rewritten_only_from_samples_whose_feedback_reached_it
     """aggregate() gives an instruction an example, with feedback, for exactly the samples its node was told of."""
     step, params, llm = data
     llm = _failing_backward(llm, salt)
-    before = chain(optim.select_error_samples(2, seed=1), optim.backward())
+    before = chain(optim.select_error_samples(2, seed=1), optim.backpropagate())
     new, _ = run_sync(before.update(step, before.init(params), params), llm)
     grads = new.gradients
     gathered, _ = run_sync(optim.aggregate().update(new, optim.aggregate().init(params), params), llm)
@@ -287,17 +289,18 @@ def test_a_stage_that_breaks_the_update_contract_is_named_with_what_to_return(al
 
 
 def test_a_backward_stage_refuses_a_rule_left_uncalled_before_any_call():
-    """optim.backward(rules.per_edge), in neighbor_sgd(rule=...) too, is a TypeError when built, before any call."""
+    """optim.backpropagate(rules.per_edge), or neighbor_sgd(rule=rules.per_edge), is a TypeError when built."""
     from semgrad.core import rules
 
-    for build in (lambda: optim.backward(rules.per_edge), lambda: optim.neighbor_sgd(rule=rules.per_edge)):
+    for build in (lambda: optim.backpropagate(rules.per_edge), lambda: optim.neighbor_sgd(rule=rules.per_edge)):
         with pytest.raises(TypeError, match=r"rule must be a backward rule .*got function \(a factory: call it"):
             build()
 
 
 def test_a_loss_factory_left_uncalled_is_refused_before_any_call():
     """fit(loss=normalized_match) and evaluate(..., normalized_match) are TypeErrors saying to call it, no call made."""
-    from semgrad.core import as_examples, normalized_match
+    from semgrad.core import as_examples
+    from semgrad.core.scoring import normalized_match
 
     graph, params = paper_graph()
     train = [{"inputs": {"question": "What is 3 + 4?"}, "target": "7"}]
@@ -312,7 +315,7 @@ def test_a_loss_factory_left_uncalled_is_refused_before_any_call():
 
 def test_evaluate_refuses_plain_dicts_naming_as_examples():
     """optim.evaluate on the dicts fit takes is a TypeError pointing at as_examples, not "'dict' has no 'inputs'"."""
-    from semgrad.core import normalized_match
+    from semgrad.core.scoring import normalized_match
 
     graph, params = paper_graph()
     with pytest.raises(TypeError, match=r"evaluate takes Examples, got a dict at 0; as_examples\(items\) makes them"):

@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.backends.fake import FunctionLLM, RecordingLLM, reply_forward
-from semgrad.core import Example, GraphBuilder, Score, optim, pure
+from semgrad.core import Example, GraphBuilder, Score, optim
 from semgrad.core._frozen import FrozenMap
 from semgrad.core.optim import GateState, Step
 from semgrad.core.optim._bounds import MIN_ALPHA, paired_lower_bound, t_quantile
+from semgrad.core.programs import pure
 from semgrad.effects import run_sync
 
 CANDIDATE = "Candidate instruction."

@@ -136,7 +136,7 @@ def test_task_file_without_examples_is_a_data_error(tmp_path):
 def test_the_default_loss_tells_apart_every_two_targets_of_a_bbh_task(data_dir):
     """No two different targets of one BBH task are equal after `normalize`, and none becomes empty: a bracket
     sequence (dyck_languages) or a negative number (multistep_arithmetic_two) is the answer itself."""
-    from semgrad.core import normalize
+    from semgrad.core.scoring import normalize
 
     for task in BBH_TASKS:
         targets = {str(example.target) for example in load_bbh(data_dir, task)}
@@ -158,7 +158,8 @@ def test_the_default_loss_tells_apart_every_two_targets_of_a_bbh_task(data_dir):
 )
 def test_the_default_loss_on_bbh_style_answers(output, target, right):
     """normalized_match keeps signs and brackets, and folds case, quotes, emphasis and a choice's parentheses."""
-    from semgrad.core import Example, NodeRun, Trace, normalized_match
+    from semgrad.core import Example, NodeRun, Trace
+    from semgrad.core.scoring import normalized_match
     from semgrad.effects import run_sync
 
     trace = Trace(0, "g", "out", {"out": NodeRun("out", "llm", value=output)})

@@ -7,6 +7,7 @@ are just chains; `tgd` is the formal per-edge special case. Write one small
 transform, never a subclass.
 """
 
+from .._deprecated import moved_names
 from ._alias import ABLATIONS, ablation, neighbor_sgd, tgd
 from ._base import (
     EmptyState,
@@ -36,7 +37,7 @@ from ._stages import (
     SwitchState,
     after_first_accept,
     aggregate,
-    backward,
+    backpropagate,
     critique,
     evaluate,
     full_update,
@@ -75,7 +76,7 @@ __all__ = [
     "aggregate",
     "apply_if",
     "apply_updates",
-    "backward",
+    "backpropagate",
     "chain",
     "copro",
     "critique",
@@ -106,3 +107,8 @@ __all__ = [
     "tgd",
     "validation_gate",
 ]
+
+#: ``optim.backward`` (a transform) clashed with ``core.backward`` (a program): the transform is
+#: `backpropagate`, and the old name resolves to it with a warning for one release.
+__getattr__ = moved_names(__name__, {"backward": ("semgrad.core.optim.backpropagate", backpropagate)})
+del moved_names

@@ -15,7 +15,7 @@ from ._combining import chain, masked
 from ._stages import (
     after_first_accept,
     aggregate,
-    backward,
+    backpropagate,
     critique,
     full_update,
     momentum,
@@ -49,7 +49,7 @@ def neighbor_sgd(
 ) -> Transform:
     """Semantic gradient descent as the paper runs it.
 
-    ``select_error_samples(k) -> backward(neighbor_aware) -> aggregate ->
+    ``select_error_samples(k) -> backpropagate(neighbor_aware) -> aggregate ->
     [critique] -> propose_rewrite -> full_update -> validation_gate``.
 
     Args:
@@ -96,7 +96,7 @@ def neighbor_sgd(
     """
     stages = [select_error_samples(k, seed=seed, fallback=fallback, draw=draw, shuffled=shuffled)]
     if gradients:
-        stages.append(backward(rule if rule is not None else neighbor_aware(), reuse=reuse))
+        stages.append(backpropagate(rule if rule is not None else neighbor_aware(), reuse=reuse))
     rewrite = [aggregate(require_gradients=gradients, feedback=gradients)]
     if via_feedback:
         rewrite.append(critique())
@@ -139,7 +139,7 @@ def tgd(k: int = 2, *, seed: int = 0, gate: bool | Transform = False, constraint
     """
     stages = [
         select_error_samples(k, seed=seed),
-        backward(per_edge(include_instructions=True)),
+        backpropagate(per_edge(include_instructions=True)),
         aggregate(examples=False),
         propose_rewrite(constraints=constraints),
         full_update(),

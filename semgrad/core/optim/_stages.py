@@ -40,7 +40,7 @@ __all__ = [
     "SwitchState",
     "after_first_accept",
     "aggregate",
-    "backward",
+    "backpropagate",
     "critique",
     "evaluate",
     "full_update",
@@ -255,7 +255,7 @@ def reusing(program: Program[T], known: Mapping[str, str]) -> Program[tuple[T, t
     return _settle(program, known, (), {})
 
 
-def backward(rule: Rule | None = None, *, reuse: bool = False) -> Transform:
+def backpropagate(rule: Rule | None = None, *, reuse: bool = False) -> Transform:
     """Backpropagate each selected sample's feedback, all samples concurrently.
 
     Args:
@@ -363,7 +363,7 @@ def aggregate(
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         require(step, "selected", "aggregate", "select_error_samples()")
-        grads = require(step, "gradients", "aggregate", "backward(...)") if require_gradients else step.gradients
+        grads = require(step, "gradients", "aggregate", "backpropagate(...)") if require_gradients else step.gradients
         result = {}
         for name in step.trainable(params):
             param = params[name]

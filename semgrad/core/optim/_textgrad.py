@@ -1,5 +1,5 @@
 """TextGrad 0.1.8 as a chain: its prompt-optimization script's batch, its backward pass
-(`rules.textgrad()`) and its TGD update.
+(`rules.textgrad_backward()`) and its TGD update.
 
 TextGrad's prompt-optimization script draws a batch of training items (3 by default,
 from a shuffled loader), runs them, sums every item's loss -- right answers included --
@@ -32,7 +32,7 @@ from .._textgrad import TEXTGRAD_CALL, short_value, whole_output
 from .._textgrad import textgrad as textgrad_rule
 from ._base import EmptyState, ParamGradient, Proposal, Step, Transform, require
 from ._combining import chain
-from ._stages import backward, full_update, select_error_samples, validation_gate
+from ._stages import backpropagate, full_update, select_error_samples, validation_gate
 
 __all__ = [
     "GRADIENT_BLOCK",
@@ -147,7 +147,7 @@ def textgrad_gradients() -> Transform:
 
     def update(step: Step, state: EmptyState, params: Params) -> Program[tuple[Step, EmptyState]]:
         require(step, "selected", "textgrad_gradients", "sample_batch() or select_error_samples()")
-        grads: Gradients = require(step, "gradients", "textgrad_gradients", "backward(rules.textgrad())")
+        grads: Gradients = require(step, "gradients", "textgrad_gradients", "backpropagate(rules.textgrad_backward())")
         result = {}
         for name in step.trainable(params):
             received = grads.for_node(name)
@@ -248,7 +248,7 @@ def textgrad(
 ) -> Transform:
     """TextGrad 0.1.8's prompt optimization, as its script runs it, as a chain.
 
-    ``sample_batch(k) -> backward(rules.textgrad()) -> textgrad_gradients ->
+    ``sample_batch(k) -> backpropagate(rules.textgrad_backward()) -> textgrad_gradients ->
     textgrad_update -> full_update [-> validation_gate]``: every item of the batch, right
     answers included, is backpropagated -- one backward call per (variable that requires a
     gradient) plus the loss's own backward call, 6 per item on the paper's graph (18 for a
@@ -275,7 +275,7 @@ def textgrad(
     """
     stages = [
         select_error_samples(k, seed=seed) if errors_only else sample_batch(k, seed=seed),
-        backward(textgrad_rule(loss_call=loss_call)),
+        backpropagate(textgrad_rule(loss_call=loss_call)),
         textgrad_gradients(),
         textgrad_update(constraints=constraints),
         full_update(),
