@@ -6,7 +6,7 @@ Middleware takes the wrapped LLM first and returns an async LLM with the same
     llm = cached(retrying(limited(backend, max_concurrency=8)), path="cache.sqlite")
 """
 
-from ._accounting import AccountingReport, UsageRow, accounted, budgeted
+from ._accounting import AccountingReport, Accounts, Amount, Line, UsageRow, accounted, budgeted, mark_answered
 from ._cache import cached
 from ._cassette import recorded, replayed
 from ._checkpoint import CheckpointError
@@ -23,12 +23,15 @@ from ._state_types import register_state_type, registered_state_types
 __all__ = [
     "LLM",
     "AccountingReport",
+    "Accounts",
+    "Amount",
     "AsyncLLM",
     "Budget",
     "CheckpointError",
     "FitProgress",
     "FitResult",
     "IterationRecord",
+    "Line",
     "RetryPolicy",
     "RunStatistics",
     "Runner",
@@ -42,6 +45,7 @@ __all__ = [
     "fit_sync",
     "is_async_llm",
     "limited",
+    "mark_answered",
     "memoized",
     "recorded",
     "register_state_type",

@@ -1,16 +1,24 @@
 """Accounting and budgets: count calls and tokens, estimate the cost, stop at a limit.
 
-`accounted` keeps running totals per ``(engine, model)`` and turns them into a
-frozen `AccountingReport` on demand; `budgeted` refuses calls once a call or
-token limit is reached, with a non-retryable ``LLMError(kind="budget")``.
-Place them inside `cached` to count only the calls that reach the provider.
+One model counts for everything that counts calls: `Accounts`, a frozen map from
+a `Line` (engine, purpose, model, error kind) to an `Amount` (billed calls, failed
+calls, tokens, cache hits, memo hits). A reply a cache or a memo answered itself is
+marked by that layer (`mark_answered`), so whoever counts above it sees a hit, not
+a call: hits never reach ``calls``, and their stored usage is never counted again.
+``Accounts.record`` is the one place an outcome becomes a line.
+
+`accounted` keeps an `Accounts` (and running totals per ``(engine, model)`` of the
+billed calls, as a frozen `AccountingReport` on demand); `budgeted` refuses calls
+once a call or token limit is reached, with a non-retryable ``LLMError(kind="budget")``.
 """
 
 from __future__ import annotations
 
+import contextvars
+import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 import attrs
 
@@ -18,7 +26,17 @@ from ..core import FrozenMap, LLMError, LLMFailure, LLMRequest, LLMResponse
 from ._limit import estimate_tokens
 from ._routing import call, identity_of
 
-__all__ = ["AccountingReport", "UsageRow", "accounted", "budgeted"]
+__all__ = [
+    "AccountingReport",
+    "Accounts",
+    "Amount",
+    "Line",
+    "UsageRow",
+    "accounted",
+    "answered_by",
+    "budgeted",
+    "mark_answered",
+]
 
 Prices = Mapping[str, tuple[float, float]]
 
@@ -68,6 +86,233 @@ class AccountingReport:
     cost_usd: float | None = None
     unpriced: tuple[str, ...] = ()
     rows: FrozenMap[tuple[str, str], UsageRow] = FrozenMap()
+
+
+Answerer = Literal["cache", "memo"]
+
+#: The reply the layer below answered itself, and which layer: one slot per task (a context
+#: variable: a reply travels back up the same task it went down), read by whoever counts above.
+_ANSWERED: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar("semgrad_answered", default=None)
+
+
+def mark_answered(response: LLMResponse, by: Answerer) -> LLMResponse:
+    """Mark `response` as answered by a cache or a memo (no call made) and return it.
+
+    A cache or memo layer returns ``mark_answered(stored, "cache")``; a counter above it
+    (`accounted`, a run's tally) then counts a hit instead of a call. The mark holds for
+    this very reply object in the current task, until the next call through a counter.
+
+    Examples:
+        >>> reply = LLMResponse("4")
+        >>> answered_by(mark_answered(reply, "memo")), answered_by(LLMResponse("4"))
+        ('memo', None)
+    """
+    if by not in ("cache", "memo"):
+        raise ValueError(f"a reply is answered by 'cache' or 'memo', not {by!r}")
+    _ANSWERED.set((response, by))
+    return response
+
+
+def answered_by(response: Any) -> str | None:
+    """``"cache"`` or ``"memo"`` when the layer below answered `response` itself (see `mark_answered`), else None."""
+    mark = _ANSWERED.get()
+    if mark is not None and mark[0] is response:
+        return str(mark[1])
+    return "memo" if getattr(response, "memo_hit", False) is True else None  # a memo's reply carries its mark
+
+
+def forget_answered() -> None:
+    """Clear the mark before a call (a counter calls it, so a mark from an earlier call cannot match)."""
+    _ANSWERED.set(None)
+
+
+@attrs.frozen(cache_hash=True)
+class Line:
+    """What a count is about: the engine, the purpose, the model that answered, and the error kind ("" for a reply).
+
+    A failed call is counted under the model its backend was configured with, if it says.
+    """
+
+    engine: str
+    purpose: str
+    model: str = ""
+    error: str = ""
+
+
+@attrs.frozen
+class Amount:
+    """How much: billed calls (failed ones included), failed calls, tokens, and hits apart from calls.
+
+    Attributes:
+        calls: Calls made: they reached the provider (or were attempted and failed).
+        errors: Of those, calls that failed.
+        input_tokens, output_tokens: Tokens the replies of the billed calls reported.
+        cache_hits: Requests a cache (or a run's journal) answered: no call, no tokens.
+        memo_hits: Requests an in-run memo answered: no call, no tokens.
+    """
+
+    calls: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_hits: int = 0
+    memo_hits: int = 0
+
+    def __add__(self, other: Amount) -> Amount:
+        return Amount(
+            self.calls + other.calls,
+            self.errors + other.errors,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_hits + other.cache_hits,
+            self.memo_hits + other.memo_hits,
+        )
+
+    @property
+    def hits(self) -> int:
+        """Requests answered without a call."""
+        return self.cache_hits + self.memo_hits
+
+
+_AMOUNT_FIELDS = tuple(f.name for f in attrs.fields(Amount))
+_LINE_FIELDS = tuple(f.name for f in attrs.fields(Line))
+
+
+def _count(value: Any) -> int:
+    """A non-negative whole token count from a reply's usage, else 0 (an odd value must not stop the counting)."""
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and 0 <= value < 2**63 else 0
+
+
+@attrs.frozen
+class Accounts:
+    """Calls, tokens, cost and errors by kind, purpose, engine and model: a `Line` -> `Amount` map.
+
+    Every total is the sum of the lines (`total`, `by`); hits are lines' ``cache_hits`` and
+    ``memo_hits``, never ``calls``. ``to_json`` / ``from_json`` carry it across processes
+    (``from_json`` checks hostile input).
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> r = LLMRequest((Message("user", "hi"),), purpose="forward")
+        >>> a = Accounts().record(r, LLMResponse("ok", {"input_tokens": 5, "output_tokens": 2}, "m"))
+        >>> a = a.record(r, mark_answered(LLMResponse("ok"), "cache"))
+        >>> a = a.record(r, error=LLMError("server", "HTTP 500"))
+        >>> t = a.total()
+        >>> t.calls, t.errors, t.input_tokens, t.cache_hits
+        (2, 1, 5, 1)
+        >>> a.cost({"m": (1e6, 0.0)}), Accounts.from_json(a.to_json()) == a
+        (5.0, True)
+    """
+
+    lines: FrozenMap[Line, Amount] = FrozenMap()
+
+    def add(self, line: Line, amount: Amount) -> Accounts:
+        """These accounts with `amount` added to `line`."""
+        lines = dict(self.lines.view)  # a plain copy at C speed: a run's tally adds a line per call
+        before = lines.get(line)
+        lines[line] = amount if before is None else before + amount
+        return Accounts(FrozenMap(lines))
+
+    def __add__(self, other: Accounts) -> Accounts:
+        total = dict(self.lines)
+        for line, amount in other.lines.items():
+            total[line] = total[line] + amount if line in total else amount
+        return Accounts(FrozenMap(total))
+
+    def record(
+        self,
+        request: LLMRequest,
+        response: Any = None,
+        *,
+        error: LLMError | None = None,
+        model: str = "",
+    ) -> Accounts:
+        """These accounts with one outcome of `request` added: a reply (a hit when a layer below marked it
+        answered), or a failed call (`error`; `model`: the one the backend was configured with)."""
+        engine, purpose = str(request.engine), str(request.purpose)
+        if error is not None:
+            return self.add(Line(engine, purpose, model, error.kind), Amount(calls=1, errors=1))
+        answered = answered_by(response)
+        reply_model = getattr(response, "model", "")
+        line = Line(engine, purpose, reply_model if isinstance(reply_model, str) else "")
+        if answered == "cache":
+            return self.add(line, Amount(cache_hits=1))
+        if answered == "memo":
+            return self.add(line, Amount(memo_hits=1))
+        usage = getattr(response, "usage", None) or {}
+        used = _count(usage.get("input_tokens", 0)), _count(usage.get("output_tokens", 0))
+        return self.add(line, Amount(calls=1, input_tokens=used[0], output_tokens=used[1]))
+
+    def total(self) -> Amount:
+        """The sum of every line."""
+        total = Amount()
+        for amount in self.lines.values():
+            total = total + amount
+        return total
+
+    def by(self, field: Literal["engine", "purpose", "model", "error"]) -> dict[str, Amount]:
+        """The lines summed by one of their fields, in first-seen order (``error``: "" for replies)."""
+        if field not in _LINE_FIELDS:
+            raise ValueError(f"accounts are kept by {', '.join(_LINE_FIELDS)}, not {field!r}")
+        grouped: dict[str, Amount] = {}
+        for line, amount in self.lines.items():
+            key = getattr(line, field)
+            grouped[key] = grouped[key] + amount if key in grouped else amount
+        return grouped
+
+    def errors_by_kind(self) -> dict[str, int]:
+        """Failed calls by error kind."""
+        return {kind: a.errors for kind, a in self.by("error").items() if kind and a.errors}
+
+    def cost(self, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
+        """USD for the billed tokens, each line priced by the model that answered it; None without prices,
+        or when a model that used tokens has no price (an unpriced model, not a guess)."""
+        if not prices:
+            return None
+        total = 0.0
+        for model, amount in self.by("model").items():
+            if not (amount.input_tokens or amount.output_tokens):
+                continue
+            price = price_of(prices, model)
+            if price is None:
+                return None
+            total += token_cost(price, amount.input_tokens, amount.output_tokens)
+        return total
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The lines as JSON-shaped values (a list, in order)."""
+        return [{**attrs.asdict(line), **attrs.asdict(amount)} for line, amount in self.lines.items()]
+
+    @classmethod
+    def from_json(cls, value: Any, *, source: str = "the accounts") -> Accounts:
+        """Accounts back from `to_json`'s form, checked as hostile input.
+
+        Raises:
+            ValueError: Anything but a list of lines of strings and non-negative whole counts (names `source`).
+        """
+        if not isinstance(value, list):
+            raise ValueError(f"{source}: accounts must be a list of lines, got {type(value).__name__}")
+        accounts = cls()
+        for entry in value:
+            if not (isinstance(entry, dict) and set(entry) == set(_LINE_FIELDS) | set(_AMOUNT_FIELDS)):
+                raise ValueError(f"{source}: an accounts line must have exactly the fields of a Line and an Amount")
+            if not all(isinstance(entry[k], str) and len(entry[k]) <= 1000 for k in _LINE_FIELDS):
+                raise ValueError(f"{source}: an accounts line's engine, purpose, model and error must be strings")
+            if not all(type(entry[k]) is int and 0 <= entry[k] < 2**63 for k in _AMOUNT_FIELDS):
+                raise ValueError(f"{source}: an accounts line's counts must be non-negative whole numbers")
+            line = Line(*(entry[k] for k in _LINE_FIELDS))
+            accounts = accounts.add(line, Amount(*(entry[k] for k in _AMOUNT_FIELDS)))
+        return accounts
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[Line, Amount]]) -> Accounts:
+        """Accounts summing `items` (a line may repeat)."""
+        accounts = cls()
+        for line, amount in items:
+            accounts = accounts.add(line, amount)
+        return accounts
 
 
 #: What may follow an entry's name in a model name it prices: snapshot dates and tags only
@@ -132,6 +377,7 @@ class _Accounted:
     def __init__(self, inner: Any, prices: FrozenMap[str, tuple[float, float]] | None) -> None:
         self.inner = inner
         self.prices = prices
+        self.accounts = Accounts()
         self._rows: dict[tuple[str, str], list[int]] = {}
 
     @property
@@ -140,11 +386,18 @@ class _Accounted:
         return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
+        forget_answered()
         try:
             response = await call(self.inner, request)
-        except BaseException:  # a cancelled call too (a deadline above cut it): it was made, and may be paid for
-            self._count(request.engine, _configured_model(self.inner, request.engine), failed=True)
+        except BaseException as exc:  # a cancelled call too (a deadline above cut it): it was made, and may be paid for
+            model = _configured_model(self.inner, request.engine)
+            kind = exc.error.kind if isinstance(exc, LLMFailure) else type(exc).__name__
+            self.accounts = self.accounts.record(request, error=LLMError(kind, ""), model=model)
+            self._count(request.engine, model, failed=True)
             raise
+        self.accounts = self.accounts.record(request, response)
+        if answered_by(response) is not None:  # a cache or memo below answered it: a hit, no call
+            return response
         usage = response.usage
         tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
         self._count(request.engine, response.model, tokens=tokens)
@@ -200,7 +453,9 @@ def accounted(llm: Any, prices: Prices | None = None) -> Any:
             see `price_of`).
 
     Returns:
-        An async LLM with the same ``identity`` as `llm` and a ``report()`` method.
+        An async LLM with the same ``identity`` as `llm`, a ``report()`` method (billed calls per
+        ``(engine, model)``) and ``.accounts`` (an `Accounts` of every outcome: a reply a cache or
+        memo below answered is a hit there, not a call).
 
     Examples:
         >>> import anyio

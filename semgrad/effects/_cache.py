@@ -46,6 +46,7 @@ import anyio
 import attrs
 
 from ..core import LLMFailure, LLMRequest, LLMResponse, request_key
+from ._accounting import mark_answered
 from ._routing import Middleware, call, canonical_identity
 
 __all__ = ["CacheError", "MemoryStore", "SqliteStore", "cache_key", "cached"]
@@ -334,7 +335,7 @@ class _Cached(Middleware):
             await pending.event.wait()
             if pending.response is not None:
                 self.hits += 1
-                return pending.response
+                return mark_answered(pending.response, "cache")
             if isinstance(pending.failure, LLMFailure):
                 raise LLMFailure(pending.failure.error)
             if pending.failure is not None:
@@ -354,7 +355,7 @@ class _Cached(Middleware):
         stored = await self.store.get(key)
         if stored is not None:
             self.hits += 1
-            return stored
+            return mark_answered(stored, "cache")
         self.misses += 1
         response = await call(self.inner, request)
         await self.store.put(key, request, response)

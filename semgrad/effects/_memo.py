@@ -21,6 +21,7 @@ import anyio
 import attrs
 
 from ..core import LLMRequest, LLMResponse
+from ._accounting import mark_answered
 from ._routing import Middleware, call
 
 __all__ = ["memo_key", "memoized"]
@@ -71,7 +72,7 @@ class _Memoized(Middleware):
             await self._pending[key].wait()
         if key in self._known:
             self.hits += 1
-            return attrs.evolve(self._known[key], memo_hit=True)
+            return mark_answered(attrs.evolve(self._known[key], memo_hit=True), "memo")
         event = self._pending[key] = anyio.Event()
         try:
             self.calls += 1

@@ -187,7 +187,9 @@ def _run_method(
         scores=tuple(_scores(summary)),
         test=summary.averages.get("overall"),
         initial_test=_initial_test(summary),
+        # calls made (billed); requests a cache or the run's journal answered are hits, apart
         calls=summary.total_calls,
+        hits=_hits(summary),
         calls_by_purpose=summary.calls_by_purpose,
         tokens_by_purpose=FrozenMap((p, used[0] + used[1]) for p, used in meter.by_purpose.items()),
         input_tokens=sum(u[0] for u in meter.by_purpose.values()),
@@ -247,6 +249,12 @@ def _write(root: Path, result: CompareResult) -> None:
     write_text_atomically(root / "compare.json", json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
     write_text_atomically(root / "compare.md", compare_table(result) + "\n")
     write_text_atomically(root / "compare.html", render_compare(result))
+
+
+def _hits(summary: Any) -> int:
+    """Requests of a run answered without a call (a cache, the journal or a memo)."""
+    hits = thaw_json(summary.counters).get("hits") or {}
+    return sum(int(n) for n in hits.values()) if isinstance(hits, dict) else 0
 
 
 def compare(

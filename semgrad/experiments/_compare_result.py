@@ -56,7 +56,8 @@ class MethodResult(_View):
         scores: The mean training score at each iteration's start, then the final params'.
         test: The test score of the final params (averaged over the run's tasks).
         initial_test: The test score of the starting params.
-        calls: Every call counted (the refused ones included).
+        calls: Every call made (the refused ones included); requests answered without a call are `hits`.
+        hits: Requests a cache, the run's journal or a memo answered: no call, no cost.
         calls_by_purpose: `calls` by request purpose.
         tokens_by_purpose: Input and output tokens by request purpose.
         input_tokens: Tokens sent.
@@ -75,6 +76,7 @@ class MethodResult(_View):
     test: float | None = None
     initial_test: float | None = None
     calls: int = 0
+    hits: int = 0
     calls_by_purpose: FrozenMap[str, int] = FrozenMap()
     tokens_by_purpose: FrozenMap[str, int] = FrozenMap()
     input_tokens: int = 0
@@ -102,6 +104,7 @@ class MethodResult(_View):
             test=_score(data.get("test"), f"{where}.test"),
             initial_test=_score(data.get("initial_test"), f"{where}.initial_test"),
             calls=_count(data.get("calls"), f"{where}.calls") or 0,
+            hits=_count(data.get("hits"), f"{where}.hits") or 0,
             calls_by_purpose=_counts(data.get("calls_by_purpose"), f"{where}.calls_by_purpose"),
             tokens_by_purpose=_counts(data.get("tokens_by_purpose"), f"{where}.tokens_by_purpose"),
             input_tokens=_count(data.get("input_tokens"), f"{where}.input_tokens") or 0,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import attrs
 
 from ..core import FrozenMap
+from ..report import money
 from ._config import PROTOCOLS, RunConfig
 from ._plan import OUTPUT_TOKENS, RunPlan, _Counter, estimate_tokens, plan
 from ._run_tasks import load_run_tasks
@@ -53,11 +54,7 @@ class DryRunReport:
         lines.append(f"estimated tokens: {self.input_tokens:,} in, {self.output_tokens:,} out")
         lines.append(
             "estimated cost: "
-            + (
-                f"${self.cost_usd:,.2f}"
-                if self.cost_usd is not None
-                else "unknown (a model has no price; --prices FILE)"
-            )
+            + (money(self.cost_usd) if self.cost_usd is not None else "unknown (a model has no price; --prices FILE)")
         )
         return "\n".join(lines)
 

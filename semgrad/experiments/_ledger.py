@@ -7,9 +7,12 @@ the items it scored them on (and, for the test split, its per-sample predictions
 so a resumed run reports them; the score must be their mean).
 `fit`'s checkpoint makes training resumable; the ledger does the same for the
 final evaluation (a resumed run repeats no split it finished, unless the
-params changed) and keeps ``results.json``'s counts cumulative. A process
-killed between two writes loses the counts of its last calls (at most one
-training iteration's, or one split's).
+params changed) and keeps ``results.json``'s counts cumulative. The calls a
+process finished after its last write are not lost when it is killed: the
+ledger records how many lines of the run's journal (``journal.jsonl``, see
+`semgrad.experiments._journal`) its counts hold, and a resumed run adds the
+lines past that mark (`Ledger.absorb`); only calls in flight at the kill go
+uncounted.
 
 It is written with `semgrad.effects._checkpoint.write_checkpoint` (atomically)
 and read with its decoder; then every field is checked, and anything
@@ -28,7 +31,7 @@ from typing import Any
 from ..core import Example, Params
 from ..effects import CheckpointError
 from ..effects._checkpoint import encode, read_checkpoint, write_checkpoint
-from ._run_stack import add_counters, empty_counters
+from ._run_stack import add_counters, counters_of, empty_counters
 
 __all__ = ["Ledger", "params_digest"]
 
@@ -55,19 +58,35 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
+#: The counters' keys before hits and tokens by model were kept (a ledger written then still loads).
+_OLD_KEYS = frozenset(empty_counters()) - {"hits", "tokens_by_model"}
+
+
 def _check_counters(value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) != set(empty_counters()):
+    if not isinstance(value, dict) or set(value) not in (set(empty_counters()), _OLD_KEYS):
         return False
     if not all(_is_count(value[k]) for k in ("calls", "errors", "input_tokens", "output_tokens")):
         return False
-    for key in ("calls_by_purpose", "calls_by_engine", "errors_by_kind"):
-        inner = value[key]
+    for key in ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits"):
+        inner = value.get(key, {})
         if not isinstance(inner, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in inner.items()):
             return False
-    tokens = value["tokens_by_engine"]
-    return isinstance(tokens, dict) and all(
-        isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(map(_is_count, v)) for k, v in tokens.items()
-    )
+    for key in ("tokens_by_engine", "tokens_by_model"):
+        tokens = value.get(key, {})
+        if not (
+            isinstance(tokens, dict)
+            and all(
+                isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(map(_is_count, v))
+                for k, v in tokens.items()
+            )
+        ):
+            return False
+    return True
+
+
+def _complete(counters: Mapping[str, Any]) -> dict[str, Any]:
+    """Counters with every key (an older ledger's lack hits and tokens by model)."""
+    return {**empty_counters(), **counters}
 
 
 def _is_plain(value: Any) -> bool:
@@ -150,8 +169,13 @@ class Ledger:
 
     def __init__(self, run_dir: Path, data: Mapping[str, Any] | None = None) -> None:
         self.path = run_dir / self.FILE
-        self.preflight: dict[str, Any] = dict((data or {}).get("preflight") or empty_counters())
-        self.tasks: dict[str, dict[str, Any]] = {k: dict(v) for k, v in ((data or {}).get("tasks") or {}).items()}
+        self.preflight: dict[str, Any] = _complete((data or {}).get("preflight") or empty_counters())
+        self.tasks: dict[str, dict[str, Any]] = {
+            k: {**v, "counters": _complete(v["counters"])} for k, v in ((data or {}).get("tasks") or {}).items()
+        }
+        #: Lines of the run's journal whose calls these counters hold (the calls past it: see `absorb`).
+        self.journal: int = int((data or {}).get("journal", 0))
+        self.journal_source: Any = None  # the run's `Journal`: `save` records its lines
         # Each task's entry in `encode`'s form, as last saved; a task that changed since is left out. A run
         # saves after every iteration and split, and a task's predictions are most of the file: encoding
         # every task at every save made a run of all 27 BBH tasks spend minutes in `save`.
@@ -171,7 +195,8 @@ class Ledger:
         data = content.get("ledger")
         ok = (
             isinstance(data, dict)
-            and set(data) == {"preflight", "tasks"}
+            and set(data) in ({"preflight", "tasks"}, {"preflight", "tasks", "journal"})
+            and _is_count(data.get("journal", 0))
             and _check_counters(data["preflight"])
             and isinstance(data["tasks"], dict)
             and all(isinstance(k, str) and _check_task(v) for k, v in data["tasks"].items())
@@ -193,6 +218,14 @@ class Ledger:
         else:
             entry = self._task(task)
             entry["counters"] = add_counters(entry["counters"], counters)
+
+    def absorb(self, journal: Any) -> None:
+        """Add the calls `journal` holds past this ledger's mark (a killed process made them after its last
+        save) to the counters of the task each names, and take the journal's lines as the new mark."""
+        for task, accounts in journal.unledgered(min(self.journal, journal.lines)):
+            self.add(task, counters_of(accounts))
+        self.journal = journal.lines
+        self.journal_source = journal
 
     def counters(self, task: str) -> dict[str, Any]:
         """A task's counters over every process so far."""
@@ -246,9 +279,11 @@ class Ledger:
 
     def save(self) -> None:
         """Write ``ledger.json`` atomically (as `encode` writes the whole ledger; only changed tasks are encoded)."""
+        if self.journal_source is not None:
+            self.journal = self.journal_source.lines
         for name, entry in self.tasks.items():
             if name not in self._encoded:
                 self._encoded[name] = encode(entry)
         tasks = {"$dict": [[name, self._encoded[name]] for name in self.tasks]}
-        ledger = {"$dict": [["preflight", encode(self.preflight)], ["tasks", tasks]]}
+        ledger = {"$dict": [["preflight", encode(self.preflight)], ["tasks", tasks], ["journal", self.journal]]}
         write_checkpoint(self.path, {}, encoded={"ledger": ledger})

@@ -32,6 +32,7 @@ __all__ = [
     "load_prices",
     "model_for",
     "price_of",
+    "run_cost",
     "token_cost",
 ]
 
@@ -135,3 +136,30 @@ def estimate_cost(config: Any, tokens_by_role: Mapping[str, tuple[int, int]], pr
             return None
         total += token_cost(price, used_in, used_out)
     return total
+
+
+def run_cost(config: Any, counters: Mapping[str, Any], prices: Prices | None) -> float | None:
+    """USD for a run's billed tokens, each priced by the model that answered (``tokens_by_model``); by the
+    model each role was configured with when some reply named no model (or an older ledger kept none).
+
+    Examples:
+        >>> from semgrad.experiments import RunConfig
+        >>> counters = {"tokens_by_model": {"m-2024-01-01": [2_000_000, 0]}, "input_tokens": 2_000_000,
+        ...             "output_tokens": 0, "tokens_by_engine": {"forward": [2_000_000, 0]}}
+        >>> run_cost(RunConfig("gsm8k", model="other"), counters, {"m": (0.5, 2.0), "other": (9.0, 9.0)})
+        1.0
+    """
+    if not prices:
+        return None
+    by_model = counters.get("tokens_by_model") or {}
+    named = sum(used[0] + used[1] for model, used in by_model.items() if model)
+    if named == int(counters.get("input_tokens", 0)) + int(counters.get("output_tokens", 0)):
+        total = 0.0
+        for model, (used_in, used_out) in by_model.items():
+            price = price_of(prices, model)
+            if price is None:
+                return None
+            total += token_cost(price, used_in, used_out)
+        return total
+    tokens = {engine: (used[0], used[1]) for engine, used in counters.get("tokens_by_engine", {}).items()}
+    return estimate_cost(config, tokens, prices)

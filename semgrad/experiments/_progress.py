@@ -28,10 +28,11 @@ from typing import Any, TextIO
 
 from returns.result import Success
 
+from ..report import money
 from ..report._tokens import SIMULATED_TOKENS
 from ._prices import price_of, token_cost
 
-__all__ = ["RunProgress", "done_of_planned", "find_retries"]
+__all__ = ["RunProgress", "dollars", "done_of_planned", "find_retries"]
 
 
 def find_retries(llm: Any) -> Any:
@@ -43,6 +44,28 @@ def find_retries(llm: Any) -> Any:
         llm = getattr(llm, "inner", None) or getattr(llm, "llm", None)
         seen += 1
     return None
+
+
+def _find_accounts(llm: Any) -> Any:
+    """The run's tally inside `llm` (its ``accounts_so_far()``), or None."""
+    seen = 0
+    while llm is not None and seen < 20:
+        if callable(getattr(llm, "accounts_so_far", None)):
+            return llm
+        llm = getattr(llm, "inner", None) or getattr(llm, "llm", None)
+        seen += 1
+    return None
+
+
+def dollars(value: float) -> str:
+    """A cost in US dollars as the report shows it: four decimals below one cent (never $0.00 for a cost the
+    report shows as $0.0029).
+
+    Examples:
+        >>> dollars(0.0029), dollars(1.5), dollars(0.0)
+        ('$0.0029', '$1.50', '$0.00')
+    """
+    return money(value)
 
 
 def done_of_planned(done: int, planned: int | None) -> str:
@@ -109,6 +132,7 @@ class RunProgress:
         self.cost = 0.0
         self.unpriced = False
         self.retrying: Any = None
+        self.tally: Any = None  # the run's tally, once `watch` finds it: its accounts are what the line shows
         self.label = ""
         self._prices: dict[str, tuple[float, float] | None] = {}
         self._shown = self.started
@@ -134,8 +158,34 @@ class RunProgress:
         )
 
     def watch(self, llm: Any) -> None:
-        """Count the retries of the `retrying` wrapper inside `llm`, if there is one."""
+        """Count the retries of the `retrying` wrapper inside `llm`, if there is one, and read the run's accounts
+        (billed calls, hits apart, tokens, cost, errors) from its tally, if there is one."""
         self.retrying = find_retries(llm)
+        self.tally = _find_accounts(llm)
+
+    def figures(self) -> dict[str, Any]:
+        """What the line shows: calls done against the plan (calls made, as results.json counts them), hits
+        apart, errors, tokens and cost (None: some model unpriced) -- from the run's accounts when watching a
+        run's stack."""
+        if self.tally is None:
+            cost = self.cost if self.prices is not None and not self.unpriced else None
+            return {
+                "done": self.calls, "calls": self.calls, "hits": 0, "errors": self.errors,
+                "tokens": (self.tokens_in, self.tokens_out), "cost": cost,
+            }  # fmt: skip
+        accounts = self.tally.accounts_so_far()
+        total = accounts.total()
+        cost = accounts.cost(self.prices) if self.prices is not None else None
+        if self.prices is not None and cost is None and not (total.input_tokens or total.output_tokens):
+            cost = 0.0
+        return {
+            "done": self.already + total.calls,  # as results.json counts them; the plan is an upper bound
+            "calls": self.already + total.calls,
+            "hits": total.hits,
+            "errors": total.errors,
+            "tokens": (total.input_tokens, total.output_tokens),
+            "cost": cost,
+        }
 
     @property
     def retries(self) -> int:
@@ -192,29 +242,34 @@ class RunProgress:
 
     def counts(self) -> str:
         """Calls done / planned, elapsed, ETA, tokens, cost, errors and retries, as text."""
+        f = self.figures()
         elapsed = self.clock() - self.started
         eta = None
-        made = self.calls - self.already
+        made = f["done"] - self.already
         if self.planned and made:
-            eta = max(0.0, (self.planned - self.calls) * elapsed / made)
-        cost = ""
-        if self.prices is not None:
-            cost = f", ${self.cost:,.2f}" + ("+ (some models unpriced)" if self.unpriced else "")
+            eta = max(0.0, (self.planned - f["done"]) * elapsed / made)
+        hits = f" ({f['hits']:,} answered without a call)" if f["hits"] else ""
         return (
-            f"{done_of_planned(self.calls, self.planned)} calls, {_duration(elapsed)} elapsed, ETA {_duration(eta)}, "
-            f"{self._tokens_text()}{cost}, {self.errors} errors, {self.retries} retries"
+            f"{done_of_planned(f['done'], self.planned)} calls{hits}, {_duration(elapsed)} elapsed, "
+            f"ETA {_duration(eta)}, {self._tokens_text(f['tokens'])}{self._cost(f['cost'])}, {f['errors']} errors, "
+            f"{self.retries} retries"
         )
 
-    def _tokens_text(self) -> str:
-        return f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{self.tokens_in:,}+{self.tokens_out:,} tokens"
+    def _cost(self, cost: float | None) -> str:
+        if self.prices is None:
+            return ""
+        return f", {dollars(cost)}" if cost is not None else ", cost not known (some models unpriced)"
+
+    def _tokens_text(self, tokens: tuple[int, int]) -> str:
+        return f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{tokens[0]:,}+{tokens[1]:,} tokens"
 
     def _extras(self) -> str:
-        cost = f" ${self.cost:,.2f}" if self.prices is not None else ""
-        beyond = (
-            f"+{self.calls - self.planned:,} beyond the plan " if self.planned and self.calls > self.planned else ""
-        )
-        used = f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{self.tokens_in + self.tokens_out:,} tok"
-        return beyond + f"{used}{cost} {self.errors} err {self.retries} retries"
+        f = self.figures()
+        cost = self._cost(f["cost"]).lstrip(",")
+        done = f["done"]
+        beyond = f"+{done - self.planned:,} beyond the plan " if self.planned and done > self.planned else ""
+        used = f"tokens {SIMULATED_TOKENS}" if self.simulated else f"{f['tokens'][0] + f['tokens'][1]:,} tok"
+        return beyond + f"{used}{cost} {f['errors']} err {self.retries} retries"
 
     def _draw(self) -> None:
         if self._bar is not None:

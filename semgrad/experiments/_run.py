@@ -19,7 +19,7 @@ from .._files import write_text_atomically
 from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
-from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, memoized, run_loop
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
@@ -28,9 +28,10 @@ from ..tasks import Task
 from ._averages import average_coverage, comparable_figures, task_averages
 from ._config import RunConfig, make_optimizer
 from ._errors import SetupError
+from ._journal import Journal
 from ._ledger import Ledger
 from ._predictions import predictions_json
-from ._prices import DEFAULT_MODELS, estimate_cost
+from ._prices import DEFAULT_MODELS, estimate_cost, run_cost
 from ._results import RunSummary
 from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
 from ._run_tasks import check_protocol, load_run_tasks, loss_for, task_loss
@@ -123,10 +124,11 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     )
 
 
-def run_stack(config: RunConfig, backend: Any) -> RunStack:
+def run_stack(config: RunConfig, backend: Any, journal: Journal | None = None) -> RunStack:
     """The one middleware stack a run's every phase calls through (see `RunStack`)."""
     return RunStack(
         backend,
+        journal=journal,
         real=config.backend != "simulated",
         max_calls=config.max_calls,
         max_tokens=config.max_tokens,
@@ -228,15 +230,20 @@ def run_experiment(
             check_run_dir(config, out, resume)
         tasks = _planned_tasks(config, plan)
         backend = llm if llm is not None else build_llm(config, tasks)
-        stack = run_stack(config, backend)
         ledger = Ledger.load(out) if resume else Ledger(out)
+        journal = Journal.open(out, resume=resume)
+        ledger.absorb(journal)  # the calls a killed process made after its last save reach the totals
+        stack = run_stack(config, backend, journal)
         if hasattr(on_reply, "watch"):
             on_reply.watch(stack.llm)  # type: ignore[union-attr]
         # A backend the run built shares one connection pool over every call (each would open its own
         # connection, TLS handshake and all); one that was given is the caller's to enter.
         entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
         run = _Run(config, out, stack, ledger, resume, on_progress, on_reply, existed=existed)
-        results = run_loop(run.everything, tasks, entered, check_backend)
+        try:
+            results = run_loop(run.everything, tasks, entered, check_backend)
+        finally:
+            journal.close()
         return _conclude(config, out, results, ledger, stack, prices, tasks)
 
 
@@ -306,7 +313,7 @@ def check_run_dir(config: RunConfig, out: Path, resume: bool) -> None:
 
 
 #: What a run writes into its folder, beside ``checkpoint*.json`` (and a cache the config puts there).
-_RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html")
+_RUN_FILES = ("config.json", "ledger.json", "results.json", "report.html", "journal.jsonl")
 
 
 def _check_fresh_dir(config: RunConfig, out: Path) -> None:
@@ -364,6 +371,8 @@ class _Run:
         """Every task in turn, inside `entered` (the backend's connection pool, when the run enters it)."""
         async with entered if entered is not None else contextlib.nullcontext():
             self.config.save(self.out)  # first, so a run killed in its preflight can be resumed
+            if self.stack.journal is not None:
+                self.stack.journal.start()
             if check_backend and self.config.backend != "simulated":
                 try:
                     await self.preflight(tasks[0])
@@ -371,7 +380,7 @@ class _Run:
                     if not self.resume:
                         from ._user_code import discard_failed_run
 
-                        discard_failed_run(self.out, self.existed, ("config.json", "ledger.json"))
+                        discard_failed_run(self.out, self.existed, ("config.json", "ledger.json", "journal.jsonl"))
                     raise
             results: list[dict[str, Any]] = []
             if self.stack.budget_spent:  # the preflight spent the budget (--max-calls below its calls): no task
@@ -402,6 +411,8 @@ class _Run:
         """Train `task`, evaluate its splits, and give its entry of ``results.json``."""
         graph, params = task.build()
         ckpt = checkpoint_path(self.out, task, single)
+        if self.stack.journal is not None:
+            self.stack.journal.task = task.name  # its lines are counted under this task
         result = await self.train(task, graph, params, ckpt)
         stopped = result.stopped
         if self.on_progress and not stopped:
@@ -430,7 +441,7 @@ class _Run:
             validation=task.split.validation if config.protocol == "heldout" else (),
             # The official protocol answers an identical temperature-0 request of the training loop once, as the
             # paper's memoised chat does: a memo hit is counted as one (RunStatistics.memo_hits), never as a call.
-            llm=memoized(self.stack.llm) if config.protocol == "official" else self.stack.llm,
+            llm=self.stack.memoized() if config.protocol == "official" else self.stack.llm,
             iterations=config.iterations,
             loss=task_loss(config, task),
             checkpoint=ckpt,
@@ -587,7 +598,7 @@ def _summary(
         "tokens": tokens_json(
             config.backend == "simulated", counters["input_tokens"], counters["output_tokens"], tokens
         ),
-        "cost_usd": estimate_cost(config, tokens, prices),
+        "cost_usd": run_cost(config, counters, prices),
         "errors": counters["errors"],
         "errors_by_kind": dict(counters["errors_by_kind"]),
         "counters": counters,

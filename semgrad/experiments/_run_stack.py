@@ -4,9 +4,8 @@ Every call a run makes -- the preflight, the training loop, the final
 evaluation -- goes through one `RunStack`, so its budget holds by
 construction::
 
-    tally( cached( limited( retrying( deadline( budgeted( accounted( backend )))))))
+    tally( journal( cached( limited( retrying( deadline( budgeted( backend )))))))
 
-* `accounted` counts what reaches the provider (each retry too);
 * `budgeted` refuses calls past ``--max-calls`` / ``--max-tokens`` (reserving
   before each call, so calls in flight cannot pass it together); it sits below
   the retries and the cache, so a retry is paid for and a cache hit is free;
@@ -14,29 +13,41 @@ construction::
   for real backends only; their calls get no runner timeout on top, which
   would cut a call's retries short;
 * `cached` when the config names a cache file;
-* the tally, on top, counts every outcome a phase sees (calls, tokens and
-  errors by kind, like `RunStatistics`; with a cache, the tokens of replies
-  that reached the provider only: a hit costs none) and *halts* the run when its first
-  `FAIL_FAST_CALLS` calls all failed: later calls are refused at once with
-  ``LLMError(kind="halted")``, which `fit` treats as a stop.
+* the run's journal (`semgrad.experiments._journal`) when the run has a folder:
+  every finished call is appended to ``journal.jsonl``, and a resumed run's
+  identical requests are answered from it;
+* the tally, on top, keeps the run's `semgrad.effects.Accounts` (calls, tokens
+  and errors by kind, purpose, engine and model; a reply the cache or the journal
+  answered is a hit there, never a call, and costs no tokens) and *halts* the run
+  when its first `FAIL_FAST_CALLS` calls all failed: later calls are refused at
+  once with ``LLMError(kind="halted")``, which `fit` treats as a stop.
 
-Counters are plain JSON-shaped dicts (`empty_counters`), so they can be summed
-across tasks and across the processes of a resumed run.
+Counters are plain JSON-shaped dicts (`empty_counters`, made from the accounts by
+`counters_of`), so they can be summed across tasks and across the processes of a
+resumed run.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ..effects import accounted, budgeted, cached, limited, retrying
+from ..effects import Accounts, budgeted, cached, limited, memoized, retrying
+from ..effects._accounting import forget_answered
 from ..effects._routing import Middleware, call, identity_of
 
-__all__ = ["FAIL_FAST_CALLS", "MAX_ERROR_SHARE", "RunStack", "add_counters", "empty_counters", "error_share"]
+__all__ = [
+    "FAIL_FAST_CALLS",
+    "MAX_ERROR_SHARE",
+    "RunStack",
+    "add_counters",
+    "counters_of",
+    "empty_counters",
+    "error_share",
+]
 
 #: A run stops (non-zero exit) when its first this many calls all failed.
 FAIL_FAST_CALLS = 20
@@ -47,12 +58,14 @@ MAX_ERROR_SHARE = 0.1
 #: Error kinds that are not failures of the backend: the run's own budget and its own stop.
 _NOT_FAILURES = ("budget", "halted")
 
-_MAPS = ("calls_by_purpose", "calls_by_engine", "errors_by_kind")
+_MAPS = ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits")
+_PAIRS = ("tokens_by_engine", "tokens_by_model")
 _INTS = ("calls", "errors", "input_tokens", "output_tokens")
 
 
 def empty_counters() -> dict[str, Any]:
-    """Counters with nothing counted yet (the keys mirror `semgrad.effects.RunStatistics`).
+    """Counters with nothing counted yet: ``calls`` are billed calls (failed ones included); ``hits``
+    the requests a cache or the journal (``"cache"``) or a memo (``"memo"``) answered, apart.
 
     Examples:
         >>> sorted(empty_counters())[:3]
@@ -63,11 +76,44 @@ def empty_counters() -> dict[str, Any]:
         "calls_by_purpose": {},
         "calls_by_engine": {},
         "tokens_by_engine": {},
+        "tokens_by_model": {},
         "input_tokens": 0,
         "output_tokens": 0,
         "errors": 0,
         "errors_by_kind": {},
+        "hits": {},
     }
+
+
+def counters_of(accounts: Accounts) -> dict[str, Any]:
+    """The counters of `accounts` (what a ledger keeps).
+
+    Examples:
+        >>> from semgrad.effects import Amount, Line
+        >>> a = Accounts().add(Line("forward", "forward", "m"), Amount(calls=2, input_tokens=9, cache_hits=1))
+        >>> c = counters_of(a)
+        >>> c["calls"], c["calls_by_purpose"], c["tokens_by_model"], c["hits"]
+        (2, {'forward': 2}, {'m': [9, 0]}, {'cache': 1})
+    """
+    c = empty_counters()
+    for line, amount in accounts.lines.items():
+        if amount.calls:
+            c["calls"] += amount.calls
+            for key, name in (("calls_by_purpose", line.purpose), ("calls_by_engine", line.engine)):
+                c[key][name] = c[key].get(name, 0) + amount.calls
+        if amount.errors:
+            c["errors"] += amount.errors
+            c["errors_by_kind"][line.error] = c["errors_by_kind"].get(line.error, 0) + amount.errors
+        if amount.input_tokens or amount.output_tokens:
+            c["input_tokens"] += amount.input_tokens
+            c["output_tokens"] += amount.output_tokens
+            for key, name in (("tokens_by_engine", line.engine), ("tokens_by_model", line.model)):
+                before = c[key].get(name, [0, 0])
+                c[key][name] = [before[0] + amount.input_tokens, before[1] + amount.output_tokens]
+        for kind, n in (("cache", amount.cache_hits), ("memo", amount.memo_hits)):
+            if n:
+                c["hits"][kind] = c["hits"].get(kind, 0) + n
+    return c
 
 
 def add_counters(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,11 +134,12 @@ def add_counters(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
         for name, n in b.get(key, {}).items():
             merged[name] = merged.get(name, 0) + int(n)
         total[key] = merged
-    tokens: dict[str, list[int]] = {k: [int(v[0]), int(v[1])] for k, v in a.get("tokens_by_engine", {}).items()}
-    for engine, used in b.get("tokens_by_engine", {}).items():
-        before = tokens.get(engine, [0, 0])
-        tokens[engine] = [before[0] + int(used[0]), before[1] + int(used[1])]
-    total["tokens_by_engine"] = tokens
+    for key in _PAIRS:
+        tokens: dict[str, list[int]] = {k: [int(v[0]), int(v[1])] for k, v in a.get(key, {}).items()}
+        for name, used in b.get(key, {}).items():
+            before = tokens.get(name, [0, 0])
+            tokens[name] = [before[0] + int(used[0]), before[1] + int(used[1])]
+        total[key] = tokens
     return total
 
 
@@ -126,29 +173,20 @@ def kinds_text(counters: Mapping[str, Any]) -> str:
     return ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _tokens(usage: Mapping[str, Any], key: str) -> int:
-    """A reply's token count under `key`: a non-negative whole number, else 0 (a backend's or a cache's
-    odd value must not stop the counting, nor make the totals negative)."""
-    value = usage.get(key, 0)
-    if type(value) is float and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    return value if type(value) is int and value >= 0 else 0
-
-
 class _Tally:
-    """The top of a run's stack: counts every outcome, and halts the run when its first calls all fail."""
+    """The top of a run's stack: keeps the run's accounts, and halts the run when its first calls all fail."""
 
     is_async = True
 
-    def __init__(self, inner: Any, fail_fast: int, *, count_tokens: bool = True) -> None:
+    def __init__(self, inner: Any, fail_fast: int) -> None:
         self.inner = inner
         self.fail_fast = fail_fast
-        self.count_tokens = count_tokens  # False: `add_tokens` counts them, below a cache (whose hits cost none)
-        self.counters = empty_counters()
+        self.accounts = Accounts()  # since the last `take`
+        self.taken = Accounts()  # what the `take`s gave so far
         self.halted: str | None = None  # why the run was halted, once it is
         self._judged = 0  # outcomes seen that count towards the fail-fast rule
         self._failed = 0
-        self._failed_kinds: dict[str, int] = {}  # the judged failures by kind: `counters` restarts at each `take`
+        self._failed_kinds: dict[str, int] = {}  # the judged failures by kind: the accounts restart at each `take`
         self._first: LLMError | None = None
 
     @property
@@ -156,11 +194,17 @@ class _Tally:
         """The wrapped LLM's identity."""
         return identity_of(self.inner)
 
+    @property
+    def counters(self) -> dict[str, Any]:
+        """The counters since the last `take`."""
+        return counters_of(self.accounts)
+
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         if self.halted is not None:
             error = LLMError("halted", self.halted)
             self._count(request, None, error)
             raise LLMFailure(error)
+        forget_answered()
         try:
             response = await call(self.inner, request)
         except LLMFailure as failure:
@@ -204,27 +248,10 @@ class _Tally:
             )
 
     def _count(self, request: LLMRequest, response: LLMResponse | None, error: LLMError | None) -> None:
-        c = self.counters
-        c["calls"] += 1
-        for key, name in (("calls_by_purpose", request.purpose), ("calls_by_engine", request.engine)):
-            c[key][name] = c[key].get(name, 0) + 1
         if error is not None:
-            c["errors"] += 1
-            c["errors_by_kind"][error.kind] = c["errors_by_kind"].get(error.kind, 0) + 1
-            return
-        assert response is not None
-        if self.count_tokens:
-            self.add_tokens(request, response)
-
-    def add_tokens(self, request: LLMRequest, response: LLMResponse) -> None:
-        """Count the tokens `response` reports (a reply the provider gave, not one read from a cache)."""
-        c = self.counters
-        used = _tokens(response.usage, "input_tokens"), _tokens(response.usage, "output_tokens")
-        if used[0] or used[1]:
-            c["input_tokens"] += used[0]
-            c["output_tokens"] += used[1]
-            before = c["tokens_by_engine"].get(request.engine, [0, 0])
-            c["tokens_by_engine"][request.engine] = [before[0] + used[0], before[1] + used[1]]
+            self.accounts = self.accounts.record(request, error=error)
+        else:
+            self.accounts = self.accounts.record(request, response)
 
     def watch_afresh(self) -> None:
         """Start the fail-fast window again (after the preflight, which has its own check)."""
@@ -233,27 +260,34 @@ class _Tally:
 
     def take(self) -> dict[str, Any]:
         """The counters since the last `take` (and start counting afresh)."""
-        taken, self.counters = self.counters, empty_counters()
-        return taken
+        taken, self.accounts = self.accounts, Accounts()
+        self.taken = self.taken + taken
+        return counters_of(taken)
+
+    def accounts_so_far(self) -> Accounts:
+        """Every outcome this process's stack has seen (what the live progress reads)."""
+        return self.taken + self.accounts
 
     def __repr__(self) -> str:
         return f"tally({self.inner!r})"
 
 
-class _Paid(Middleware):
-    """Below a run's cache: hands each reply that reached the provider to the tally, which counts its tokens
-    (a cache hit's stored usage was paid for once, by the call that stored it, and is not counted again)."""
+class _MemoHits(Middleware):
+    """Over a memo over the run's tally: counts the memo's answers as memo hits in the tally's accounts (the
+    requests it passes on are counted by the tally below, as calls or other hits)."""
 
-    def __init__(self, inner: Any, stack: RunStack) -> None:
-        self.inner, self.stack = inner, stack
+    def __init__(self, inner: Any, tally: _Tally) -> None:
+        self.inner, self.tally = inner, tally
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
+        forget_answered()
         response: LLMResponse = await call(self.inner, request)
-        self.stack.tally.add_tokens(request, response)
+        if getattr(response, "memo_hit", False) is True:
+            self.tally.accounts = self.tally.accounts.record(request, response)
         return response
 
     def __repr__(self) -> str:
-        return f"paid({self.inner!r})"
+        return f"memo_hits({self.inner!r})"
 
 
 class _Deadline(Middleware):
@@ -281,6 +315,7 @@ class RunStack:
         timeout: Seconds per attempt, under the retries (real backends; None: no deadline).
         cache: An SQLite file for `cached` (None: no cache).
         fail_fast: Halt when this many first calls all failed.
+        journal: The run's `Journal` (None: no journal).
 
     Examples:
         >>> import anyio
@@ -308,15 +343,22 @@ class RunStack:
         cache: str | None = None,
         fail_fast: int = FAIL_FAST_CALLS,
         timeout: float | None = None,
+        journal: Any = None,
     ) -> None:
-        self.accounting = accounted(backend)
-        self.budget = budgeted(self.accounting, max_calls=max_calls, max_tokens=max_tokens)
+        self.budget = budgeted(backend, max_calls=max_calls, max_tokens=max_tokens)
         llm: Any = self.budget
         if real:
             llm = limited(retrying(_Deadline(llm, timeout) if timeout else llm), max_concurrency=concurrency)
-        self.cache = cached(_Paid(llm, self), path=cache) if cache else None
-        self.tally = _Tally(self.cache or llm, fail_fast, count_tokens=self.cache is None)
+        self.cache = cached(llm, path=cache) if cache else None
+        llm = self.cache or llm
+        self.journal = journal
+        self.tally = _Tally(journal.wrap(llm) if journal is not None else llm, fail_fast)
         self.llm: Any = self.tally
+
+    def memoized(self) -> Any:
+        """The run's LLM behind an in-run memo (the official protocol's): its answers are counted as memo hits
+        in the run's accounts, never as calls."""
+        return _MemoHits(memoized(self.llm), self.tally)
 
     @property
     def budget_spent(self) -> bool:

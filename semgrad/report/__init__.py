@@ -25,6 +25,7 @@ Examples:
 from ._fit import graph_json as graph_json
 from ._fit import iteration_json as iteration_json
 from ._fit import write_html as write_html
+from ._format import money as money
 from ._html import render_report as render_report
 from ._io import REPORT_NAME as REPORT_NAME
 from ._io import write_report as write_report
@@ -35,6 +36,7 @@ __all__ = [
     "REPORT_NAME",
     "graph_json",
     "iteration_json",
+    "money",
     "render_report",
     "write_html",
     "write_report",

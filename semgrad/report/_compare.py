@@ -225,18 +225,29 @@ def _head(methods: Sequence[ComparedMethod], dry: bool) -> tuple[list[str], list
     if not dry:
         head += ["score per iteration", "test", "initial test"]
     head += [f"{p} calls" for p in calls] + ["calls"]
+    if _with_hits(methods, dry):  # calls made; requests answered without one apart
+        head.append("answered without a call")
     head += [f"{p} tokens" for p in tokens] + ["tokens in", "tokens out", "cost"]
     if not dry:
         head.append("wall time")
     return head, calls, tokens
 
 
-def _row(m: ComparedMethod, calls: Sequence[str], tokens: Sequence[str], dry: bool) -> list[str]:
+def _with_hits(methods: Sequence[ComparedMethod], dry: bool) -> bool:
+    """Whether the table has a column for the requests answered without a call (a run had some)."""
+    return not dry and any(_count(getattr(m, "hits", 0)) for m in methods)
+
+
+def _row(
+    m: ComparedMethod, calls: Sequence[str], tokens: Sequence[str], dry: bool, with_hits: bool = False
+) -> list[str]:
     row = [str(m.optimizer) + _notes(m)]
     if not dry:
         scores = " \u2192 ".join(percent(s) for s in (m.scores or ()))
         row += [scores or "\u2014", percent(m.test), percent(m.initial_test)]
     row += [_num((m.calls_by_purpose or {}).get(p, 0)) for p in calls] + [_num(m.calls)]
+    if with_hits:
+        row.append(_num(_count(getattr(m, "hits", 0))))
     row += [_num((m.tokens_by_purpose or {}).get(p, 0)) for p in tokens]
     row += [_num(m.input_tokens), _num(m.output_tokens), _money(m.cost_usd)]
     if not dry:
@@ -248,7 +259,8 @@ def _rows(summary: Comparison) -> tuple[list[str], list[list[str]]]:
     methods = list(summary.methods or ())
     dry = bool(summary.dry_run)
     head, calls, tokens = _head(methods, dry)
-    rows = [_row(m, calls, tokens, dry) for m in methods]
+    with_hits = _with_hits(methods, dry)
+    rows = [_row(m, calls, tokens, dry, with_hits) for m in methods]
     counted = any(m.input_tokens or m.output_tokens for m in methods)
     return _tokens_as_none(head, rows) if summary.simulated is True and not dry and not counted else (head, rows)
 

@@ -312,7 +312,15 @@ def _usage_rows(results: Mapping[str, Any]) -> list[Row]:
         ("Calls by role", _counts(calls.get("by_role")), ""),
         ("Tokens", _tokens_text(results, tokens), ""),
         ("Cost", esc(money(results.get("cost_usd"))), ""),
-    ]
+    ] + _hits_row(results)
+
+
+def _hits_row(results: Mapping[str, Any]) -> list[Row]:
+    """The requests a cache, the run's journal or a memo answered: not calls, and not paid for."""
+    hits = as_mapping(as_mapping(results.get("counters")).get("hits"))
+    if not hits:
+        return []
+    return [("Answered without a call", _counts(hits), "")]
 
 
 def summary_table(results: Mapping[str, Any]) -> str:

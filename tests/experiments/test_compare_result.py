@@ -28,6 +28,7 @@ def method_json(draw: st.DrawFn) -> dict:
         "test": draw(scores),
         "initial_test": draw(scores),
         "calls": draw(counts),
+        "hits": draw(counts),
         "calls_by_purpose": draw(purposes),
         "tokens_by_purpose": draw(purposes),
         "input_tokens": draw(counts),

@@ -50,6 +50,6 @@ def test_every_save_writes_the_whole_ledger_as_it_is_now(steps):
             else:
                 ledger.save()
                 saved = read_checkpoint(Path(d) / Ledger.FILE)["ledger"]
-                assert saved == {"preflight": ledger.preflight, "tasks": ledger.tasks}
+                assert saved == {"preflight": ledger.preflight, "tasks": ledger.tasks, "journal": ledger.journal}
         again = Ledger.load(Path(d))
         assert (again.preflight, again.tasks) == (ledger.preflight, ledger.tasks)

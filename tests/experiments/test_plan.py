@@ -108,6 +108,7 @@ def test_semgrad_run_reads_the_data_once_trains_once_and_builds_one_llm(tmp_path
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
         "checkpoint.json",
         "config.json",
+        "journal.jsonl",
         "ledger.json",
         "report.html",
         "results.json",

@@ -62,10 +62,12 @@ def test_tokens_and_cost_count_only_replies_the_provider_gave_not_cache_hits(tmp
 
     prices = {"gpt-4o": (2.5, 10.0)}
     first = run_experiment(config, tmp_path / "a", llm=provider, check_backend=False, prices=prices)
-    assert first["counters"]["calls"] > len(sent) > 0  # some of the run's requests were hits
+    # calls are the billed ones; the run's repeated requests are hits, counted apart
+    assert first["counters"]["calls"] == len(sent) > 0 and first["counters"]["hits"]["cache"] > 0
     assert first["tokens"]["input"] == 1000 * len(sent) and first["tokens"]["output"] == 100 * len(sent)
     assert first["cost_usd"] == pytest.approx(len(sent) * (1000 * 2.5 + 100 * 10.0) / 1e6)
     paid = len(sent)
     second = run_experiment(config, tmp_path / "b", llm=provider, check_backend=False, prices=prices)
-    assert len(sent) == paid and second["counters"]["calls"] == first["counters"]["calls"]
+    assert len(sent) == paid and second["counters"]["calls"] == 0
+    assert second["counters"]["hits"]["cache"] == first["counters"]["calls"] + first["counters"]["hits"]["cache"]
     assert second["tokens"]["input"] == second["tokens"]["output"] == 0 and second["cost_usd"] == 0.0

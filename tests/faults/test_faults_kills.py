@@ -42,8 +42,9 @@ def _total(summary: dict) -> int:
 
 
 def test_a_run_killed_in_its_evaluation_repeats_no_finished_split_and_counts_both_processes(tmp_path):
-    """Killed during the validation split (the train split done): the resumed process calls only for the splits
-    left, reaches the uninterrupted run's results, and results.json counts the calls of both processes."""
+    """Killed during the validation split (the train split done): the resumed process calls only for what is left
+    (the journal answers the killed process's finished calls), reaches the uninterrupted run's results, and
+    results.json counts every finished call of both processes."""
     config = RunConfig("bbh:navigate", data_dir=str(DATA), train=4, validation=4, test=4, iterations=2)
     whole = Counting()
     expected = run_experiment(config, tmp_path / "whole", llm=whole)
@@ -63,11 +64,14 @@ def test_a_run_killed_in_its_evaluation_repeats_no_finished_split_and_counts_bot
 
     resumed = Counting()
     summary = run_experiment(config, tmp_path / "cut", llm=resumed, resume=True)
-    assert resumed.calls == evaluation - train_split
+    # the 5 validation calls the killed process finished are answered by its journal (as may be requests
+    # identical to ones its training made), never asked again
+    assert resumed.calls <= evaluation - train_split - 5
     for key in ("params", "iterations", "accuracy"):
         assert summary["tasks"][0][key] == expected["tasks"][0][key]
-    # cumulative: the first process's calls up to its last record (fit and the train split), then the second's
-    assert _total(summary) == training + train_split + resumed.calls == _total(expected)
+    # cumulative: every call the first process finished (its journal has the 5 after its last record), then the
+    # second's
+    assert _total(summary) == training + train_split + 5 + resumed.calls == dying.calls + resumed.calls
 
 
 def _same_results(a: Path, b: Path) -> None:

@@ -74,6 +74,11 @@ def test_the_grid_on_ray_equals_the_local_run(ray_session, local_sweep, tmp_path
     assert ray_session.is_initialized()  # the CLI joined this session and left it running
 
 
+def uninterrupted_hits(run_dir) -> int:
+    """Requests of a run answered without a call (none in a run without a cache that was never killed)."""
+    return sum(json.loads((run_dir / "results.json").read_text())["counters"]["hits"].values())
+
+
 def test_a_killed_worker_is_retried_and_resumes_from_its_checkpoint(local_sweep, tmp_path):
     """A worker killed after its run's first checkpoint is retried by Ray; the retry makes no call for iteration 1."""
     victim = "bbh-navigate__seed0__tgd"
@@ -95,11 +100,14 @@ def test_a_killed_worker_is_retried_and_resumes_from_its_checkpoint(local_sweep,
     assert len({pid for pid, _ in calls}) == 2
     results = json.loads((run_dir / "results.json").read_text())
     history = results["tasks"][0]["iterations"]
+    assert not uninterrupted_hits(local_sweep / "out" / victim)
     # the dead worker scored the initial params and finished iteration 1 (fit counts both in history[0]) ...
     assert len(by_dead) == sum(history[0]["calls"].values())
-    # ... and the retry made every other call of an uninterrupted run, and no call twice
+    # ... and the retry asked every other request of an uninterrupted run, and paid for none twice: those identical
+    # to one the dead worker made are answered by the run's journal (hits, not calls)
     uninterrupted = json.loads((local_sweep / "out" / victim / "results.json").read_text())
-    assert len(by_retry) == sum(uninterrupted["calls"]["by_purpose"].values()) - len(by_dead)
+    replayed = results["counters"]["hits"].get("cache", 0)
+    assert len(by_retry) + replayed == sum(uninterrupted["calls"]["by_purpose"].values()) - len(by_dead)
     assert sum(results["calls"]["by_purpose"].values()) == len(calls)  # cumulative over both workers
     assert history == uninterrupted["tasks"][0]["iterations"]
     assert results["tasks"][0]["accuracy"] == uninterrupted["tasks"][0]["accuracy"]
