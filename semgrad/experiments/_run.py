@@ -73,7 +73,8 @@ def _check_extra(backend: str) -> None:
         import httpx  # noqa: F401
     except ImportError:
         raise SetupError(
-            f"the {backend} backend needs httpx, which is not installed: pip install 'semgrad[http]'"
+            f"the {backend} backend needs httpx, which is not installed: pip install httpx "
+            "(or pip install -e '.[http]' in the semgrad checkout)"
         ) from None
 
 
