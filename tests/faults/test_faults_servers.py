@@ -126,7 +126,7 @@ def test_a_missing_httpx_is_named_at_start(monkeypatch):
     monkeypatch.setitem(sys.modules, "httpx", None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     config = RunConfig("bbh:navigate", data_dir=str(DATA), backend="openai-compatible", base_url="http://127.0.0.1:9")
-    with pytest.raises(SetupError, match=r"needs httpx.*semgrad\[http\]"):
+    with pytest.raises(SetupError, match=r"needs httpx.*pip install httpx"):
         build_llm(config, load_run_tasks(config))
 
 
