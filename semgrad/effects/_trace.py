@@ -15,21 +15,38 @@ beyond its provider and model, nor anything else a key could hide in.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from ..core import LLMFailure, LLMRequest, LLMResponse
 from ._accounting import answered_by, forget_answered
 from ._routing import Middleware, call, identity_of
 
-__all__ = ["traced"]
+__all__ = ["FitSpans", "traced"]
 
 _INSTRUMENTATION = "semgrad"
 
+#: The iteration of `fit` whose phase is running (its `FitSpans` sets it), for the call spans' ``semgrad.iteration``.
+_ITERATION: contextvars.ContextVar[int | None] = contextvars.ContextVar("semgrad_iteration", default=None)
+
 # What some `LLMError` kinds say about how the reply ended, in the conventions' finish reasons.
 _FINISH_BY_KIND = {"truncated": "length", "refused": "content_filter"}
+
+
+def _opentelemetry(who: str) -> Any:
+    """``opentelemetry.trace``, imported now; an ImportError naming the extra when it is not installed."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        raise ImportError(
+            f"{who} needs opentelemetry-api (semgrad's otel extra): pip install opentelemetry-api, "
+            "or pip install -e '.[otel]' in semgrad's checkout"
+        ) from None
+    return trace
 
 
 def _number(value: Any) -> float | int | None:
@@ -75,6 +92,9 @@ def _request_attributes(request: LLMRequest, provider: str, model: str) -> dict[
         found["semgrad.sample"] = sample if type(sample) in (str, int) else str(sample)
     if request.draw:
         found["semgrad.draw"] = request.draw
+    iteration = _ITERATION.get()
+    if iteration is not None:
+        found["semgrad.iteration"] = iteration
     return found
 
 
@@ -105,7 +125,7 @@ class _Traced(Middleware):
             try:
                 response = await call(self.inner, request)
             except BaseException as exc:  # a cancelled call too: the span says how it ended, then it goes on up
-                error_type = exc.error.kind if isinstance(exc, LLMFailure) else type(exc).__qualname__
+                error_type = exc.error.kind if isinstance(exc, LLMFailure) else type(exc).__name__
                 span.set_attribute("error.type", error_type)
                 finish = _FINISH_BY_KIND.get(error_type)
                 if finish is not None:
@@ -196,13 +216,73 @@ def traced(llm: Any, tracer: Any = None, *, capture_content: bool = False) -> An
     """
     if not callable(llm):
         raise TypeError(f"traced needs an LLM (a callable), got {type(llm).__name__}")
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        raise ImportError(
-            "semgrad.effects.traced needs opentelemetry-api (semgrad's otel extra): pip install opentelemetry-api, "
-            "or pip install -e '.[otel]' in semgrad's checkout"
-        ) from None
+    trace = _opentelemetry("semgrad.effects.traced")
     if tracer is None:
         tracer = trace.get_tracer(_INSTRUMENTATION)
     return _Traced(llm, tracer, bool(capture_content), (trace.Status, trace.StatusCode, trace.SpanKind.CLIENT))
+
+
+class FitSpans:
+    """`fit`'s spans, when it is given a tracer: ``semgrad.fit`` around the run, ``semgrad.iteration`` around each
+    iteration (0: scoring the initial params) and ``semgrad.phase`` around each phase, opened and closed as `fit`
+    reports its phases (the moments ``on_progress`` hears of). Each is the current span while it is open, so the
+    call spans of a `traced` LLM on the same tracer provider nest under their phase, and carry
+    ``semgrad.iteration``. Everything here happens once per phase, never per call.
+    """
+
+    def __init__(self, tracer: Any, iterations: int, protocol: str) -> None:
+        trace = _opentelemetry("fit(tracer=...)")
+        from opentelemetry import context
+
+        self._trace, self._context, self._tracer = trace, context, tracer
+        self._attributes = {"semgrad.iterations": iterations, "semgrad.protocol": protocol}
+        self._open: list[tuple[Any, object]] = []  # (span, context token), outermost first: run, iteration, phase
+        self._iteration: int | None = None
+        self._iteration_token: contextvars.Token[int | None] | None = None
+
+    def __enter__(self) -> FitSpans:
+        self._start("semgrad.fit", self._attributes)
+        self._iteration_token = _ITERATION.set(None)
+        return self
+
+    def _start(self, name: str, attributes: Mapping[str, Any]) -> None:
+        span = self._tracer.start_span(name, attributes=attributes, record_exception=False)
+        self._open.append((span, self._context.attach(self._trace.set_span_in_context(span))))
+
+    def _end(self, keep: int) -> None:
+        """End the open spans beyond the first `keep`, innermost first."""
+        while len(self._open) > keep:
+            span, token = self._open.pop()
+            self._context.detach(token)
+            span.end()
+
+    def phase(self, iteration: int, phase: str, score: float | None = None) -> None:
+        """`phase` of `iteration` begins (or, for ``done``, the iteration ended with training score `score`)."""
+        self._end(2 if self._iteration == iteration else 1)
+        if phase == "done":
+            if len(self._open) > 1 and _number(score) is not None:
+                self._open[1][0].set_attribute("semgrad.score", score)
+            self._end(1)
+            self._iteration = None
+            return
+        if self._iteration != iteration:
+            self._start("semgrad.iteration", {"semgrad.iteration": iteration})
+            self._iteration = iteration
+        _ITERATION.set(iteration)
+        self._start("semgrad.phase", {"semgrad.iteration": iteration, "semgrad.phase": phase})
+
+    def finished(self, stopped: str | None) -> None:
+        """The run ended; `stopped` is why it stopped early (a budget's kind), None when it ran to the end."""
+        if stopped is not None and self._open:
+            self._open[0][0].set_attribute("semgrad.stopped", stopped)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if exc is not None and self._open:
+            error_type = type(exc).__name__
+            self._open[0][0].set_attribute("error.type", error_type)
+            self._open[0][0].set_status(self._trace.Status(self._trace.StatusCode.ERROR, error_type))
+        self._end(0)
+        if self._iteration_token is not None:
+            _ITERATION.reset(self._iteration_token)

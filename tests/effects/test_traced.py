@@ -257,3 +257,84 @@ def test_span_count_equals_call_count_and_every_attribute_is_a_json_safe_primiti
     assert len(spans) == len(requests)
     for span in spans:
         assert all(_json_safe(value) for value in span.attributes.values()), dict(span.attributes)
+
+
+def _demo(iterations: int, **options: object) -> tuple[object, dict[str, object]]:
+    from semgrad._bundled_pairs import gsm8k_sample
+    from semgrad.backends.simulated import SimulatedLLM
+    from semgrad.core import Example, optim
+    from semgrad.core.scoring import numeric_match
+    from semgrad.topologies import paper_graph
+
+    samples = gsm8k_sample()
+    examples = [Example({"question": q}, a, id=i) for i, (q, a) in enumerate(samples)]
+    graph, params = paper_graph()
+    arguments = {"train": examples[:3], "loss": numeric_match(), "iterations": iterations, **options}
+    return (graph, params, optim.neighbor_sgd(k=2)), {"llm": SimulatedLLM(dict(samples), seed=5), **arguments}
+
+
+@pytest.mark.parametrize("validation", [False, True])
+def test_fit_with_a_tracer_opens_run_iteration_and_phase_spans_with_the_call_spans_under_their_phase(validation):
+    """fit(tracer=...) makes one semgrad.fit span, one semgrad.iteration span per iteration (and 0 for the
+    initial score under the held-out protocol), a semgrad.phase per phase; every call span of a traced LLM nests
+    under a phase of its own iteration and carries semgrad.iteration; the result equals an untraced run's."""
+    from semgrad.effects import fit_sync
+
+    exporter, tracer = _tracing()
+    (graph, params, optimizer), arguments = _demo(2)
+    if validation:
+        arguments["validation"] = arguments["train"]
+    plain = fit_sync(graph, params, optimizer, **arguments)
+    arguments["llm"] = traced(arguments["llm"], tracer)
+    result = fit_sync(graph, params, optimizer, tracer=tracer, **arguments)
+    assert result.params == plain.params and result.stopped is None
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span for span in spans}
+    [run] = [s for s in spans if s.name == "semgrad.fit"]
+    assert run.attributes["semgrad.protocol"] == ("held-out" if validation else "official")
+    iterations = [s for s in spans if s.name == "semgrad.iteration"]
+    assert sorted(s.attributes["semgrad.iteration"] for s in iterations) == ([0, 1, 2] if validation else [1, 2])
+    assert all(by_id[s.parent.span_id] is run for s in iterations)
+    phases = [s for s in spans if s.name == "semgrad.phase"]
+    assert all(
+        by_id[p.parent.span_id].attributes["semgrad.iteration"] == p.attributes["semgrad.iteration"] for p in phases
+    )
+    calls = [s for s in spans if s.name.startswith("chat")]
+    assert len(calls) == sum(result.statistics.calls_by_purpose.values())
+    for call_span in calls:
+        phase = by_id[call_span.parent.span_id]
+        assert phase.name == "semgrad.phase"
+        assert call_span.attributes["semgrad.iteration"] == phase.attributes["semgrad.iteration"]
+    optimize_calls = {
+        c.attributes["semgrad.purpose"]
+        for c in calls
+        if by_id[c.parent.span_id].attributes["semgrad.phase"] == "optimize"
+    }
+    assert "backward" in optimize_calls
+
+
+def test_fit_spans_end_when_the_run_fails_and_leave_no_iteration_behind():
+    """A run that fails part-way (its progress callback raises in the optimize phase): the failure goes on up,
+    every span is ended, the run span has status ERROR and error.type, and a call made after fit carries no
+    semgrad.iteration."""
+    from semgrad.effects import fit_sync
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(progress):
+        if progress.phase == "optimize":
+            raise Interrupted
+
+    exporter, tracer = _tracing()
+    (graph, params, optimizer), arguments = _demo(1)
+    arguments["llm"] = traced(arguments["llm"], tracer)
+    with pytest.raises(Interrupted):
+        fit_sync(graph, params, optimizer, tracer=tracer, on_progress=interrupt, **arguments)
+    spans = exporter.get_finished_spans()
+    [run] = [s for s in spans if s.name == "semgrad.fit"]
+    assert (run.attributes["error.type"], run.status.status_code) == ("Interrupted", StatusCode.ERROR)
+    assert [s.name for s in spans].count("semgrad.iteration") == 1
+    assert [s.attributes["semgrad.phase"] for s in spans if s.name == "semgrad.phase"] == ["forward", "optimize"]
+    anyio.run(traced(lambda request: "ok", tracer), _request())
+    assert "semgrad.iteration" not in exporter.get_finished_spans()[-1].attributes
