@@ -236,25 +236,29 @@ def _json_safe(value: object) -> bool:
 
 
 @settings(max_examples=60, deadline=None)
-@given(requests=st.lists(st.tuples(_requests, st.booleans()), max_size=6), capture=st.booleans())
+@given(requests=st.lists(_requests, max_size=6), capture=st.booleans())
 def test_span_count_equals_call_count_and_every_attribute_is_a_json_safe_primitive(requests, capture):
     """For random requests, some failing: exactly one span per call, and every attribute value is a str, int,
     bool, finite float or tuple of str."""
     exporter, tracer = _tracing()
 
+    made = []
+
     def llm(request):
+        made.append(request)
         if request.draw == 3:
             raise LLMFailure(LLMError("server", "HTTP 500", retryable=True))
         return LLMResponse(request.prompt[::-1], {"input_tokens": len(request.prompt), "output_tokens": 1}, "m")
 
     wrapped = traced(llm, tracer, capture_content=capture)
-    for request, _ in requests:
+    for request in requests:
         try:
             anyio.run(wrapped, request)
         except LLMFailure:
             assert request.draw == 3
     spans = exporter.get_finished_spans()
-    assert len(spans) == len(requests)
+    assert len(spans) == len(made) == len(requests)
+    assert [s.attributes["semgrad.purpose"] for s in spans] == [r.purpose for r in made]
     for span in spans:
         assert all(_json_safe(value) for value in span.attributes.values()), dict(span.attributes)
 
