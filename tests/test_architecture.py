@@ -113,7 +113,7 @@ def test_the_core_import_rule_sees_relative_imports():
 
 
 #: What semgrad.effects may import only inside a function: the backends and the HTTP client or provider SDKs.
-_LAZY_ONLY = ("semgrad.backends", "httpx", "openai", "anthropic")
+_LAZY_ONLY = ("semgrad.backends", "httpx", "openai", "anthropic", "opentelemetry")
 
 
 def _imported_at_import_time(path: Path, tree: ast.Module) -> list[str]:
@@ -157,10 +157,11 @@ def test_the_lazy_import_rule_sees_every_import_run_at_module_level():
 
 
 def test_importing_semgrad_is_light_and_has_no_side_effects():
-    """import semgrad imports no HTTP client, starts no thread and prints nothing."""
+    """import semgrad imports no HTTP client nor OpenTelemetry, starts no thread and prints nothing."""
     code = (
         "import sys, threading; import semgrad, semgrad.core, semgrad.effects, semgrad.backends;"
         "assert 'httpx' not in sys.modules, 'httpx imported';"
+        "assert 'opentelemetry' not in sys.modules, 'opentelemetry imported';"
         "assert threading.active_count() == 1, 'a thread was started'"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

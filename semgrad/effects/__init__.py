@@ -19,6 +19,7 @@ from ._retry import RetryPolicy, retrying
 from ._routing import by_engine
 from ._runner import Runner, RunStatistics, run, run_sync
 from ._state_types import register_state_type, registered_state_types
+from ._trace import traced
 
 __all__ = [
     "LLM",
@@ -55,6 +56,7 @@ __all__ = [
     "run",
     "run_loop",
     "run_sync",
+    "traced",
     "uvloop_available",
     "uvloop_enabled",
 ]

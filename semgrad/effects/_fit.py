@@ -46,6 +46,7 @@ from ._fit_budget import STOP_KINDS, Budget, BudgetGuard, as_budget
 from ._fit_state import FitResult, FitState, IterationRecord
 from ._loop import run_loop
 from ._runner import Runner
+from ._trace import FitSpans
 
 __all__ = ["STOP_KINDS", "Budget", "FitProgress", "FitResult", "IterationRecord", "fit", "fit_sync"]
 
@@ -104,6 +105,7 @@ class _Run:
     checkpoint: str | os.PathLike[str] | None
     types: FrozenMap[str, type]
     on_progress: Callable[[FitProgress], None] | None
+    spans: FitSpans | None = None
 
     async def call(self, program: Program[T]) -> T:
         """`program`'s value; `_Stopped` when the guard refused one of its calls or was told to stop."""
@@ -124,6 +126,8 @@ class _Run:
 
     def progress(self, iteration: int, phase: str, score: float | None = None) -> None:
         """Tell `on_progress` (if any) that `phase` of `iteration` begins or ended."""
+        if self.spans is not None:
+            self.spans.phase(iteration, phase, score)
         if self.on_progress is not None:
             calls = self.runner.statistics().calls
             self.on_progress(FitProgress(iteration, self.iterations, phase, calls, score))
@@ -157,6 +161,7 @@ async def fit(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     on_reply: Callable[[LLMRequest, Any], None] | None = None,
     state_types: Iterable[type] = (),
+    tracer: Any = None,
 ) -> FitResult:
     """Optimize `params` with `optimizer` for `iterations` iterations.
 
@@ -216,6 +221,9 @@ async def fit(
             checkpoint may then hold (the built-in stages' are known). A checkpoint never
             names what is built from it: only these and semgrad's own run-state types are.
             With `checkpoint` or `resume`, a state of another type is refused before any call.
+        tracer: An OpenTelemetry tracer (the ``otel`` extra): the run, each iteration and each phase become spans
+            (``semgrad.fit``, ``semgrad.iteration``, ``semgrad.phase``), and the spans of an LLM wrapped in
+            `traced` nest under their phase with ``semgrad.iteration`` set. None: no spans.
 
     Returns:
         A `FitResult`.
@@ -239,6 +247,16 @@ async def fit(
         on_progress=on_progress,
     )
     loop = _Loop(_first_state(run, params, resume))
+    if tracer is None:
+        return await _iterate(run, loop)
+    with FitSpans(tracer, iterations, "held-out" if validation_set else "official") as spans:
+        result = await _iterate(attrs.evolve(run, spans=spans), loop)
+        spans.finished(result.stopped)
+        return result
+
+
+async def _iterate(run: _Run, loop: _Loop) -> FitResult:
+    """The loop's phases from `loop` on, until the last iteration or a stop."""
     try:
         loop = await _resumed_forward(run, loop)
         loop = await _seed_gate(run, loop)
