@@ -20,6 +20,7 @@ from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
+from ..effects._routing import call
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
@@ -392,11 +393,30 @@ class _Run:
             return results
 
     async def preflight(self, task: Task) -> None:
-        """One small forward before the run; its calls go to the ledger apart from every task's."""
+        """One small forward before the run; its calls go to the ledger apart from every task's.
+
+        With the user's own LLM (``--llm``), an exception its call raised is shown as their code's
+        (`UserCodeError`: its type and their frames), not as the backend's one line.
+        """
+        llm, raised = self.stack.llm, []
+        if self.config.llm:  # the run's stack is untouched: only this forward sees what reached its top
+
+            async def llm(request: Any) -> Any:
+                try:
+                    return await call(self.stack.llm, request)
+                except Exception as exc:
+                    raised.append(exc)
+                    raise
+
         try:
-            await preflight(
-                self.stack.llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config)
-            )
+            try:
+                await preflight(llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config))
+            except SetupError:
+                if self.config.llm:
+                    from ._user_code import raise_if_user_code
+
+                    raise_if_user_code(self.config.llm, raised)
+                raise
         finally:
             self.ledger.add(None, self.stack.tally.take())
             self.ledger.save()

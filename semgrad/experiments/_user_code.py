@@ -34,12 +34,12 @@ import re
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._loaded_systems import _LOADED
-from ..core import Example, Loss, Score, Trace
+from ..core import Example, LLMFailure, Loss, Score, Trace
 from ..core._program import Program
 from ..core.programs import pure
 from ..core.scoring import extract_answer
@@ -54,6 +54,7 @@ __all__ = [
     "is_code_spec",
     "load_function",
     "load_llm",
+    "raise_if_user_code",
     "user_metric",
 ]
 
@@ -211,6 +212,25 @@ def load_llm(spec: str) -> Any:
             "and returns the reply's text (sync or async)"
         )
     return llm
+
+
+def raise_if_user_code(spec: str, raised: Sequence[BaseException]) -> None:
+    """Raise the first of the exceptions `raised` by calls of the LLM the factory `spec` made that came from
+    the user's own code (not a typed `LLMFailure` or a timeout, and with frames of theirs) as a `UserCodeError`.
+
+    The LLM is not wrapped for this: the caller keeps what reached the top of the run's stack, where the
+    user's exception is the ``__cause__`` or ``__context__`` of the `LLMFailure` the stack turned it into.
+    """
+    for top in raised:
+        exc: BaseException | None = top
+        for _ in range(8):  # a short chain: the stack's layers each add at most one link
+            if exc is None:
+                break
+            if not isinstance(exc, (LLMFailure, TimeoutError)):
+                frames = _user_frames(exc)
+                if frames:
+                    raise UserCodeError(f"the LLM {_short(spec, 'make')} made", exc, frames) from exc
+            exc = exc.__cause__ or exc.__context__
 
 
 def as_score(result: Any, answer: Any, target: Any, where: str = "the metric") -> Score:
