@@ -144,3 +144,28 @@ def test_a_key_error_in_your_llm_during_the_preflight_names_its_type_and_your_fr
     ], result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "r").exists() and not (tmp_path / "runs").exists()
+
+
+WORKING_LLM = """def make():
+    return lambda request: "The answer is 4."
+"""
+
+
+def test_a_compare_whose_preflight_fails_leaves_no_method_folder_and_its_out_may_be_reused(
+    tmp_path, system_file, items_file
+):
+    """compare on your own system with an LLM that cannot answer fails in the first method's preflight: a new --out
+    is not left behind, an empty one stays empty, and a compare with a working LLM then runs into that --out."""
+    (tmp_path / "llm.py").write_text(FAILING_LLM)
+    (tmp_path / "good.py").write_text(WORKING_LLM)
+    common = ["compare", "my_system.py:build", "--data", "items.jsonl", "--yes", "--optimizers", "tgd,no-gradients"]
+    result = semgrad(*common, "--llm", "llm.py:make", "--out", "new", cwd=tmp_path)
+    assert result.returncode == 1 and "RuntimeError in your code" in result.stderr, result.stderr
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "empty").mkdir()
+    result = semgrad(*common, "--llm", "llm.py:make", "--out", "empty", cwd=tmp_path)
+    assert result.returncode == 1
+    assert list((tmp_path / "empty").iterdir()) == []
+    again = semgrad(*common, "--llm", "good.py:make", "--out", "empty", "--iterations", "1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "empty" / "compare.json").is_file()
