@@ -35,7 +35,7 @@ from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, estimate_cost, run_cost
 from ._results import RunSummary
 from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
-from ._run_tasks import check_protocol, load_run_tasks, loss_for, task_loss
+from ._run_tasks import check_protocol, load_run_tasks, loss_for, metric_name, task_loss
 
 if TYPE_CHECKING:
     from ._plan import RunPlan
@@ -441,7 +441,8 @@ class _Run:
                 task.name, FitProgress(self.config.iterations, self.config.iterations, "evaluating", calls)
             )
         scored = await self.evaluate(task, graph, params, result.params, stopped)
-        return _task_json(task, graph, params, result, scored, self.ledger.counters(task.name))
+        counters = self.ledger.counters(task.name)
+        return _task_json(task, graph, params, result, scored, counters, metric_name(self.config, task))
 
     async def train(self, task: Task, graph: Graph, params: Params, ckpt: Path) -> FitResult:
         """`fit` the task's params through the run's stack, checkpointing to `ckpt`."""
@@ -535,7 +536,13 @@ class _Scored:
 
 
 def _task_json(
-    task: Task, graph: Graph, params: Params, result: FitResult, scored: _Scored, counters: Mapping[str, Any]
+    task: Task,
+    graph: Graph,
+    params: Params,
+    result: FitResult,
+    scored: _Scored,
+    counters: Mapping[str, Any],
+    metric: str,
 ) -> dict[str, Any]:
     parts = task.split
     return {
@@ -544,7 +551,7 @@ def _task_json(
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
         "protocol": task.protocol,
         "scored_on": task.scored_on,
-        "metric": task.metric,
+        "metric": metric,  # what scored the run: the task's metric, "judge", or the user's (my_metric.py:score)
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": scored.stopped,

@@ -55,6 +55,7 @@ __all__ = [
     "load_function",
     "load_llm",
     "raise_if_user_code",
+    "short_spec",
     "user_metric",
 ]
 
@@ -192,7 +193,8 @@ def load_function(spec: str, default: str, what: str) -> Callable[..., Any]:
     return function  # type: ignore[no-any-return]
 
 
-def _short(spec: str, default: str) -> str:
+def short_spec(spec: str, default: str) -> str:
+    """The spec as the user typed it, near enough: a file by its name (``my_metric.py:score``), a module as it is."""
     target, name = _parse(spec, default)
     return f"{Path(target).name if _is_file(target) else target}:{name}"
 
@@ -204,7 +206,7 @@ def load_llm(spec: str) -> Any:
         SetupError: The factory cannot be found, or what it returns is no LLM.
         UserCodeError: The factory (or importing its module) raised.
     """
-    where = _short(spec, "make")
+    where = short_spec(spec, "make")
     llm = call_user(where, load_function(spec, "make", "--llm"))
     if not callable(llm):
         raise SetupError(
@@ -229,7 +231,7 @@ def raise_if_user_code(spec: str, raised: Sequence[BaseException]) -> None:
             if not isinstance(exc, (LLMFailure, TimeoutError)):
                 frames = _user_frames(exc)
                 if frames:
-                    raise UserCodeError(f"the LLM {_short(spec, 'make')} made", exc, frames) from exc
+                    raise UserCodeError(f"the LLM {short_spec(spec, 'make')} made", exc, frames) from exc
             exc = exc.__cause__ or exc.__context__
 
 
@@ -262,7 +264,7 @@ def as_score(result: Any, answer: Any, target: Any, where: str = "the metric") -
 
 def user_metric(spec: str) -> Loss:
     """The loss of the user's metric ``fn(output, target)`` (``--metric FILE.py:fn``)."""
-    where = _short(spec, "metric")
+    where = short_spec(spec, "metric")
     function = load_function(spec, "metric", "--metric")
 
     def loss(example: Example, trace: Trace) -> Program[Score]:
