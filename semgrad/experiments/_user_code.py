@@ -220,19 +220,19 @@ def raise_if_user_code(spec: str, raised: Sequence[BaseException]) -> None:
     """Raise the first of the exceptions `raised` by calls of the LLM the factory `spec` made that came from
     the user's own code (not a typed `LLMFailure` or a timeout, and with frames of theirs) as a `UserCodeError`.
 
-    The LLM is not wrapped for this: the caller keeps what reached the top of the run's stack, where the
-    user's exception is the ``__cause__`` or ``__context__`` of the `LLMFailure` the stack turned it into.
+    The LLM is not wrapped for this: the caller keeps what reached the top of the run's stack, where the stack
+    turned the user's exception into an `LLMFailure` of kind ``exception`` (its ``__cause__`` or ``__context__``).
+    A failure the LLM reported itself (an `LLMFailure` of another kind) stays the backend's.
     """
     for top in raised:
         exc: BaseException | None = top
-        for _ in range(8):  # a short chain: the stack's layers each add at most one link
-            if exc is None:
-                break
-            if not isinstance(exc, (LLMFailure, TimeoutError)):
-                frames = _user_frames(exc)
-                if frames:
-                    raise UserCodeError(f"the LLM {short_spec(spec, 'make')} made", exc, frames) from exc
-            exc = exc.__cause__ or exc.__context__
+        if isinstance(top, LLMFailure):
+            exc = top.__cause__ or top.__context__ if top.error.kind == "exception" else None
+        if exc is None or isinstance(exc, (LLMFailure, TimeoutError)):
+            continue
+        frames = _user_frames(exc)
+        if frames:
+            raise UserCodeError(f"the LLM {short_spec(spec, 'make')} made", exc, frames) from exc
 
 
 def as_score(result: Any, answer: Any, target: Any, where: str = "the metric") -> Score:

@@ -169,3 +169,25 @@ def test_a_compare_whose_preflight_fails_leaves_no_method_folder_and_its_out_may
     again = semgrad(*common, "--llm", "good.py:make", "--out", "empty", "--iterations", "1", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "empty" / "compare.json").is_file()
+
+
+def test_only_an_exception_of_your_llm_becomes_your_codes_error():
+    """raise_if_user_code shows the exception behind the stack's 'exception' failure as your code's, and leaves a
+    failure your LLM reported itself (an LLMFailure of its own kind, even raised while handling a KeyError) alone."""
+    from semgrad.core import LLMError, LLMFailure
+    from semgrad.experiments._user_code import raise_if_user_code
+
+    def failed(kind: str) -> LLMFailure:
+        try:
+            try:
+                {}["model"]
+            except KeyError:
+                raise LLMFailure(LLMError(kind, "no model")) from None
+        except LLMFailure as failure:
+            return failure
+        raise AssertionError("unreachable")
+
+    raise_if_user_code("/here/my_llm.py:make", [failed("server")])  # the LLM's own typed failure: not raised
+    with pytest.raises(UserCodeError, match=r"KeyError in your code \(the LLM my_llm.py:make made\): 'model'") as error:
+        raise_if_user_code("/here/my_llm.py:make", [failed("exception")])
+    assert error.value.frames and all(frame.startswith(f"{__file__}:") for frame in error.value.frames)
