@@ -132,7 +132,7 @@ def load_system(spec: str) -> tuple[Graph, Params]:
 
 def _load(spec: str) -> tuple[Graph, Params]:
     from ._errors import SetupError
-    from ._user_code import _short, call_user, load_function
+    from ._user_code import call_user, load_function, short_spec
 
     try:
         build = load_function(spec, "build", "the system spec")
@@ -141,7 +141,7 @@ def _load(spec: str) -> tuple[Graph, Params]:
     except SetupError as exc:
         raise SystemSpecError(str(exc)) from None
     target, name = parse_system_spec(spec)
-    built = call_user(_short(spec, "build"), build)
+    built = call_user(short_spec(spec, "build"), build)
     if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph)):
         raise SystemSpecError(f"{target}:{name}() must return (graph, params) as GraphBuilder.build does")
     if not isinstance(built[1], Params):

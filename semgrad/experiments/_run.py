@@ -20,6 +20,7 @@ from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
+from ..effects._routing import call
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
 from ..report import iteration_json as _record
@@ -34,7 +35,7 @@ from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, estimate_cost, run_cost
 from ._results import RunSummary
 from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
-from ._run_tasks import check_protocol, load_run_tasks, loss_for, task_loss
+from ._run_tasks import check_protocol, load_run_tasks, loss_for, metric_name, task_loss
 
 if TYPE_CHECKING:
     from ._plan import RunPlan
@@ -393,11 +394,30 @@ class _Run:
             return results
 
     async def preflight(self, task: Task) -> None:
-        """One small forward before the run; its calls go to the ledger apart from every task's."""
+        """One small forward before the run; its calls go to the ledger apart from every task's.
+
+        With the user's own LLM (``--llm``), an exception its call raised is shown as their code's
+        (`UserCodeError`: its type and their frames), not as the backend's one line.
+        """
+        llm, raised = self.stack.llm, []
+        if self.config.llm:  # the run's stack is untouched: only this forward sees what reached its top
+
+            async def llm(request: Any) -> Any:
+                try:
+                    return await call(self.stack.llm, request)
+                except Exception as exc:
+                    raised.append(exc)
+                    raise
+
         try:
-            await preflight(
-                self.stack.llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config)
-            )
+            try:
+                await preflight(llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config))
+            except SetupError:
+                if self.config.llm:
+                    from ._user_code import raise_if_user_code
+
+                    raise_if_user_code(self.config.llm, raised)
+                raise
         finally:
             self.ledger.add(None, self.stack.tally.take())
             self.ledger.save()
@@ -422,7 +442,8 @@ class _Run:
                 task.name, FitProgress(self.config.iterations, self.config.iterations, "evaluating", calls)
             )
         scored = await self.evaluate(task, graph, params, result.params, stopped)
-        return _task_json(task, graph, params, result, scored, self.ledger.counters(task.name))
+        counters = self.ledger.counters(task.name)
+        return _task_json(task, graph, params, result, scored, counters, metric_name(self.config, task))
 
     async def train(self, task: Task, graph: Graph, params: Params, ckpt: Path) -> FitResult:
         """`fit` the task's params through the run's stack, checkpointing to `ckpt`."""
@@ -516,7 +537,13 @@ class _Scored:
 
 
 def _task_json(
-    task: Task, graph: Graph, params: Params, result: FitResult, scored: _Scored, counters: Mapping[str, Any]
+    task: Task,
+    graph: Graph,
+    params: Params,
+    result: FitResult,
+    scored: _Scored,
+    counters: Mapping[str, Any],
+    metric: str,
 ) -> dict[str, Any]:
     parts = task.split
     return {
@@ -525,7 +552,7 @@ def _task_json(
         "sizes": {"train": len(parts.train), "validation": len(parts.validation), "test": len(parts.test)},
         "protocol": task.protocol,
         "scored_on": task.scored_on,
-        "metric": task.metric,
+        "metric": metric,  # what scored the run: the task's metric, "judge", or the user's (my_metric.py:score)
         "initial_score": result.initial_score,
         "best_score": result.best_score,
         "stopped": scored.stopped,

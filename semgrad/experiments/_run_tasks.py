@@ -15,7 +15,7 @@ from ..tasks import Task, load_tasks, metric_loss
 from ._config import METRIC_NAMES, RunConfig
 from ._errors import SetupError
 
-__all__ = ["check_protocol", "load_run_tasks", "loss_for", "task_loss"]
+__all__ = ["check_protocol", "load_run_tasks", "loss_for", "metric_name", "task_loss"]
 
 
 def load_run_tasks(config: RunConfig) -> tuple[Task, ...]:
@@ -52,6 +52,19 @@ def loss_for(task: Task) -> Loss:
 def task_loss(config: RunConfig, task: Task) -> Loss:
     """The loss a run of `config` scores `task` with: your own data's metric, or the task's scoring kind."""
     return loss_for(task) if not config.data and config.metric in METRIC_NAMES else _custom_loss(config)
+
+
+def metric_name(config: RunConfig, task: Task) -> str:
+    """What scored `task` in a run of `config`, as results.json and the report name it: the user's own metric
+    by its spec (``my_metric.py:score``), ``judge`` for the LLM judge, else the task's metric."""
+    if config.data and config.metric == "judge":
+        return "judge"
+    if config.data:
+        from ._user_code import is_code_spec, short_spec
+
+        if is_code_spec(config.metric):
+            return short_spec(config.metric, "metric")
+    return task.metric
 
 
 def check_protocol(config: RunConfig, tasks: Sequence[Task]) -> None:

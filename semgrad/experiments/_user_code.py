@@ -34,12 +34,12 @@ import re
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._loaded_systems import _LOADED
-from ..core import Example, Loss, Score, Trace
+from ..core import Example, LLMFailure, Loss, Score, Trace
 from ..core._program import Program
 from ..core.programs import pure
 from ..core.scoring import extract_answer
@@ -54,6 +54,8 @@ __all__ = [
     "is_code_spec",
     "load_function",
     "load_llm",
+    "raise_if_user_code",
+    "short_spec",
     "user_metric",
 ]
 
@@ -191,7 +193,8 @@ def load_function(spec: str, default: str, what: str) -> Callable[..., Any]:
     return function  # type: ignore[no-any-return]
 
 
-def _short(spec: str, default: str) -> str:
+def short_spec(spec: str, default: str) -> str:
+    """The spec as the user typed it, near enough: a file by its name (``my_metric.py:score``), a module as it is."""
     target, name = _parse(spec, default)
     return f"{Path(target).name if _is_file(target) else target}:{name}"
 
@@ -203,7 +206,7 @@ def load_llm(spec: str) -> Any:
         SetupError: The factory cannot be found, or what it returns is no LLM.
         UserCodeError: The factory (or importing its module) raised.
     """
-    where = _short(spec, "make")
+    where = short_spec(spec, "make")
     llm = call_user(where, load_function(spec, "make", "--llm"))
     if not callable(llm):
         raise SetupError(
@@ -211,6 +214,25 @@ def load_llm(spec: str) -> Any:
             "and returns the reply's text (sync or async)"
         )
     return llm
+
+
+def raise_if_user_code(spec: str, raised: Sequence[BaseException]) -> None:
+    """Raise the first of the exceptions `raised` by calls of the LLM the factory `spec` made that came from
+    the user's own code (not a typed `LLMFailure` or a timeout, and with frames of theirs) as a `UserCodeError`.
+
+    The LLM is not wrapped for this: the caller keeps what reached the top of the run's stack, where the stack
+    turned the user's exception into an `LLMFailure` of kind ``exception`` (its ``__cause__`` or ``__context__``).
+    A failure the LLM reported itself (an `LLMFailure` of another kind) stays the backend's.
+    """
+    for top in raised:
+        exc: BaseException | None = top
+        if isinstance(top, LLMFailure):
+            exc = top.__cause__ or top.__context__ if top.error.kind == "exception" else None
+        if exc is None or isinstance(exc, (LLMFailure, TimeoutError)):
+            continue
+        frames = _user_frames(exc)
+        if frames:
+            raise UserCodeError(f"the LLM {short_spec(spec, 'make')} made", exc, frames) from exc
 
 
 def as_score(result: Any, answer: Any, target: Any, where: str = "the metric") -> Score:
@@ -242,7 +264,7 @@ def as_score(result: Any, answer: Any, target: Any, where: str = "the metric") -
 
 def user_metric(spec: str) -> Loss:
     """The loss of the user's metric ``fn(output, target)`` (``--metric FILE.py:fn``)."""
-    where = _short(spec, "metric")
+    where = short_spec(spec, "metric")
     function = load_function(spec, "metric", "--metric")
 
     def loss(example: Example, trace: Trace) -> Program[Score]:

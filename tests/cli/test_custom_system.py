@@ -109,6 +109,7 @@ def test_a_module_spec_and_csv_items_and_the_judge_metric_work_offline(tmp_path,
     assert results["calls"]["by_purpose"]["evaluate"] > 0
     (task,) = results["tasks"]
     assert task["best_score"] > task["initial_score"]
+    assert task["metric"] == "judge"  # what scored the run, not the normalized match it falls back to
 
 
 def test_resuming_your_own_system_needs_the_spec_typed_again(tmp_path, system_file, items_file):

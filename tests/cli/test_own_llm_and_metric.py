@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.core import Score
-from semgrad.experiments import RunConfig
+from semgrad.experiments import RunConfig, RunSummary
 from semgrad.experiments._errors import SetupError
 from semgrad.experiments._resume import resumed_config
 from semgrad.experiments._user_code import as_score, is_code_spec
@@ -69,6 +69,33 @@ def test_your_llm_answers_and_your_metric_scores_the_run(own_code):
     config = json.loads((own_code / "run" / "config.json").read_text())
     assert config["llm"] == f"{own_code / 'my_llm.py'}:make"
     assert config["metric"] == f"{own_code / 'my_metric.py'}:half"
+
+
+def test_results_and_the_report_name_your_metric(own_code):
+    """results.json, its RunSummary and the report say that the user's metric (my_metric.py:half) scored the run,
+    not the built-in metric the task falls back to."""
+    assert _run(own_code, "--llm", "my_llm.py:make", "--metric", "my_metric.py:half").returncode == 0
+    saved = json.loads((own_code / "run" / "results.json").read_text())
+    assert saved["tasks"][0]["metric"] == "my_metric.py:half"
+    assert RunSummary.from_json(saved).tasks[0].metric == "my_metric.py:half"
+    assert '<span class="metric">my_metric.py:half</span>' in (own_code / "run" / "report.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("typed", "named"),
+    [("/home/me/m.py:score", "m.py:score"), ("pkg.metrics:score", "pkg.metrics:score"), ("judge", "judge")],
+)
+def test_the_metric_name_is_what_scored_your_run(typed, named):
+    """metric_name gives a code metric by its file's name and function, the judge as "judge" (your own data), and a
+    paper task's metric as the task's."""
+    from semgrad.experiments._run_tasks import metric_name
+
+    class _Task:
+        metric = "normalized"
+
+    own = RunConfig("/s.py:build", data="/i.jsonl", metric=typed)
+    assert metric_name(own, _Task()) == named  # type: ignore[arg-type]
+    assert metric_name(RunConfig("gsm8k"), _Task()) == "normalized"  # type: ignore[arg-type]
 
 
 def test_resuming_needs_your_llm_and_metric_typed_again(own_code):
