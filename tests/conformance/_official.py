@@ -49,6 +49,15 @@ def _no_hub(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("the datasets hub is not reachable here; feed rows with official_datasets()")
 
 
+def skip_module_without_official() -> None:
+    """Skip the calling test module when the official code is absent (a user's clone has no ``../shared``):
+    every test of such a module runs that code, so the module is one skip with its reason, not one per test."""
+    if not REFERENCE.is_dir():
+        pytest.skip(
+            f"the official code is absent: {REFERENCE} (every test of this module runs it)", allow_module_level=True
+        )
+
+
 def official() -> types.SimpleNamespace:
     """The official modules (engine, prompts, data loaders); skips when the reference is absent."""
     if not REFERENCE.is_dir():

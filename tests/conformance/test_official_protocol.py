@@ -17,9 +17,18 @@ from semgrad.experiments._config import official_shuffles
 from semgrad.topologies import liar_graph, paper_graph
 
 from ._compare import calls_per_iteration
-from ._official import DATA, official, official_datasets, run_official_bbh, run_official_liar
+from ._official import (
+    DATA,
+    official,
+    official_datasets,
+    run_official_bbh,
+    run_official_liar,
+    skip_module_without_official,
+)
 from ._semgrad import run_semgrad
 from ._world import Item, World
+
+skip_module_without_official()
 
 #: The paper's iteration counts (its scripts' --n_iters).
 BBH_ITERATIONS, LIAR_ITERATIONS = 4, 8

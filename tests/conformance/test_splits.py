@@ -9,7 +9,9 @@ import pytest
 
 from semgrad.tasks import load_task
 
-from ._official import DATA, official, official_datasets
+from ._official import DATA, official, official_datasets, skip_module_without_official
+
+skip_module_without_official()
 
 
 def _jsonl(path):
