@@ -31,6 +31,7 @@ import attrs
 from returns.result import Success
 
 from ..core import FrozenMap, LLMRequest, Program, Reply
+from ._accounting import Accounts, Amount, Line
 from ._interpret import drive_sync, not_a_program
 from ._loop import run_loop
 from ._loop_tasks import LoopTasks
@@ -131,28 +132,29 @@ class Runner:
         self.timeout = timeout
         self.on_reply = on_reply
         self._async = is_async_llm(llm)
-        # Plain dicts (first-seen order), not Counters: `d[k] = d.get(k, 0) + 1` is twice as fast.
-        self._purposes: dict[str, int] = {}
-        self._engines: dict[str, int] = {}
-        self._kinds: dict[str, int] = {}
-        self._calls = self._errors = self._in_flight = self._peak = self._memo_hits = 0
-        self._tokens_in = self._tokens_out = 0
-        self._engine_tokens: dict[str, tuple[int, int]] = {}
+        # The one count: a row per `Line` -- (engine, purpose, model, error kind) -> [calls, errors, input
+        # tokens, output tokens, memo hits] -- in first-seen order. `accounts` and `statistics` are read from it.
+        # A plain dict of lists, not `Accounts.add` per call: that builds a frozen map per call (~4 us against
+        # ~0.4 us here, measured), and the hot path counts every call.
+        self._lines: dict[tuple[str, str, str, str], list[int]] = {}
+        self._in_flight = self._peak = 0
+
+    def accounts(self) -> Accounts:
+        """The calls, errors, tokens and memo hits so far, by engine, purpose, model and error kind."""
+        return Accounts(
+            FrozenMap(
+                {
+                    Line(*key): Amount(
+                        calls=row[0], errors=row[1], input_tokens=row[2], output_tokens=row[3], memo_hits=row[4]
+                    )
+                    for key, row in self._lines.items()
+                }
+            )
+        )
 
     def statistics(self) -> RunStatistics:
-        """A frozen snapshot of the counts so far."""
-        return RunStatistics(
-            self._calls,
-            FrozenMap(self._purposes),
-            self._errors,
-            FrozenMap(self._kinds),
-            self._peak,
-            self._tokens_in,
-            self._tokens_out,
-            FrozenMap(self._engines),
-            FrozenMap(self._engine_tokens),
-            self._memo_hits,
-        )
+        """A frozen snapshot of the counts so far (read from `accounts`)."""
+        return statistics_of(self.accounts(), self._peak)
 
     async def run(self, program: Program[T]) -> T:
         """Run `program` to completion and return its value.
@@ -208,30 +210,66 @@ class Runner:
         return await self.run(taken.pop())
 
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
+        lines = self._lines
         if type(reply) is Success:  # `Success` is final: no isinstance (an ABC check) per call
             response = reply.unwrap()
+            key = (request.engine, request.purpose, response.model, "")
+            row = lines.get(key)
+            if row is None:
+                row = lines[key] = [0, 0, 0, 0, 0]
             if response.memo_hit:  # answered from memory: no call (its tokens were counted when it was made)
-                self._memo_hits += 1
+                row[4] += 1
                 return
-        self._calls += 1
-        purposes, engines, engine = self._purposes, self._engines, request.engine
-        purposes[request.purpose] = purposes.get(request.purpose, 0) + 1
-        engines[engine] = engines.get(engine, 0) + 1
-        if type(reply) is Success:
+            row[0] += 1
             usage = response.usage
             if usage.view if type(usage) is FrozenMap else usage:  # usually empty: skip the look-ups
-                used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-                if used_in or used_out:
-                    self._tokens_in += used_in
-                    self._tokens_out += used_out
-                    before_in, before_out = self._engine_tokens.get(engine, (0, 0))
-                    self._engine_tokens[engine] = (before_in + used_in, before_out + used_out)
+                row[2] += int(usage.get("input_tokens", 0))
+                row[3] += int(usage.get("output_tokens", 0))
         else:
-            self._errors += 1
-            kind = reply.failure().kind
-            self._kinds[kind] = self._kinds.get(kind, 0) + 1
+            key = (request.engine, request.purpose, "", reply.failure().kind)
+            row = lines.get(key)
+            if row is None:
+                row = lines[key] = [0, 0, 0, 0, 0]
+            row[0] += 1
+            row[1] += 1
         if self.on_reply is not None:
             self.on_reply(request, reply)
+
+
+def statistics_of(accounts: Accounts, peak_in_flight: int = 0) -> RunStatistics:
+    """The `RunStatistics` of `accounts` (first-seen order): billed calls, by purpose and engine, errors by kind,
+    tokens, and memo hits apart."""
+    purposes: dict[str, int] = {}
+    engines: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    engine_tokens: dict[str, tuple[int, int]] = {}
+    calls = errors = tokens_in = tokens_out = memo_hits = 0
+    for line, amount in accounts.lines.items():
+        memo_hits += amount.memo_hits
+        if amount.calls:
+            calls += amount.calls
+            purposes[line.purpose] = purposes.get(line.purpose, 0) + amount.calls
+            engines[line.engine] = engines.get(line.engine, 0) + amount.calls
+        if amount.errors:
+            errors += amount.errors
+            kinds[line.error] = kinds.get(line.error, 0) + amount.errors
+        if amount.input_tokens or amount.output_tokens:
+            tokens_in += amount.input_tokens
+            tokens_out += amount.output_tokens
+            before_in, before_out = engine_tokens.get(line.engine, (0, 0))
+            engine_tokens[line.engine] = (before_in + amount.input_tokens, before_out + amount.output_tokens)
+    return RunStatistics(
+        calls,
+        FrozenMap(purposes),
+        errors,
+        FrozenMap(kinds),
+        peak_in_flight,
+        tokens_in,
+        tokens_out,
+        FrozenMap(engines),
+        FrozenMap(engine_tokens),
+        memo_hits,
+    )
 
 
 async def run(
