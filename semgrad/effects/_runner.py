@@ -47,7 +47,7 @@ OnReply = Callable[[LLMRequest, Reply], None]
 
 @attrs.frozen
 class RunStatistics:
-    """What a `Runner` has done so far.
+    """What a `Runner` has done so far: a snapshot read from its `Accounts` (`from_accounts`).
 
     Attributes:
         calls: Calls made (each counted once, failed or not): every request the
@@ -78,6 +78,42 @@ class RunStatistics:
     calls_by_engine: FrozenMap[str, int] = FrozenMap()
     tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
     memo_hits: int = 0
+
+    @classmethod
+    def from_accounts(cls, accounts: Accounts, peak_in_flight: int = 0) -> RunStatistics:
+        """The statistics of `accounts` (first-seen order): billed calls, by purpose and engine, errors by
+        kind, tokens, and memo hits apart -- what `Runner.statistics` gives of the runner's `accounts`."""
+        purposes: dict[str, int] = {}
+        engines: dict[str, int] = {}
+        kinds: dict[str, int] = {}
+        engine_tokens: dict[str, tuple[int, int]] = {}
+        calls = errors = tokens_in = tokens_out = memo_hits = 0
+        for line, amount in accounts.lines.items():
+            memo_hits += amount.memo_hits
+            if amount.calls:
+                calls += amount.calls
+                purposes[line.purpose] = purposes.get(line.purpose, 0) + amount.calls
+                engines[line.engine] = engines.get(line.engine, 0) + amount.calls
+            if amount.errors:
+                errors += amount.errors
+                kinds[line.error] = kinds.get(line.error, 0) + amount.errors
+            if amount.input_tokens or amount.output_tokens:
+                tokens_in += amount.input_tokens
+                tokens_out += amount.output_tokens
+                before_in, before_out = engine_tokens.get(line.engine, (0, 0))
+                engine_tokens[line.engine] = (before_in + amount.input_tokens, before_out + amount.output_tokens)
+        return cls(
+            calls,
+            FrozenMap(purposes),
+            errors,
+            FrozenMap(kinds),
+            peak_in_flight,
+            tokens_in,
+            tokens_out,
+            FrozenMap(engines),
+            FrozenMap(engine_tokens),
+            memo_hits,
+        )
 
 
 class Runner:
@@ -154,7 +190,7 @@ class Runner:
 
     def statistics(self) -> RunStatistics:
         """A frozen snapshot of the counts so far (read from `accounts`)."""
-        return statistics_of(self.accounts(), self._peak)
+        return RunStatistics.from_accounts(self.accounts(), self._peak)
 
     async def run(self, program: Program[T]) -> T:
         """Run `program` to completion and return its value.
@@ -234,42 +270,6 @@ class Runner:
             row[1] += 1
         if self.on_reply is not None:
             self.on_reply(request, reply)
-
-
-def statistics_of(accounts: Accounts, peak_in_flight: int = 0) -> RunStatistics:
-    """The `RunStatistics` of `accounts` (first-seen order): billed calls, by purpose and engine, errors by kind,
-    tokens, and memo hits apart."""
-    purposes: dict[str, int] = {}
-    engines: dict[str, int] = {}
-    kinds: dict[str, int] = {}
-    engine_tokens: dict[str, tuple[int, int]] = {}
-    calls = errors = tokens_in = tokens_out = memo_hits = 0
-    for line, amount in accounts.lines.items():
-        memo_hits += amount.memo_hits
-        if amount.calls:
-            calls += amount.calls
-            purposes[line.purpose] = purposes.get(line.purpose, 0) + amount.calls
-            engines[line.engine] = engines.get(line.engine, 0) + amount.calls
-        if amount.errors:
-            errors += amount.errors
-            kinds[line.error] = kinds.get(line.error, 0) + amount.errors
-        if amount.input_tokens or amount.output_tokens:
-            tokens_in += amount.input_tokens
-            tokens_out += amount.output_tokens
-            before_in, before_out = engine_tokens.get(line.engine, (0, 0))
-            engine_tokens[line.engine] = (before_in + amount.input_tokens, before_out + amount.output_tokens)
-    return RunStatistics(
-        calls,
-        FrozenMap(purposes),
-        errors,
-        FrozenMap(kinds),
-        peak_in_flight,
-        tokens_in,
-        tokens_out,
-        FrozenMap(engines),
-        FrozenMap(engine_tokens),
-        memo_hits,
-    )
 
 
 async def run(
