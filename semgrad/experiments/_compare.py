@@ -76,7 +76,7 @@ class PurposeMeter:
         self.identity = getattr(llm, "identity", None)
         self.is_async = True
         self.tally: Any = None  # the run's tally, once `watch` finds it
-        self._estimates: dict[tuple[str, str], list[int]] = {}  # (purpose, engine): estimated tokens, in and out
+        self._estimates: dict[tuple[str, str], list[int]] = {}  # (purpose, engine): estimated tokens in and out
         self.estimated = False
 
     async def __aenter__(self) -> PurposeMeter:
@@ -106,29 +106,31 @@ class PurposeMeter:
         result = self.llm(request)
         if is_async_llm(self.llm) or hasattr(result, "__await__"):
             result = await result
+        # Every billed reply's (purpose, engine) is noted, in order: the tables list them as the provider answered
+        # them (the accounts' lines are in the order the run first saw them, a cache's answers included).
+        row = self._estimates.setdefault((request.purpose, request.engine), [0, 0])
         usage = getattr(result, "usage", None) or {}
         if self.estimate and not (usage.get("input_tokens") or usage.get("output_tokens")):
             self.estimated = True
             text = result if isinstance(result, str) else getattr(result, "text", "")
-            row = self._estimates.setdefault((request.purpose, request.engine), [0, 0])
             row[0] += sum(estimate_tokens(m.content) for m in request.messages)
             row[1] += estimate_tokens(text or "")
         return result
 
     def _tokens(self, field: str) -> dict[str, list[int]]:
         """Input and output tokens by `field` ("purpose" or "engine") of the billed replies: reported ones from
-        the run's accounts, plus the estimates of those that reported none (first-seen order)."""
+        the run's accounts, plus the estimates of those that reported none, in the order the provider first answered."""
         table: dict[str, list[int]] = {}
+        for (purpose, engine), (used_in, used_out) in self._estimates.items():  # in the order the provider answered
+            row = table.setdefault(purpose if field == "purpose" else engine, [0, 0])
+            row[0] += used_in
+            row[1] += used_out
         accounts = self.tally.accounts_so_far() if self.tally is not None else None
         for line, amount in accounts.lines.items() if accounts is not None else ():
             if amount.calls > amount.errors:  # a reply reached the run: its purpose is shown, tokens or not
                 row = table.setdefault(getattr(line, field), [0, 0])
                 row[0] += amount.input_tokens
                 row[1] += amount.output_tokens
-        for (purpose, engine), (used_in, used_out) in self._estimates.items():
-            row = table.setdefault(purpose if field == "purpose" else engine, [0, 0])
-            row[0] += used_in
-            row[1] += used_out
         return table
 
     @property
