@@ -14,6 +14,7 @@ import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest
 from ._accounting import Accounts, Amount, Line, failed_tokens
+from ._interpret import error_of
 from ._limit import estimate_tokens
 from ._protocol import is_async_llm
 
@@ -127,7 +128,9 @@ class BudgetGuard:
             if isinstance(exc, LLMFailure) and exc.error.kind in STOP_KINDS:  # a budget (or a stop) further down
                 self.exceeded = True
                 self.stopped = exc.error.kind
-            kind = exc.error.kind if isinstance(exc, LLMFailure) else type(exc).__name__
+            # the kind the runner above records: the error's own, a timeout, or "exception"; a cancellation is
+            # the runner's timeout cutting the call (as the run's tally counts it)
+            kind = error_of(exc).kind if isinstance(exc, Exception) else "timeout"
             self.estimated += failed_tokens(exc, estimate)
             self._add(request, Amount(calls=1, errors=1), error=kind)
             raise

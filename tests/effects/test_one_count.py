@@ -14,7 +14,9 @@ OUTCOMES = st.lists(
     st.tuples(
         st.sampled_from(["forward", "backward"]),
         st.sampled_from(["forward", "backward", "rewrite"]),
-        st.one_of(st.none(), st.tuples(st.integers(0, 50), st.integers(0, 50)), st.sampled_from(["server", "parse"])),
+        st.one_of(
+            st.none(), st.tuples(st.integers(0, 50), st.integers(0, 50)), st.sampled_from(["server", "parse", "bug"])
+        ),
     ),
     max_size=12,
 )
@@ -25,6 +27,8 @@ def _llm(outcomes):
 
     def llm(request):
         outcome = table[request.messages[0].content]
+        if outcome == "bug":  # a plain exception: the runner's kind is "exception"
+            raise ValueError("a bug in the LLM")
         if isinstance(outcome, str):
             raise LLMFailure(LLMError(outcome, "no"))
         usage = {} if outcome is None else {"input_tokens": outcome[0], "output_tokens": outcome[1]}
@@ -41,7 +45,8 @@ def _program(requests):
 @given(OUTCOMES)
 def test_the_guard_and_the_runner_keep_the_same_accounts(outcomes):
     """Under no limit, fit's budget guard and the runner over it hold equal accounts of the same calls (replies'
-    tokens by engine, purpose and model; failed calls by kind), and RunStatistics is read from the runner's."""
+    tokens by engine, purpose and model; failed calls by kind, a plain exception's too), and RunStatistics is
+    read from the runner's."""
     requests = [
         LLMRequest((Message("user", f"q{i}"),), engine=engine, purpose=purpose)
         for i, (engine, purpose, _) in enumerate(outcomes)
@@ -52,7 +57,8 @@ def test_the_guard_and_the_runner_keep_the_same_accounts(outcomes):
     expected = Accounts()
     for engine, purpose, outcome in outcomes:
         if isinstance(outcome, str):
-            expected = expected.add(Line(engine, purpose, "", outcome), Amount(calls=1, errors=1))
+            kind = "exception" if outcome == "bug" else outcome
+            expected = expected.add(Line(engine, purpose, "", kind), Amount(calls=1, errors=1))
         else:
             used = outcome or (0, 0)
             expected = expected.add(
