@@ -13,7 +13,8 @@ from typing import Any
 import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest
-from ._accounting import charged_tokens, failed_tokens
+from ._accounting import Accounts, Amount, Line, failed_tokens
+from ._interpret import error_of
 from ._limit import estimate_tokens
 from ._protocol import is_async_llm
 
@@ -63,7 +64,14 @@ STOP_KINDS = ("budget", "halted")
 
 
 class BudgetGuard:
-    """Wraps the LLM: counts calls and tokens; refuses calls past the budget.
+    """Wraps the LLM: counts calls and tokens in an `Accounts`; refuses calls past the budget.
+
+    The calls `fit` made of its LLM are `accounts` (a line per outcome: a reply's reported tokens, a failed
+    call's error kind, a memo's answer as a memo hit), plus the calls in flight, counted when they start so
+    concurrent calls never overshoot ``max_calls``. Above the LLM's middleware, a reply a ``cached(...)``
+    inside it gave counts as a call with its stored usage (see `Budget`). The tokens are the accounts' plus
+    `estimated`: the estimates charged for replies that reported no usage and for failed calls that may have
+    been paid (see ``budgeted``), which no reply reported.
 
     `exceeded` says the run must stop, and `stopped` why: ``"budget"`` (this budget, or a
     `budgeted` layer of the LLM, refused a call) or another of `STOP_KINDS` a middleware raised.
@@ -74,15 +82,35 @@ class BudgetGuard:
     def __init__(self, llm: Any, budget: Budget | None) -> None:
         self.llm, self.budget = llm, budget or Budget()
         self.identity = getattr(llm, "identity", None)
-        self.calls = self.tokens = self.reserved = 0
+        self.accounts = Accounts()
+        self.in_flight = self.estimated = self.reserved = 0
+        self._calls = self._tokens = 0  # the accounts' billed calls and tokens, kept as they are added
         self.exceeded = False
         self.stopped = "budget"
+
+    @property
+    def calls(self) -> int:
+        """Calls started: those the accounts hold, and those in flight."""
+        return self._calls + self.in_flight
+
+    @property
+    def tokens(self) -> int:
+        """Tokens charged: the accounts' reported tokens and the estimates."""
+        return self._tokens + self.estimated
+
+    def _add(self, request: LLMRequest, amount: Amount, model: Any = "", error: str = "") -> None:
+        line = Line(str(request.engine), str(request.purpose), model if isinstance(model, str) else "", error)
+        self.accounts = self.accounts.add(line, amount)
+        self._calls += amount.calls
+        self._tokens += amount.input_tokens + amount.output_tokens
 
     async def __call__(self, request: LLMRequest) -> Any:
         from_memory = getattr(self.llm, "answers_from_memory", None)
         if from_memory is not None and from_memory(request):  # a memo hit: no call, nothing to count or refuse
             result = self.llm(request)
-            return await result if hasattr(result, "__await__") else result
+            result = await result if hasattr(result, "__await__") else result
+            self._add(request, Amount(memo_hits=1), getattr(result, "model", ""))
+            return result
         # Reserve before calling (as `budgeted` does), so the calls in flight cannot pass the budget together.
         estimate = estimate_tokens(request) if self.budget.max_tokens is not None else 0
         if (self.budget.max_calls is not None and self.calls >= self.budget.max_calls) or (
@@ -90,27 +118,35 @@ class BudgetGuard:
         ):
             self.exceeded = True
             raise LLMFailure(LLMError("budget", "the run's budget is spent", retryable=False))
-        self.calls += 1
+        self.in_flight += 1
         self.reserved += estimate
         try:
             result = self.llm(request)
             if is_async_llm(self.llm) or hasattr(result, "__await__"):
                 result = await result
-        except LLMFailure as failure:
-            if failure.error.kind in STOP_KINDS:  # a budget (or a stop) further down the stack: end cleanly
+        except BaseException as exc:  # a failed call, or a cancellation: it was made, and may have been paid
+            if isinstance(exc, LLMFailure) and exc.error.kind in STOP_KINDS:  # a budget (or a stop) further down
                 self.exceeded = True
-                self.stopped = failure.error.kind
-            self.tokens += failed_tokens(failure, estimate)
-            raise
-        except BaseException as exc:  # a paid call that failed otherwise, or a cancellation
-            self.tokens += failed_tokens(exc, estimate)
+                self.stopped = exc.error.kind
+            # the kind the runner above records: the error's own, a timeout, or "exception"; a cancellation is
+            # the runner's timeout cutting the call (as the run's tally counts it)
+            kind = error_of(exc).kind if isinstance(exc, Exception) else "timeout"
+            self.estimated += failed_tokens(exc, estimate)
+            self._add(request, Amount(calls=1, errors=1), error=kind)
             raise
         finally:
+            self.in_flight -= 1
             self.reserved -= estimate
         if getattr(result, "memo_hit", False):  # answered from memory after all (an identical call was in flight)
-            self.calls -= 1
+            self._add(request, Amount(memo_hits=1), getattr(result, "model", ""))
             return result
-        self.tokens += charged_tokens(result, estimate)
+        usage, model = getattr(result, "usage", None) or {}, getattr(result, "model", "")
+        if "input_tokens" in usage or "output_tokens" in usage:  # reported usage replaces the estimate
+            used = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+            self._add(request, Amount(calls=1, input_tokens=used[0], output_tokens=used[1]), model)
+        else:  # no usage reported: the estimate is charged (see `charged_tokens`)
+            self.estimated += estimate
+            self._add(request, Amount(calls=1), model)
         return result
 
 

@@ -31,6 +31,7 @@ import attrs
 from returns.result import Success
 
 from ..core import FrozenMap, LLMRequest, Program, Reply
+from ._accounting import Accounts, Amount, Line
 from ._interpret import drive_sync, not_a_program
 from ._loop import run_loop
 from ._loop_tasks import LoopTasks
@@ -46,7 +47,7 @@ OnReply = Callable[[LLMRequest, Reply], None]
 
 @attrs.frozen
 class RunStatistics:
-    """What a `Runner` has done so far.
+    """What a `Runner` has done so far: a snapshot read from its `Accounts` (`from_accounts`).
 
     Attributes:
         calls: Calls made (each counted once, failed or not): every request the
@@ -77,6 +78,42 @@ class RunStatistics:
     calls_by_engine: FrozenMap[str, int] = FrozenMap()
     tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
     memo_hits: int = 0
+
+    @classmethod
+    def from_accounts(cls, accounts: Accounts, peak_in_flight: int = 0) -> RunStatistics:
+        """The statistics of `accounts` (first-seen order): billed calls, by purpose and engine, errors by
+        kind, tokens, and memo hits apart -- what `Runner.statistics` gives of the runner's `accounts`."""
+        purposes: dict[str, int] = {}
+        engines: dict[str, int] = {}
+        kinds: dict[str, int] = {}
+        engine_tokens: dict[str, tuple[int, int]] = {}
+        calls = errors = tokens_in = tokens_out = memo_hits = 0
+        for line, amount in accounts.lines.items():
+            memo_hits += amount.memo_hits
+            if amount.calls:
+                calls += amount.calls
+                purposes[line.purpose] = purposes.get(line.purpose, 0) + amount.calls
+                engines[line.engine] = engines.get(line.engine, 0) + amount.calls
+            if amount.errors:
+                errors += amount.errors
+                kinds[line.error] = kinds.get(line.error, 0) + amount.errors
+            if amount.input_tokens or amount.output_tokens:
+                tokens_in += amount.input_tokens
+                tokens_out += amount.output_tokens
+                before_in, before_out = engine_tokens.get(line.engine, (0, 0))
+                engine_tokens[line.engine] = (before_in + amount.input_tokens, before_out + amount.output_tokens)
+        return cls(
+            calls,
+            FrozenMap(purposes),
+            errors,
+            FrozenMap(kinds),
+            peak_in_flight,
+            tokens_in,
+            tokens_out,
+            FrozenMap(engines),
+            FrozenMap(engine_tokens),
+            memo_hits,
+        )
 
 
 class Runner:
@@ -131,28 +168,28 @@ class Runner:
         self.timeout = timeout
         self.on_reply = on_reply
         self._async = is_async_llm(llm)
-        # Plain dicts (first-seen order), not Counters: `d[k] = d.get(k, 0) + 1` is twice as fast.
-        self._purposes: dict[str, int] = {}
-        self._engines: dict[str, int] = {}
-        self._kinds: dict[str, int] = {}
-        self._calls = self._errors = self._in_flight = self._peak = self._memo_hits = 0
-        self._tokens_in = self._tokens_out = 0
-        self._engine_tokens: dict[str, tuple[int, int]] = {}
+        # The one count: a row per `Line` -- (engine, purpose, model, error kind) -> [calls, errors, input
+        # tokens, output tokens] -- in the order of their first calls, and the memo hits per line apart;
+        # `accounts` and `statistics` are read from it. A plain dict of lists, not `Accounts.add` per call:
+        # that builds a frozen map per call (~4 us against ~0.4 us here, measured), and every call is counted.
+        self._lines: dict[tuple[str, str, str, str], list[int]] = {}
+        self._memo_hits: dict[tuple[str, str, str, str], int] = {}
+        self._in_flight = self._peak = 0
+
+    def accounts(self) -> Accounts:
+        """The calls, errors, tokens and memo hits so far, by engine, purpose, model and error kind."""
+        lines = {
+            Line(*key): Amount(calls=row[0], errors=row[1], input_tokens=row[2], output_tokens=row[3])
+            for key, row in self._lines.items()
+        }
+        for key, hits in self._memo_hits.items():  # after the calls' lines: their order is that of the first calls
+            line = Line(*key)
+            lines[line] = attrs.evolve(lines[line], memo_hits=hits) if line in lines else Amount(memo_hits=hits)
+        return Accounts(FrozenMap(lines))
 
     def statistics(self) -> RunStatistics:
-        """A frozen snapshot of the counts so far."""
-        return RunStatistics(
-            self._calls,
-            FrozenMap(self._purposes),
-            self._errors,
-            FrozenMap(self._kinds),
-            self._peak,
-            self._tokens_in,
-            self._tokens_out,
-            FrozenMap(self._engines),
-            FrozenMap(self._engine_tokens),
-            self._memo_hits,
-        )
+        """A frozen snapshot of the counts so far (read from `accounts`)."""
+        return RunStatistics.from_accounts(self.accounts(), self._peak)
 
     async def run(self, program: Program[T]) -> T:
         """Run `program` to completion and return its value.
@@ -208,28 +245,28 @@ class Runner:
         return await self.run(taken.pop())
 
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
+        lines = self._lines
         if type(reply) is Success:  # `Success` is final: no isinstance (an ABC check) per call
             response = reply.unwrap()
+            key = (request.engine, request.purpose, response.model, "")
             if response.memo_hit:  # answered from memory: no call (its tokens were counted when it was made)
-                self._memo_hits += 1
+                self._memo_hits[key] = self._memo_hits.get(key, 0) + 1
                 return
-        self._calls += 1
-        purposes, engines, engine = self._purposes, self._engines, request.engine
-        purposes[request.purpose] = purposes.get(request.purpose, 0) + 1
-        engines[engine] = engines.get(engine, 0) + 1
-        if type(reply) is Success:
+            row = lines.get(key)
+            if row is None:
+                row = lines[key] = [0, 0, 0, 0]
+            row[0] += 1
             usage = response.usage
             if usage.view if type(usage) is FrozenMap else usage:  # usually empty: skip the look-ups
-                used_in, used_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-                if used_in or used_out:
-                    self._tokens_in += used_in
-                    self._tokens_out += used_out
-                    before_in, before_out = self._engine_tokens.get(engine, (0, 0))
-                    self._engine_tokens[engine] = (before_in + used_in, before_out + used_out)
+                row[2] += int(usage.get("input_tokens", 0))
+                row[3] += int(usage.get("output_tokens", 0))
         else:
-            self._errors += 1
-            kind = reply.failure().kind
-            self._kinds[kind] = self._kinds.get(kind, 0) + 1
+            key = (request.engine, request.purpose, "", reply.failure().kind)
+            row = lines.get(key)
+            if row is None:
+                row = lines[key] = [0, 0, 0, 0]
+            row[0] += 1
+            row[1] += 1
         if self.on_reply is not None:
             self.on_reply(request, reply)
 

@@ -28,6 +28,7 @@ from ._config import OPTIMIZERS, RunConfig
 from ._dry_run import estimate_tokens
 from ._plan import plan
 from ._prices import estimate_cost
+from ._progress import _find_accounts
 from ._results import RunSummary, thaw_json
 from ._run import SetupError, build_llm, load_run_tasks, run_experiment
 from ._run_stack import _NOT_FAILURES, failures
@@ -59,11 +60,14 @@ no-neighbors, no-neighbours-as-run, one-parameter, no-gate, textgrad, optoprime,
 
 
 class PurposeMeter:
-    """Wraps an LLM and counts tokens by request purpose and engine.
+    """A run's tokens by request purpose and engine, read from the run's accounts.
 
-    The reply's reported usage is used when there is one; otherwise the tokens are
-    estimated (four characters per token) and `estimated` becomes True -- unless `estimate` is False (the
-    simulated LLM, which uses no tokens: none are estimated, as a run on it counts none).
+    The run's stack keeps the one count of calls and tokens (its tally's `semgrad.effects.Accounts`);
+    `watch` (run_experiment calls it with the stack) finds them, and `by_purpose` / `by_engine` read the
+    tokens its billed calls reported. As the backend, the meter also estimates (four characters per token)
+    the tokens of replies that report none -- what no account holds, since accounts keep reported usage
+    only -- and `estimated` becomes True; unless `estimate` is False (the simulated LLM, which uses no
+    tokens: none are estimated, as a run on it counts none).
     """
 
     def __init__(self, llm: Any, *, estimate: bool = True) -> None:
@@ -71,8 +75,8 @@ class PurposeMeter:
         self.estimate = estimate
         self.identity = getattr(llm, "identity", None)
         self.is_async = True
-        self.by_purpose: dict[str, list[int]] = {}
-        self.by_engine: dict[str, list[int]] = {}
+        self.tally: Any = None  # the run's tally, once `watch` finds it
+        self._estimates: dict[tuple[str, str], list[int]] = {}  # (purpose, engine): estimated tokens in and out
         self.estimated = False
 
     async def __aenter__(self) -> PurposeMeter:
@@ -87,25 +91,71 @@ class PurposeMeter:
         if leave is not None:
             await leave(*exc)
 
+    def watch(self, stack_llm: Any) -> None:
+        """Read the accounts of the run's tally inside `stack_llm` (the top of the run's stack)."""
+        self.tally = _find_accounts(stack_llm)
+
+    @property
+    def on_reply(self) -> _Watching:
+        """The run's ``on_reply``: it does nothing per reply, and hands the run's stack to `watch`."""
+        return _Watching(self)
+
     async def __call__(self, request: LLMRequest) -> Any:
         from ..effects._protocol import is_async_llm
 
         result = self.llm(request)
         if is_async_llm(self.llm) or hasattr(result, "__await__"):
             result = await result
+        # Every billed reply's (purpose, engine) is noted, in order: the tables list them as the provider answered
+        # them (the accounts' lines are in the order the run first saw them, a cache's answers included).
+        row = self._estimates.setdefault((request.purpose, request.engine), [0, 0])
         usage = getattr(result, "usage", None) or {}
-        text = result if isinstance(result, str) else getattr(result, "text", "")
-        used_in = int(usage.get("input_tokens", 0) or 0)
-        used_out = int(usage.get("output_tokens", 0) or 0)
-        if not used_in and not used_out and self.estimate:
+        if self.estimate and not (usage.get("input_tokens") or usage.get("output_tokens")):
             self.estimated = True
-            used_in = sum(estimate_tokens(m.content) for m in request.messages)
-            used_out = estimate_tokens(text or "")
-        for table, key in ((self.by_purpose, request.purpose), (self.by_engine, request.engine)):
-            row = table.setdefault(key, [0, 0])
+            text = result if isinstance(result, str) else getattr(result, "text", "")
+            row[0] += sum(estimate_tokens(m.content) for m in request.messages)
+            row[1] += estimate_tokens(text or "")
+        return result
+
+    def _tokens(self, field: str) -> dict[str, list[int]]:
+        """Input and output tokens by `field` ("purpose" or "engine") of the billed replies: reported ones from
+        the run's accounts, plus the estimates of those that reported none, in the order the provider first answered."""
+        table: dict[str, list[int]] = {}
+        for (purpose, engine), (used_in, used_out) in self._estimates.items():  # in the order the provider answered
+            row = table.setdefault(purpose if field == "purpose" else engine, [0, 0])
             row[0] += used_in
             row[1] += used_out
-        return result
+        accounts = self.tally.accounts_so_far() if self.tally is not None else None
+        for line, amount in accounts.lines.items() if accounts is not None else ():
+            if amount.calls > amount.errors:  # a reply reached the run: its purpose is shown, tokens or not
+                row = table.setdefault(getattr(line, field), [0, 0])
+                row[0] += amount.input_tokens
+                row[1] += amount.output_tokens
+        return table
+
+    @property
+    def by_purpose(self) -> dict[str, list[int]]:
+        """``[input, output]`` tokens by request purpose."""
+        return self._tokens("purpose")
+
+    @property
+    def by_engine(self) -> dict[str, list[int]]:
+        """``[input, output]`` tokens by request engine."""
+        return self._tokens("engine")
+
+
+@attrs.frozen
+class _Watching:
+    """An ``on_reply`` that counts nothing (the accounts count) and lets `meter` find the run's accounts."""
+
+    meter: PurposeMeter
+
+    def watch(self, stack_llm: Any) -> None:
+        """Hand the run's stack to the meter."""
+        self.meter.watch(stack_llm)
+
+    def __call__(self, request: Any, reply: Any) -> None:
+        """Nothing per reply."""
 
 
 def _scores(summary: RunSummary) -> list[float | None]:
@@ -178,10 +228,17 @@ def _run_method(
     meter = PurposeMeter(llm, estimate=cfg.backend != "simulated")
     started = clock()
     summary = run_experiment(
-        cfg, root / name, llm=meter, on_progress=progress, prices=prices, enter_llm=llm_factory is None
+        cfg,
+        root / name,
+        llm=meter,
+        on_progress=progress,
+        on_reply=meter.on_reply,
+        prices=prices,
+        enter_llm=llm_factory is None,
     )
     wall = clock() - started
     tokens = {role: (used[0], used[1]) for role, used in meter.by_engine.items()}
+    by_purpose = meter.by_purpose
     return MethodResult(
         optimizer=name,
         scores=tuple(_scores(summary)),
@@ -191,9 +248,9 @@ def _run_method(
         calls=summary.total_calls,
         hits=_hits(summary),
         calls_by_purpose=summary.calls_by_purpose,
-        tokens_by_purpose=FrozenMap((p, used[0] + used[1]) for p, used in meter.by_purpose.items()),
-        input_tokens=sum(u[0] for u in meter.by_purpose.values()),
-        output_tokens=sum(u[1] for u in meter.by_purpose.values()),
+        tokens_by_purpose=FrozenMap((p, used[0] + used[1]) for p, used in by_purpose.items()),
+        input_tokens=sum(u[0] for u in by_purpose.values()),
+        output_tokens=sum(u[1] for u in by_purpose.values()),
         # the simulated backend is offline: it uses no tokens, at no price
         cost_usd=0.0 if cfg.backend == "simulated" else summary.cost_usd or estimate_cost(cfg, tokens, prices),
         wall_s=round(wall, 3),

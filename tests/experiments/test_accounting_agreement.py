@@ -1,10 +1,12 @@
-"""One accounting model: the live line, results.json, the report and compare agree on calls and cost."""
+"""One accounting model: the live line, results.json, the report, the budget and compare agree on calls, tokens
+and cost."""
 
 from __future__ import annotations
 
 import io
 import json
 
+import attrs
 import pytest
 
 from semgrad.core import LLMResponse
@@ -85,3 +87,53 @@ def test_the_live_line_results_report_and_compare_agree_on_calls_and_cost(tmp_pa
     row = table["methods"][0]
     assert row["calls"] == len(sent_by_compare) == calls and row["hits"] == hits
     assert row["cost_usd"] == pytest.approx(cost)
+
+
+class _StackWatch:
+    """An ``on_reply`` that keeps the run's stack (`run_experiment` hands it to ``watch``) and counts nothing."""
+
+    def __init__(self) -> None:
+        self.top = None
+
+    def watch(self, llm) -> None:
+        self.top = llm
+
+    def __call__(self, request, reply) -> None:
+        pass
+
+    def budget(self):
+        """The run's budget layer (``budgeted``) inside the stack."""
+        llm, seen = self.top, 0
+        while llm is not None and seen < 20:
+            if hasattr(llm, "max_calls") and hasattr(llm, "refused"):
+                return llm
+            llm = getattr(llm, "inner", None) or getattr(llm, "llm", None)
+            seen += 1
+        raise AssertionError("no budget layer in the run's stack")
+
+
+def test_the_budget_results_json_and_compare_agree_on_calls_and_tokens(tmp_path):
+    """On one fake run under a budget (--max-calls), the calls and tokens the budget counted, those of results.json
+    (its calls by purpose too) and compare's calls, tokens and tokens by purpose for the same run are the same
+    numbers, and the calls are those the provider received."""
+    config = attrs.evolve(_config(tmp_path, cache=False), max_calls=10_000, max_tokens=10_000_000)
+    sent: list[object] = []
+    watch = _StackWatch()
+    run_experiment(config, tmp_path / "run", llm=_provider(config, sent), on_reply=watch, prices=PRICES)
+    budget = watch.budget()
+    counters = json.loads((tmp_path / "run" / "results.json").read_text("utf-8"))["counters"]
+    tokens = counters["input_tokens"] + counters["output_tokens"]
+    assert budget.refused == 0 and budget.calls == counters["calls"] == len(sent) > 0
+    assert budget.tokens == tokens == len(sent) * 12
+    assert sum(counters["calls_by_purpose"].values()) == budget.calls
+
+    sent_by_compare: list[object] = []
+    table = compare(
+        config, [config.optimizer], tmp_path / "cmp", prices=PRICES, llm_factory=lambda c: _provider(c, sent_by_compare)
+    )
+    row = table["methods"][0]
+    assert row["calls"] == len(sent_by_compare) == budget.calls
+    assert row["input_tokens"] + row["output_tokens"] == sum(row["tokens_by_purpose"].values()) == budget.tokens
+    assert row["input_tokens"] == counters["input_tokens"] and row["calls_by_purpose"] == counters["calls_by_purpose"]
+    by_purpose = {p: 12 * n for p, n in counters["calls_by_purpose"].items()}  # each reply reports 10 + 2 tokens
+    assert row["tokens_by_purpose"] == by_purpose
