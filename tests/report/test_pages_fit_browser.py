@@ -14,6 +14,7 @@ import pytest
 from semgrad.report import write_report
 from semgrad.report._compare import render_compare
 from semgrad.sweeps import write_sweep_report
+from semgrad.tasks import BBH_ALGORITHMIC, BBH_NLP
 
 from .conftest import make_results, make_task, parse
 from .test_report_browser import find_chromium, png_facts, run_chromium
@@ -23,45 +24,7 @@ pytestmark = pytest.mark.slow
 WIDTH = 1300
 
 #: The 27 BBH tasks of the paper, by category (long names are the ones a narrow column breaks).
-BBH_TASKS = (
-    *(
-        (name, "nlp")
-        for name in (
-            "causal_judgement",
-            "date_understanding",
-            "disambiguation_qa",
-            "formal_fallacies",
-            "hyperbaton",
-            "movie_recommendation",
-            "penguins_in_a_table",
-            "reasoning_about_colored_objects",
-            "ruin_names",
-            "salient_translation_error_detection",
-            "snarks",
-            "sports_understanding",
-            "temporal_sequences",
-        )
-    ),
-    *(
-        (name, "algorithmic")
-        for name in (
-            "boolean_expressions",
-            "dyck_languages",
-            "geometric_shapes",
-            "logical_deduction_five_objects",
-            "logical_deduction_seven_objects",
-            "logical_deduction_three_objects",
-            "multistep_arithmetic_two",
-            "navigate",
-            "object_counting",
-            "tracking_shuffled_objects_five_objects",
-            "tracking_shuffled_objects_seven_objects",
-            "tracking_shuffled_objects_three_objects",
-            "web_of_lies",
-            "word_sorting",
-        )
-    ),
-)
+BBH_TASKS = (*((name, "nlp") for name in BBH_NLP), *((name, "algorithmic") for name in BBH_ALGORITHMIC))
 
 #: What Chromium runs in the page (its CSP removed for the measurement only): the facts the tests check,
 #: written as JSON into a <pre id="fit-facts"> that --dump-dom prints.
