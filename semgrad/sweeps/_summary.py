@@ -14,6 +14,7 @@ from typing import Any
 from ..experiments import PUBLISHED
 from ..tasks import BBH_ALGORITHMIC, BBH_NLP
 from ._spec import SweepSpec
+from ._sweep_json import SweepSummary
 
 __all__ = ["AVERAGES", "average_tasks", "comparable_figures", "summarize"]
 
@@ -201,8 +202,13 @@ def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
     return total if total is None or math.isfinite(total) else None
 
 
-def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> SweepSummary:
     """The content of ``sweep.json``: the spec, one row per run, per-task means, averages and totals."""
+    return SweepSummary.from_json(_summary_json(spec, rows))
+
+
+def _summary_json(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`summarize`'s value as ``sweep.json`` holds it."""
     return {
         "sweep": spec.describe(),
         "backend": spec.backend,
