@@ -149,3 +149,19 @@ def test_the_page_reads_the_typed_fields_never_the_dictionary(monkeypatch):
         monkeypatch.setattr(cls, "from_json", refuse)
     page = render_sweep(summary)
     assert "onerun" in page and "25.0 %" in page and "1,234" in page and "1 runs on backend" in page
+
+
+def test_counts_that_sum_beyond_2_53_fail_their_run_alone_and_leave_no_total():
+    """A results.json whose calls per purpose are each allowed but sum beyond 2**53 gives a row that would not
+    read back: run_row refuses it with one line naming row.calls (that run fails alone), and totals over rows
+    whose counts sum beyond 2**53 are null, so summarize still writes a sweep.json that reads back."""
+    from semgrad.sweeps._execute import run_row
+
+    (run, *_) = SPEC.runs()
+    results = {"tasks": [{"accuracy": {"test": 0.5}}], "calls": {"by_purpose": {"a": 2**53, "b": 2**53}}}
+    with pytest.raises(ValueError, match=r"^row\.calls must be a count"):
+        run_row(run, results)
+    rows = [_full(name=f"r{i}", task="gsm8k", optimizer="tgd", calls=2**53, tokens={"input": 2**53}) for i in (0, 1)]
+    summary = summarize(SPEC, rows)
+    assert summary.totals.calls is None and summary.totals.tokens["input"] is None
+    assert SweepSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
