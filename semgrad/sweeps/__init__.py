@@ -77,6 +77,8 @@ from ._sweep import RunOutcome as RunOutcome
 from ._sweep import SweepResult as SweepResult
 from ._sweep import check_sweep as check_sweep
 from ._sweep import run_sweep as run_sweep
+from ._sweep_json import SweepRow as SweepRow
+from ._sweep_json import SweepSummary as SweepSummary
 
 __all__ = [
     "CallSlots",
@@ -86,7 +88,9 @@ __all__ = [
     "RunOutcome",
     "SweepError",
     "SweepResult",
+    "SweepRow",
     "SweepSpec",
+    "SweepSummary",
     "check_sweep",
     "execute_run",
     "load_spec",

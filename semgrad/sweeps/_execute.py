@@ -47,6 +47,7 @@ from ..tasks import bbh_category
 from ._results import check_run_results
 from ._slots import SlotsClient, slotted
 from ._spec import PlannedRun, SweepError
+from ._sweep_json import SweepRow
 
 __all__ = [
     "Instrument",
@@ -176,7 +177,8 @@ def run_row(
     run: PlannedRun, results: RunSummary | Mapping[str, Any] | None, error: str | None = None
 ) -> dict[str, Any]:
     """One line of the sweep's table: what the run is, and what its ``results.json`` says (a `RunSummary`,
-    or the file's JSON, read into one).
+    or the file's JSON, read into one), checked as ``sweep.json`` will read it: a `ValueError` names a field
+    that would not read back (calls summed over purposes beyond 2**53, say), and that run alone fails.
 
     Examples:
         >>> from semgrad.sweeps import parse_spec
@@ -189,7 +191,7 @@ def run_row(
     first = summary.tasks[0] if summary is not None and summary.tasks else TaskResult()
     size = first.sizes.get("test")
     tokens = summary.tokens if summary is not None else {}
-    return {
+    row = {
         "name": run.name,
         "task": run.config.task,
         "category": _category(run.config.task),
@@ -209,6 +211,8 @@ def run_row(
         "errors_by_kind": dict(summary.errors_by_kind) if summary is not None else None,
         "error": error,
     }
+    SweepRow.from_json(row, "row")
+    return row
 
 
 def _message(exc: BaseException) -> str:

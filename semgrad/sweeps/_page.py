@@ -27,6 +27,7 @@ from ..report._style import CSS, page_head
 from ..report._tokens import SIMULATED_TOKENS
 from ._chart import optimizer_chart
 from ._summary import average_tasks
+from ._sweep_json import SweepRow, SweepSummary
 
 __all__ = ["render_sweep", "report_links", "write_sweep_report"]
 
@@ -48,12 +49,9 @@ _AVERAGE_COLUMNS = (
 )
 
 
-def _scored_on(summary: Mapping[str, Any]) -> dict[str, str]:
+def _scored_on(summary: SweepSummary) -> dict[str, str]:
     """``sweep.json``'s ``scored_on`` (absent in older ones), with only the values it may hold."""
-    found = summary.get("scored_on")
-    if not isinstance(found, Mapping):
-        return {}
-    return {str(task): "train" if part == "train" else "test" for task, part in found.items()}
+    return {task: "train" if part == "train" else "test" for task, part in summary.scored_on.items()}
 
 
 def _covers(entry: Mapping[str, Any]) -> str:
@@ -71,20 +69,17 @@ def _paper_cell(entry: Mapping[str, Any], figure: Any) -> str:
     return f"not comparable (the paper\u2019s: all {entry['of']} tasks)"
 
 
-def _averages(summary: Mapping[str, Any]) -> str:
-    runs = summary.get("runs")
-    coverage = average_tasks(runs if isinstance(runs, (list, tuple)) else ())
+def _averages(summary: SweepSummary) -> str:
+    coverage = average_tasks([{"task": run.task, "category": run.category} for run in summary.runs])
     # a group the sweep holds no task of has no average, and no figure to show under one
     columns = [(key, label) for key, label in _AVERAGE_COLUMNS if coverage[key]["tasks"] or key == "overall"]
     head = "".join(f"<th>{esc(label)}<br><small>{esc(_covers(coverage[key]))}</small></th>" for key, label in columns)
     rows = [f"<tr><th>Variant</th>{head}</tr>"]
     for kind, suffix in (("averages", " (item-weighted)"), ("averages_unweighted", " (unweighted)")):
-        table = summary.get(kind)
-        for variant, values in table.items() if isinstance(table, Mapping) else ():
-            values = values if isinstance(values, Mapping) else {}
+        for variant, values in getattr(summary, kind).items():
             cells = "".join(f"<td>{esc(percent(values.get(key)))}</td>" for key, _ in columns)
             rows.append(f'<tr><td class="text">{isolate(variant)}{esc(suffix)}</td>{cells}</tr>')
-    published = summary.get("published") if isinstance(summary.get("published"), Mapping) else {}
+    published = summary.published
     for label, keys in _PAPER_ROWS:
         found = [
             _paper_cell(coverage[key], published.get(keys[key], PUBLISHED[keys[key]])) if key in keys else ""
@@ -96,7 +91,7 @@ def _averages(summary: Mapping[str, Any]) -> str:
     return "<table>\n" + "\n".join(rows) + "\n</table>"
 
 
-def report_links(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) -> dict[str, str]:
+def report_links(sweep_dir: str | os.PathLike[str], summary: SweepSummary | Mapping[str, Any]) -> dict[str, str]:
     """The relative link to each run's report that exists inside the sweep folder, by run name.
 
     Run names come from ``sweep.json`` and are not trusted: a name that is not one plain
@@ -114,8 +109,11 @@ def report_links(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) 
     """
     root = Path(sweep_dir).resolve()
     links = {}
-    for run in summary.get("runs") or ():
-        name = run.get("name") if isinstance(run, Mapping) else None
+    if isinstance(summary, SweepSummary):
+        names: list[Any] = [run.name for run in summary.runs]
+    else:  # a summary as plain JSON, read leniently
+        names = [run.get("name") if isinstance(run, Mapping) else None for run in summary.get("runs") or ()]
+    for name in names:
         if not isinstance(name, str) or not _LINKABLE.fullmatch(name):
             continue
         expected = root / name / _REPORT
@@ -153,64 +151,55 @@ def _run_name(name: Any, reports: Mapping[str, str]) -> str:
 _REFUSED = ("budget", "halted")
 
 
-def _notes(run: Mapping[str, Any]) -> str:
+def _notes(run: SweepRow) -> str:
     """What a run's row must say when it has no error: a stop (its figures are partial; a budget-stopped run
     is no failure, nor finished), and the calls that got no reply (its scores count them as wrong answers).
 
     Examples:
-        >>> _notes({"stopped": "budget", "errors_by_kind": {"budget": 4, "timeout": 2}})
+        >>> _notes(SweepRow.from_json({"stopped": "budget", "errors_by_kind": {"budget": 4, "timeout": 2}}))
         'stopped early (budget): partial; 2 calls without a reply (timeout 2)'
-        >>> _notes({"errors_by_kind": {"budget": 4}}), _notes({})
+        >>> _notes(SweepRow.from_json({"errors_by_kind": {"budget": 4}})), _notes(SweepRow())
         ('', '')
     """
-    notes = [f"stopped early ({run['stopped']}): partial"] if run.get("stopped") else []
-    kinds = run.get("errors_by_kind")
-    failed = {
-        kind: n
-        for kind, n in (kinds.items() if isinstance(kinds, Mapping) else ())
-        if kind not in _REFUSED and isinstance(n, int) and not isinstance(n, bool) and n > 0
-    }
+    notes = [f"stopped early ({run.stopped}): partial"] if run.stopped else []
+    kinds = run.errors_by_kind or {}
+    failed = {kind: n for kind, n in kinds.items() if kind not in _REFUSED and n > 0}
     if failed:
         listed = ", ".join(f"{kind} {n:,}" for kind, n in failed.items())
         notes.append(f"{sum(failed.values()):,} calls without a reply ({listed})")
     return "; ".join(notes)
 
 
-def _runs(summary: Mapping[str, Any], reports: Mapping[str, str]) -> str:
+def _runs(summary: SweepSummary, reports: Mapping[str, str]) -> str:
     columns = ("Run", "Task", "Seed", "Optimizer", "Train", "Validation", "Test", "Calls", "Tokens", "Cost", "Error")
     text = ("Run", "Task", "Optimizer", "Error")
     head = "".join(f'<th scope="col"{" class=text" if c in text else ""}>{c}</th>' for c in columns)
     rows = [f"<thead><tr>{head}</tr></thead><tbody>"]
-    simulated = summary.get("simulated") is True  # its runs count no tokens: none is said, as in their reports
-    for run in summary.get("runs") or ():
-        accuracy = run.get("accuracy") or {}
-        tokens = run.get("tokens") or {}
-        total = (
-            sum(v for v in tokens.values() if isinstance(v, int))
-            if any(isinstance(v, int) for v in tokens.values())
-            else None
-        )
-        optimizer = isolate(run.get("optimizer", "")) + (f" / {isolate(run['models'])}" if run.get("models") else "")
+    simulated = summary.simulated  # its runs count no tokens: none is said, as in their reports
+    for run in summary.runs:
+        total = run.total_tokens
+        optimizer = isolate(run.optimizer) + (f" / {isolate(run.models)}" if run.models else "")
         cells = [
-            f'<td class="text">{_run_name(run.get("name"), reports)}</td>',
-            f'<td class="text">{_breakable(run.get("task"))}</td>',
-            f'<td class="num">{isolate(run.get("seed"))}</td>',
+            f'<td class="text">{_run_name(run.name, reports)}</td>',
+            f'<td class="text">{_breakable(run.task)}</td>',
+            f'<td class="num">{isolate(run.seed)}</td>',
             f'<td class="text">{optimizer}</td>',
-            *(f'<td class="num">{esc(percent(accuracy.get(part)))}</td>' for part in ("train", "validation", "test")),
-            f'<td class="num">{esc(count(run.get("calls")))}</td>',
+            *(f'<td class="num">{esc(percent(run.score(part)))}</td>' for part in ("train", "validation", "test")),
+            f'<td class="num">{esc(count(run.calls))}</td>',
             f'<td class="num">{esc(count(total) if total is not None or not simulated else SIMULATED_TOKENS)}</td>',
-            f'<td class="num">{esc(money(run.get("cost_usd")))}</td>',
-            f'<td class="error">{isolate(run.get("error") or _notes(run))}</td>',
+            f'<td class="num">{esc(money(run.cost_usd))}</td>',
+            f'<td class="error">{isolate(run.error or _notes(run))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return '<table class="figures runs">\n' + "\n".join(rows) + "\n</tbody></table>"
 
 
-def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None = None) -> str:
+def render_sweep(summary: SweepSummary | Mapping[str, Any], reports: Mapping[str, str] | None = None) -> str:
     """The page for a sweep's summary (the content of ``sweep.json``).
 
     Args:
-        summary: The sweep's summary.
+        summary: The sweep's summary: a `SweepSummary`, or ``sweep.json``'s content (read with
+            `SweepSummary.from_json`: a field of the wrong kind is a `ValueError` naming it).
         reports: The link to each run's report, by run name (see `report_links`); a run
             without one is shown without a link.
 
@@ -220,19 +209,20 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
         >>> "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "93.2 %" in page
         True
     """
-    sweep = summary.get("sweep") or {}
-    totals = summary.get("totals") or {}
-    notice = f'<p class="notice">{_SIMULATED}</p>' if summary.get("simulated") else ""
-    settings = json.dumps(sweep.get("settings") or {}, ensure_ascii=False, sort_keys=True)
-    runs = totals.get("runs", len(summary.get("runs") or ()))
+    if not isinstance(summary, SweepSummary):
+        summary = SweepSummary.from_json(summary)
+    totals = summary.totals
+    notice = f'<p class="notice">{_SIMULATED}</p>' if summary.simulated else ""
+    settings = json.dumps(summary.settings, ensure_ascii=False, sort_keys=True)
+    runs = totals.runs if totals.runs is not None else len(summary.runs)
     facts = (
-        f"{esc(runs)} runs on backend {isolate(summary.get('backend'))}; {esc(totals.get('failed', 0))} failed; "
-        f"{esc(count(totals.get('calls')))} calls; cost {esc(money(totals.get('cost_usd')))}."
+        f"{esc(runs)} runs on backend {isolate(summary.backend)}; {esc(totals.failed)} failed; "
+        f"{esc(count(totals.calls))} calls; cost {esc(money(totals.cost_usd))}."
     )
     return "\n".join(
         [
-            page_head(f"Sweep {as_text(sweep.get('name'))}", css=CSS) + "<body><main>",
-            f"<h1>Sweep {isolate(sweep.get('name'))}</h1>",
+            page_head(f"Sweep {as_text(summary.name)}", css=CSS) + "<body><main>",
+            f"<h1>Sweep {isolate(summary.name)}</h1>",
             notice,
             f"<p>{facts}</p>",
             f"<p>Settings: <code>{isolate(settings)}</code></p>",
@@ -247,7 +237,7 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
             "<p>Each task's mean score over seeds: its test accuracy, or its train accuracy where the task is "
             "scored on the items it was optimised on, as the paper scores LIAR (such a task is marked "
             "\u2018(train)\u2019). A dash on the axis: no score (the runs failed or stopped).</p>",
-            optimizer_chart(summary.get("by_task") or {}, _scored_on(summary)),
+            optimizer_chart(summary.by_task, _scored_on(summary)),
             "<h2>Runs</h2>",
             _runs(summary, reports or {}),
             "</main></body></html>",
@@ -256,15 +246,21 @@ def render_sweep(summary: Mapping[str, Any], reports: Mapping[str, str] | None =
     )
 
 
-def write_sweep_report(sweep_dir: str | os.PathLike[str], summary: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write ``sweep.json`` and ``sweep.html`` (atomically) into `sweep_dir`; return their paths.
+def write_sweep_report(
+    sweep_dir: str | os.PathLike[str], summary: SweepSummary | Mapping[str, Any]
+) -> tuple[Path, Path]:
+    """Write ``sweep.json`` (`SweepSummary.to_json`) and ``sweep.html`` (atomically) into `sweep_dir`; return
+    their paths.
 
     Raises:
-        ValueError: `summary` holds a NaN or an infinity (not JSON): nothing is written.
+        ValueError: `summary` is plain JSON with a field of the wrong kind (a NaN score, a negative count):
+            one line names it, and nothing is written.
     """
+    if not isinstance(summary, SweepSummary):
+        summary = SweepSummary.from_json(summary)
     out = Path(sweep_dir)
     out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(summary.to_json(), indent=1, ensure_ascii=False, allow_nan=False)
     write_text_atomically(out / "sweep.json", text + "\n")
     write_text_atomically(out / "sweep.html", render_sweep(summary, report_links(out, summary)))
     return out / "sweep.json", out / "sweep.html"

@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..experiments import PUBLISHED
+from ..experiments._results import MAX_COUNT
 from ..tasks import BBH_ALGORITHMIC, BBH_NLP
 from ._spec import SweepSpec
+from ._sweep_json import SweepSummary
 
 __all__ = ["AVERAGES", "average_tasks", "comparable_figures", "summarize"]
 
@@ -184,10 +186,13 @@ def comparable_figures(rows: Sequence[Any]) -> tuple[str, ...]:
 
 
 def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
-    """The sum of the finite numbers at `path` in `rows`; None when there are none, or the sum is not finite.
+    """The sum of the finite numbers at `path` in `rows`; None when there are none, or the sum is not finite,
+    or it is a count beyond 2**53 (``sweep.json`` would not read back).
 
     Examples:
         >>> _total([{"cost_usd": 1e308}, {"cost_usd": 1e308}, {"cost_usd": True}], "cost_usd") is None
+        True
+        >>> _total([{"calls": 2**53}, {"calls": 1}], "calls") is None
         True
     """
     values = []
@@ -198,11 +203,18 @@ def _total(rows: Sequence[Mapping[str, Any]], *path: str) -> float | None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             values.append(value)
     total = sum(values) if values else None
+    if isinstance(total, int) and total > MAX_COUNT:
+        return None
     return total if total is None or math.isfinite(total) else None
 
 
-def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> SweepSummary:
     """The content of ``sweep.json``: the spec, one row per run, per-task means, averages and totals."""
+    return SweepSummary.from_json(_summary_json(spec, rows))
+
+
+def _summary_json(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`summarize`'s value as ``sweep.json`` holds it."""
     return {
         "sweep": spec.describe(),
         "backend": spec.backend,
