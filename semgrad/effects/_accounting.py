@@ -3,18 +3,19 @@
 One model counts for everything that counts calls: `Accounts`, a frozen map from
 a `Line` (engine, purpose, model, error kind) to an `Amount` (billed calls, failed
 calls, tokens, cache hits, memo hits). A reply a cache or a memo answered itself is
-marked by that layer (`mark_answered`), so whoever counts above it sees a hit, not
-a call: hits never reach ``calls``, and their stored usage is never counted again.
-``Accounts.record`` is the one place an outcome becomes a line.
+marked by that layer (`mark_answered`: the reply's ``cache_hit`` or ``memo_hit``), so
+whoever counts above it sees a hit, not a call: hits never reach ``calls``, and their
+stored usage is never counted again. ``Accounts.record`` is the one place an outcome
+becomes a line.
 
-`accounted` keeps an `Accounts` (and running totals per ``(engine, model)`` of the
-billed calls, as a frozen `AccountingReport` on demand); `budgeted` refuses calls
-once a call or token limit is reached, with a non-retryable ``LLMError(kind="budget")``.
+`accounted` keeps an `Accounts` (its `AccountingReport`, the billed calls per
+``(engine, model)``, is derived from it on demand); `budgeted` keeps one too, and
+refuses calls once its totals reach a call or token limit, with a non-retryable
+``LLMError(kind="budget")``.
 """
 
 from __future__ import annotations
 
-import contextvars
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -90,40 +91,39 @@ class AccountingReport:
 
 Answerer = Literal["cache", "memo"]
 
-#: The reply the layer below answered itself, and which layer: one slot per task (a context
-#: variable: a reply travels back up the same task it went down), read by whoever counts above.
-_ANSWERED: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar("semgrad_answered", default=None)
-
 
 def mark_answered(response: LLMResponse, by: Answerer) -> LLMResponse:
-    """Mark `response` as answered by a cache or a memo (no call made) and return it.
+    """A copy of `response` marked as answered by a cache or a memo (no call made).
 
     A cache or memo layer returns ``mark_answered(stored, "cache")``; a counter above it
-    (`accounted`, a run's tally) then counts a hit instead of a call. The mark holds for
-    this very reply object in the current task, until the next call through a counter.
+    (`accounted`, a run's tally) then counts a hit instead of a call. The mark is the reply's
+    ``cache_hit`` or ``memo_hit`` field (provenance: the copy equals `response`); marking
+    clears the other one, so the outermost layer that answered is the one named.
 
     Examples:
         >>> reply = LLMResponse("4")
         >>> answered_by(mark_answered(reply, "memo")), answered_by(LLMResponse("4"))
         ('memo', None)
+        >>> mark_answered(reply, "cache") == reply, answered_by(reply)
+        (True, None)
     """
     if by not in ("cache", "memo"):
         raise ValueError(f"a reply is answered by 'cache' or 'memo', not {by!r}")
-    _ANSWERED.set((response, by))
-    return response
+    if not isinstance(response, LLMResponse):
+        raise TypeError(f"only an LLMResponse can be marked answered, got {type(response).__name__}")
+    return attrs.evolve(response, cache_hit=by == "cache", memo_hit=by == "memo")
 
 
 def answered_by(response: Any) -> str | None:
     """``"cache"`` or ``"memo"`` when the layer below answered `response` itself (see `mark_answered`), else None."""
-    mark = _ANSWERED.get()
-    if mark is not None and mark[0] is response:
-        return str(mark[1])
-    return "memo" if getattr(response, "memo_hit", False) is True else None  # a memo's reply carries its mark
+    if getattr(response, "cache_hit", False) is True:
+        return "cache"
+    return "memo" if getattr(response, "memo_hit", False) is True else None
 
 
 def forget_answered() -> None:
-    """Clear the mark before a call (a counter calls it, so a mark from an earlier call cannot match)."""
-    _ANSWERED.set(None)
+    """Nothing, now that the mark travels on the reply itself (kept for callers written for the former
+    task-local mark, which had to be cleared before each call)."""
 
 
 @attrs.frozen(cache_hash=True)
@@ -428,7 +428,6 @@ class _Accounted:
         return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
-        forget_answered()
         try:
             response = await call(self.inner, request)
         except BaseException as exc:  # a cancelled call too (a deadline above cut it): it was made, and may be paid for
@@ -579,7 +578,6 @@ class _Budgeted:
             raise LLMFailure(LLMError("budget", message + "; raise the limit in budgeted(...) to go on"))
         self.in_flight += 1
         self.reserved += estimate
-        forget_answered()
         try:
             response = await call(self.inner, request)
         except BaseException as exc:  # a paid reply that failed (cut at its cap, say), or a cancellation

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from semgrad.core import LLMError, LLMFailure, LLMRequest, LLMResponse, Message
 from semgrad.effects import accounted, budgeted, mark_answered
+from semgrad.effects._accounting import answered_by
 
 ENGINES = ("forward", "backward", "optimizer")
 MODELS = ("m-a", "m-b", "m-a-2025-01-31", "unpriced")
@@ -110,3 +111,25 @@ def test_budgeted_limits_read_its_accounts(events, max_calls):
     assert llm.tokens == total.input_tokens + total.output_tokens
     assert llm.tokens == sum(w[1] + w[2] for _, w in let_through if isinstance(w, tuple))
     assert total.errors == sum(isinstance(w, str) and w.startswith("error:") for _, w in let_through)
+
+
+def test_a_hit_mark_travels_on_the_reply_across_calls_and_tasks():
+    """A reply marked by a cache stays a hit after other calls and in another task, equals its unmarked original,
+    and a fresh reply is never taken for a hit."""
+    stored = LLMResponse("4", {"input_tokens": 3}, "m")
+    hit = mark_answered(stored, "cache")
+    llm = accounted(_Script([("m", 1, 1)]))
+    _drive(llm, [("forward", None)])  # another call in between: the former task-local mark was cleared by it
+    seen: list[str | None] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _append(seen, hit))
+
+    anyio.run(main)
+    assert seen == ["cache"] and answered_by(hit) == "cache" and answered_by(stored) is None and hit == stored
+    assert answered_by(mark_answered(hit, "memo")) == "memo"  # the outermost layer that answered is named
+
+
+async def _append(seen: list, reply) -> None:
+    seen.append(answered_by(reply))
