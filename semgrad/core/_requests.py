@@ -219,17 +219,22 @@ class LLMResponse:
 
     ``memo_hit`` is True when an in-run memo (``effects.memoized``) answered the request
     from memory: no call was made, and the runner and `fit`'s budget count it as a memo
-    hit, never as a call (its usage is the original call's, already counted). It is
-    provenance, not content: two replies that differ only in it are equal.
+    hit, never as a call (its usage is the original call's, already counted). ``cache_hit``
+    is True when a cache (``effects.cached``, a run's journal) answered it from storage, in
+    the same sense. Both are provenance, not content: two replies that differ only in them
+    are equal (``cache_hit`` is left out of the repr too).
     """
 
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
     usage: FrozenMap[str, int] = attrs.field(default=FrozenMap(), converter=_usage)
     model: str = ""
     memo_hit: bool = attrs.field(default=False, eq=False)
+    cache_hit: bool = attrs.field(default=False, eq=False, repr=False)
 
 
-_P_TEXT, _P_USAGE, _P_MODEL, _P_MEMO = slot_setters(LLMResponse, "text", "usage", "model", "memo_hit")
+_P_TEXT, _P_USAGE, _P_MODEL, _P_MEMO, _P_CACHE = slot_setters(
+    LLMResponse, "text", "usage", "model", "memo_hit", "cache_hit"
+)
 
 
 def _response(text: str) -> LLMResponse:
@@ -238,6 +243,7 @@ def _response(text: str) -> LLMResponse:
     _P_USAGE(response, _NO_USAGE)
     _P_MODEL(response, "")
     _P_MEMO(response, False)
+    _P_CACHE(response, False)
     return response
 
 

@@ -3,18 +3,19 @@
 One model counts for everything that counts calls: `Accounts`, a frozen map from
 a `Line` (engine, purpose, model, error kind) to an `Amount` (billed calls, failed
 calls, tokens, cache hits, memo hits). A reply a cache or a memo answered itself is
-marked by that layer (`mark_answered`), so whoever counts above it sees a hit, not
-a call: hits never reach ``calls``, and their stored usage is never counted again.
-``Accounts.record`` is the one place an outcome becomes a line.
+marked by that layer (`mark_answered`: the reply's ``cache_hit`` or ``memo_hit``), so
+whoever counts above it sees a hit, not a call: hits never reach ``calls``, and their
+stored usage is never counted again. ``Accounts.record`` is the one place an outcome
+becomes a line.
 
-`accounted` keeps an `Accounts` (and running totals per ``(engine, model)`` of the
-billed calls, as a frozen `AccountingReport` on demand); `budgeted` refuses calls
-once a call or token limit is reached, with a non-retryable ``LLMError(kind="budget")``.
+`accounted` keeps an `Accounts` (its `AccountingReport`, the billed calls per
+``(engine, model)``, is derived from it on demand); `budgeted` keeps one too, and
+refuses calls once its totals reach a call or token limit, with a non-retryable
+``LLMError(kind="budget")``.
 """
 
 from __future__ import annotations
 
-import contextvars
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -90,40 +91,39 @@ class AccountingReport:
 
 Answerer = Literal["cache", "memo"]
 
-#: The reply the layer below answered itself, and which layer: one slot per task (a context
-#: variable: a reply travels back up the same task it went down), read by whoever counts above.
-_ANSWERED: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar("semgrad_answered", default=None)
-
 
 def mark_answered(response: LLMResponse, by: Answerer) -> LLMResponse:
-    """Mark `response` as answered by a cache or a memo (no call made) and return it.
+    """A copy of `response` marked as answered by a cache or a memo (no call made).
 
     A cache or memo layer returns ``mark_answered(stored, "cache")``; a counter above it
-    (`accounted`, a run's tally) then counts a hit instead of a call. The mark holds for
-    this very reply object in the current task, until the next call through a counter.
+    (`accounted`, a run's tally) then counts a hit instead of a call. The mark is the reply's
+    ``cache_hit`` or ``memo_hit`` field (provenance: the copy equals `response`); marking
+    clears the other one, so the outermost layer that answered is the one named.
 
     Examples:
         >>> reply = LLMResponse("4")
         >>> answered_by(mark_answered(reply, "memo")), answered_by(LLMResponse("4"))
         ('memo', None)
+        >>> mark_answered(reply, "cache") == reply, answered_by(reply)
+        (True, None)
     """
     if by not in ("cache", "memo"):
         raise ValueError(f"a reply is answered by 'cache' or 'memo', not {by!r}")
-    _ANSWERED.set((response, by))
-    return response
+    if not isinstance(response, LLMResponse):
+        raise TypeError(f"only an LLMResponse can be marked answered, got {type(response).__name__}")
+    return attrs.evolve(response, cache_hit=by == "cache", memo_hit=by == "memo")
 
 
 def answered_by(response: Any) -> str | None:
     """``"cache"`` or ``"memo"`` when the layer below answered `response` itself (see `mark_answered`), else None."""
-    mark = _ANSWERED.get()
-    if mark is not None and mark[0] is response:
-        return str(mark[1])
-    return "memo" if getattr(response, "memo_hit", False) is True else None  # a memo's reply carries its mark
+    if getattr(response, "cache_hit", False) is True:
+        return "cache"
+    return "memo" if getattr(response, "memo_hit", False) is True else None
 
 
 def forget_answered() -> None:
-    """Clear the mark before a call (a counter calls it, so a mark from an earlier call cannot match)."""
-    _ANSWERED.set(None)
+    """Nothing, now that the mark travels on the reply itself (kept for callers written for the former
+    task-local mark, which had to be cleared before each call)."""
 
 
 @attrs.frozen(cache_hash=True)
@@ -352,6 +352,49 @@ def token_cost(price: tuple[float, float], tokens_in: int, tokens_out: int) -> f
     return (tokens_in * price[0] + tokens_out * price[1]) / 1e6
 
 
+def accounting_report(accounts: Accounts, prices: Prices | None = None) -> AccountingReport:
+    """The `AccountingReport` of `accounts`: its billed calls (failed ones included) summed per
+    ``(engine, model)``, rows in first-seen order; hits are not calls, so they make no row.
+
+    Examples:
+        >>> from semgrad.core import Message
+        >>> r = LLMRequest((Message("user", "hi"),))
+        >>> a = Accounts().record(r, LLMResponse("ok", {"input_tokens": 3, "output_tokens": 1}, "m"))
+        >>> report = accounting_report(a.record(r, mark_answered(LLMResponse("ok"), "cache")), {"m": (1e6, 0.0)})
+        >>> report.calls, report.input_tokens, report.cost_usd, tuple(report.rows)
+        (1, 3, 3.0, (('forward', 'm'),))
+    """
+    sums: dict[tuple[str, str], Amount] = {}
+    for line, amount in accounts.lines.items():
+        if amount.calls:
+            key = (line.engine, line.model)
+            sums[key] = sums[key] + amount if key in sums else amount
+    rows: FrozenMap[tuple[str, str], UsageRow] = FrozenMap({key: _usage_row(key, a, prices) for key, a in sums.items()})
+    unpriced: tuple[str, ...] = ()
+    cost = None
+    if prices is not None:
+        unpriced = tuple(
+            dict.fromkeys(r.model for r in rows.values() if r.cost_usd is None and r.input_tokens + r.output_tokens)
+        )
+        cost = sum(r.cost_usd or 0.0 for r in rows.values())
+    return AccountingReport(
+        calls=sum(r.calls for r in rows.values()),
+        failures=sum(r.failures for r in rows.values()),
+        input_tokens=sum(r.input_tokens for r in rows.values()),
+        output_tokens=sum(r.output_tokens for r in rows.values()),
+        cost_usd=cost,
+        unpriced=unpriced,
+        rows=rows,
+    )
+
+
+def _usage_row(key: tuple[str, str], amount: Amount, prices: Prices | None) -> UsageRow:
+    price = price_of(prices, key[1]) if prices is not None else None
+    tokens = amount.input_tokens, amount.output_tokens
+    cost = token_cost(price, *tokens) if price is not None else None
+    return UsageRow(key[0], key[1], amount.calls, amount.errors, *tokens, cost)
+
+
 def _check_prices(prices: Prices) -> FrozenMap[str, tuple[float, float]]:
     for model, price in prices.items():
         if not (isinstance(price, (tuple, list)) and len(price) == 2 and all(p >= 0 for p in price)):
@@ -370,7 +413,7 @@ def _configured_model(llm: Any, engine: str) -> str:
 
 
 class _Accounted:
-    """An async LLM that counts its inner LLM's calls and tokens."""
+    """An async LLM that counts its inner LLM's outcomes in an `Accounts` (its report is derived from them)."""
 
     is_async = True
 
@@ -378,7 +421,6 @@ class _Accounted:
         self.inner = inner
         self.prices = prices
         self.accounts = Accounts()
-        self._rows: dict[tuple[str, str], list[int]] = {}
 
     @property
     def identity(self) -> Any:
@@ -386,56 +428,19 @@ class _Accounted:
         return identity_of(self.inner)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
-        forget_answered()
         try:
             response = await call(self.inner, request)
         except BaseException as exc:  # a cancelled call too (a deadline above cut it): it was made, and may be paid for
             model = _configured_model(self.inner, request.engine)
             kind = exc.error.kind if isinstance(exc, LLMFailure) else type(exc).__name__
             self.accounts = self.accounts.record(request, error=LLMError(kind, ""), model=model)
-            self._count(request.engine, model, failed=True)
             raise
-        self.accounts = self.accounts.record(request, response)
-        if answered_by(response) is not None:  # a cache or memo below answered it: a hit, no call
-            return response
-        usage = response.usage
-        tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
-        self._count(request.engine, response.model, tokens=tokens)
+        self.accounts = self.accounts.record(request, response)  # a reply a cache or memo below answered: a hit
         return response
 
-    def _count(self, engine: str, model: str, *, failed: bool = False, tokens: tuple[int, int] = (0, 0)) -> None:
-        row = self._rows.setdefault((engine, model), [0, 0, 0, 0])
-        row[0] += 1
-        row[1] += failed
-        row[2] += tokens[0]
-        row[3] += tokens[1]
-
     def report(self) -> AccountingReport:
-        """A frozen snapshot of the totals so far."""
-        rows: FrozenMap[tuple[str, str], UsageRow] = FrozenMap(
-            {key: self._row(*key, *counts) for key, counts in self._rows.items()}
-        )
-        unpriced: tuple[str, ...] = ()
-        cost = None
-        if self.prices is not None:
-            unpriced = tuple(
-                dict.fromkeys(r.model for r in rows.values() if r.cost_usd is None and r.input_tokens + r.output_tokens)
-            )
-            cost = sum(r.cost_usd or 0.0 for r in rows.values())
-        return AccountingReport(
-            calls=sum(r.calls for r in rows.values()),
-            failures=sum(r.failures for r in rows.values()),
-            input_tokens=sum(r.input_tokens for r in rows.values()),
-            output_tokens=sum(r.output_tokens for r in rows.values()),
-            cost_usd=cost,
-            unpriced=unpriced,
-            rows=rows,
-        )
-
-    def _row(self, engine: str, model: str, calls: int, failures: int, tokens_in: int, tokens_out: int) -> UsageRow:
-        price = price_of(self.prices, model) if self.prices is not None else None
-        cost = token_cost(price, tokens_in, tokens_out) if price is not None else None
-        return UsageRow(engine, model, calls, failures, tokens_in, tokens_out, cost)
+        """A frozen snapshot of the totals so far: the billed calls of `accounts` per ``(engine, model)``."""
+        return accounting_report(self.accounts, self.prices)
 
     def __repr__(self) -> str:
         return f"accounted({self.inner!r})"
@@ -517,7 +522,13 @@ def failed_tokens(exc: BaseException, estimate: int) -> int:
 
 
 class _Budgeted:
-    """An async LLM that refuses calls once a budget is spent."""
+    """An async LLM that refuses calls once a budget is spent: its limits read the totals of its `Accounts`.
+
+    ``accounts`` holds one line per outcome let through, with the tokens the budget charged it (a reply's
+    reported usage, else its estimate, booked as input tokens; a failed call's `failed_tokens`); a reply a
+    cache or memo below answered is a hit there. The calls in flight are counted, and their estimates
+    reserved, from the moment they are let through until their outcome is booked.
+    """
 
     is_async = True
 
@@ -525,9 +536,9 @@ class _Budgeted:
         self.inner = inner
         self.max_calls = max_calls
         self.max_tokens = max_tokens
-        self.calls = 0
-        self.tokens = 0
+        self.accounts = Accounts()
         self.refused = 0
+        self.in_flight = 0  # calls let through whose outcome is not booked yet
         self.reserved = 0  # estimated tokens of the calls in flight
 
     @property
@@ -535,12 +546,26 @@ class _Budgeted:
         """The wrapped LLM's identity."""
         return identity_of(self.inner)
 
+    @property
+    def calls(self) -> int:
+        """Requests let through so far: booked outcomes (billed calls and hits) and the calls in flight."""
+        total = self.accounts.total()
+        return total.calls + total.hits + self.in_flight
+
+    @property
+    def tokens(self) -> int:
+        """Tokens charged to the booked outcomes."""
+        total = self.accounts.total()
+        return total.input_tokens + total.output_tokens
+
     def _exhausted(self, estimate: int) -> str | None:
-        if self.max_calls is not None and self.calls >= self.max_calls:
-            return f"{self.calls} calls made, max_calls={self.max_calls}"
-        if self.max_tokens is not None and self.tokens + self.reserved + estimate > self.max_tokens:
+        calls = self.calls
+        if self.max_calls is not None and calls >= self.max_calls:
+            return f"{calls} calls made, max_calls={self.max_calls}"
+        tokens = self.tokens
+        if self.max_tokens is not None and tokens + self.reserved + estimate > self.max_tokens:
             in_flight = f" + {self.reserved} reserved by calls in flight" if self.reserved else ""
-            return f"{self.tokens} tokens used{in_flight}, this call needs ~{estimate}, max_tokens={self.max_tokens}"
+            return f"{tokens} tokens used{in_flight}, this call needs ~{estimate}, max_tokens={self.max_tokens}"
         return None
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
@@ -551,17 +576,39 @@ class _Budgeted:
             self.refused += 1
             message = f"budget exhausted ({spent}); refusing the {request.purpose} call for node {request.node!r}"
             raise LLMFailure(LLMError("budget", message + "; raise the limit in budgeted(...) to go on"))
-        self.calls += 1
+        self.in_flight += 1
         self.reserved += estimate
         try:
             response = await call(self.inner, request)
         except BaseException as exc:  # a paid reply that failed (cut at its cap, say), or a cancellation
-            self.tokens += failed_tokens(exc, estimate)
+            kind = exc.error.kind if isinstance(exc, LLMFailure) else type(exc).__name__
+            line = Line(str(request.engine), str(request.purpose), _configured_model(self.inner, request.engine), kind)
+            self.accounts = self.accounts.add(
+                line, Amount(calls=1, errors=1, input_tokens=failed_tokens(exc, estimate))
+            )
             raise
         finally:
+            self.in_flight -= 1
             self.reserved -= estimate
-        self.tokens += charged_tokens(response, estimate)
+        self.accounts = self._booked(request, response, estimate)
         return response
+
+    def _booked(self, request: LLMRequest, response: Any, estimate: int) -> Accounts:
+        """The accounts with `response` booked: a hit as `Accounts.record` counts it, a call with its charged tokens."""
+        if answered_by(response) is not None:
+            return self.accounts.record(request, response)
+        usage = getattr(response, "usage", None) or {}
+        if "input_tokens" in usage or "output_tokens" in usage:
+            charged = Amount(
+                calls=1,
+                input_tokens=int(usage.get("input_tokens", 0)),
+                output_tokens=int(usage.get("output_tokens", 0)),
+            )
+        else:  # no usage reported: the estimate stands (see `charged_tokens`)
+            charged = Amount(calls=1, input_tokens=estimate)
+        model = getattr(response, "model", "")
+        line = Line(str(request.engine), str(request.purpose), model if isinstance(model, str) else "")
+        return self.accounts.add(line, charged)
 
     def __repr__(self) -> str:
         return f"budgeted({self.inner!r}, max_calls={self.max_calls!r}, max_tokens={self.max_tokens!r})"

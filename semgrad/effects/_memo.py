@@ -18,7 +18,6 @@ import json
 from typing import Any
 
 import anyio
-import attrs
 
 from ..core import LLMRequest, LLMResponse
 from ._accounting import mark_answered
@@ -72,7 +71,7 @@ class _Memoized(Middleware):
             await self._pending[key].wait()
         if key in self._known:
             self.hits += 1
-            return mark_answered(attrs.evolve(self._known[key], memo_hit=True), "memo")
+            return mark_answered(self._known[key], "memo")  # a copy with memo_hit set
         event = self._pending[key] = anyio.Event()
         try:
             self.calls += 1
