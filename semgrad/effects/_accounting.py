@@ -121,11 +121,6 @@ def answered_by(response: Any) -> str | None:
     return "memo" if getattr(response, "memo_hit", False) is True else None
 
 
-def forget_answered() -> None:
-    """Nothing, now that the mark travels on the reply itself (kept for callers written for the former
-    task-local mark, which had to be cleared before each call)."""
-
-
 @attrs.frozen(cache_hash=True)
 class Line:
     """What a count is about: the engine, the purpose, the model that answered, and the error kind ("" for a reply).

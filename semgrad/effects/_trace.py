@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from ..core import LLMFailure, LLMRequest, LLMResponse
-from ._accounting import answered_by, forget_answered
+from ._accounting import answered_by
 from ._routing import Middleware, call, identity_of
 
 __all__ = ["FitSpans", "traced"]
@@ -121,7 +121,6 @@ class _Traced(Middleware):
         with self.tracer.start_as_current_span(
             name, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
         ) as span:
-            forget_answered()
             try:
                 response = await call(self.inner, request)
             except BaseException as exc:  # a cancelled call too: the span says how it ended, then it goes on up

@@ -36,7 +36,6 @@ import anyio
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
 from ..effects import Accounts, budgeted, cached, limited, memoized, retrying
-from ..effects._accounting import forget_answered
 from ..effects._routing import Middleware, call, identity_of
 
 __all__ = [
@@ -204,7 +203,6 @@ class _Tally:
             error = LLMError("halted", self.halted)
             self._count(request, None, error)
             raise LLMFailure(error)
-        forget_answered()
         try:
             response = await call(self.inner, request)
         except LLMFailure as failure:
@@ -280,7 +278,6 @@ class _MemoHits(Middleware):
         self.inner, self.tally = inner, tally
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
-        forget_answered()
         response: LLMResponse = await call(self.inner, request)
         if getattr(response, "memo_hit", False) is True:
             self.tally.accounts = self.tally.accounts.record(request, response)
