@@ -50,7 +50,7 @@ from ._codec import (
     truncated,
     usage_counts,
 )
-from ._secret import Secret, check_key
+from ._key_scrub import Secret, check_key
 
 if TYPE_CHECKING:
     import ssl

@@ -10,7 +10,7 @@ import urllib.parse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semgrad.backends._secret import Secret
+from semgrad.backends._key_scrub import Secret
 from tests.faults.test_faults_key_forms import leaked
 
 KEYS = st.text(string.ascii_letters + string.digits + "-_+/=.", min_size=8, max_size=60)
