@@ -204,91 +204,125 @@ def copro(
         if depth is not None and state.round >= depth:
             new = attrs.evolve(step, proposals=FrozenMap(), updates=FrozenMap())
             return pure((new.noted("copro", f"finished: all {depth} rounds done"), state))
-        loss = step.loss
-        if loss is None or not step.train:
+        if step.loss is None or not step.train:
             raise ValueError("copro needs step.train and step.loss (fit sets them)")
         names = step.trainable(params)
         current = {n: state.current.get(n, params.value(n)) for n in names}
         asking = merged_options(step.options.get(engine), options)
-        forward_options = step.options.get("forward")
-
-        def generate(name: str) -> Program[tuple[str, tuple[str, ...]]]:
-            if state.round == 0:
-                requests = [
-                    render_copro(name, current=str(current[name]), draw=d, engine=engine, options=asking)
-                    for d in range(breadth - 1)
-                ]
-            else:
-                attempts = _best_attempts(state.evaluated.get(name, ()), breadth)
-                requests = [
-                    render_copro(name, attempts=attempts, draw=d, engine=engine, options=asking) for d in range(breadth)
-                ]
-            return map_(
-                gather(*(map_(ask(r), _read_candidate) for r in requests)),
-                lambda found: (name, tuple(c for one in found for c in one)),
-            )
+        generating = (_generate(n, state, str(current[n]), breadth, engine, asking) for n in names)
 
         def scored(generated: tuple[tuple[str, tuple[str, ...]], ...]) -> Program[tuple[Step, CoproState]]:
-            latest = {}
-            candidates = {}
-            for name, found in generated:
-                if state.round == 0:
-                    latest[name] = found + (str(current[name]),)
-                    candidates[name] = latest[name]
-                else:
-                    latest[name] = found
-                    candidates[name] = state.candidates.get(name, ()) + found
-            evaluated = {n: dict(state.evaluated.get(n, ())) for n in names}
-            programs = {n: dict(state.programs.get(n, FrozenMap())) for n in names}
-            notes = [f"{n}: {len(latest[n])} candidates this round" for n in names]
+            this_round = _Round.of(generated, state, current, names)
+            chosen = this_round.choose(step, params, 0, dict(current))
+            return map_(chosen, lambda best: this_round.finish(step, state, params, best, depth))
 
-            def go(i: int, chosen: dict[str, Any]) -> Program[tuple[Step, CoproState]]:
-                if i == len(names):
-                    return pure(finish(chosen))
-                name = names[i]
-                pool = candidates[name] if len(names) > 1 else latest[name]
-
-                def score(candidate: str) -> Program[float]:
-                    trial = params.with_values({**chosen, name: candidate})
-                    return map_(evaluate(step.graph, trial, step.train, loss, options=forward_options), mean_score)
-
-                def take(scores: tuple[float, ...]) -> Program[tuple[Step, CoproState]]:
-                    table = evaluated[name]
-                    for candidate, value in zip(pool, scores):
-                        if candidate not in table or table[candidate] < value:
-                            table[candidate] = value
-                            programs[name][candidate] = FrozenMap({**chosen, name: candidate})
-                    best = max(table.items(), key=lambda pair: pair[1])[0] if table else chosen[name]
-                    notes.append(f"{name}: best of {len(table)} scores {table.get(best, 0.0):.3f}")
-                    return go(i + 1, {**chosen, name: best})
-
-                return bind(gather(*(score(c) for c in pool)), take)
-
-            def finish(chosen: dict[str, Any]) -> tuple[Step, CoproState]:
-                records = {n: tuple(evaluated[n].items()) for n in names}
-                program = best_evaluation(names, records, programs) or chosen
-                changed = {n: v for n, v in program.items() if n in names and v != params.value(n)}
-                new_state = CoproState(
-                    state.round + 1,
-                    FrozenMap(candidates),
-                    FrozenMap(latest),
-                    FrozenMap(records),
-                    FrozenMap(chosen),
-                    FrozenMap((n, FrozenMap(programs[n])) for n in names),
-                )
-                new = attrs.evolve(
-                    step,
-                    proposals=FrozenMap((n, Proposal(n, v)) for n, v in changed.items()),
-                    updates=FrozenMap(changed),
-                ).noted("copro", f"round {state.round + 1}" + (f" of {depth}" if depth else ""), *notes)
-                return new, new_state
-
-            return go(0, dict(current))
-
-        return bind(gather(*(generate(n) for n in names)), scored)
+        return bind(gather(*generating), scored)
 
     settings = f"breadth={breadth}" + (f", depth={depth}" if depth is not None else "")
     return Transform(lambda params: CoproState(), update, f"copro({settings})")
+
+
+def _generate(
+    name: str, state: CoproState, current: str, breadth: int, engine: str, asking: Any
+) -> Program[tuple[str, tuple[str, ...]]]:
+    """One round's new candidates for `name`: breadth - 1 rewrites of the current instruction in the first
+    round, then `breadth` from the best attempts so far (each request its own completion, told by its draw)."""
+    if state.round == 0:
+        requests = [
+            render_copro(name, current=current, draw=d, engine=engine, options=asking) for d in range(breadth - 1)
+        ]
+    else:
+        attempts = _best_attempts(state.evaluated.get(name, ()), breadth)
+        requests = [
+            render_copro(name, attempts=attempts, draw=d, engine=engine, options=asking) for d in range(breadth)
+        ]
+    return map_(
+        gather(*(map_(ask(r), _read_candidate) for r in requests)),
+        lambda found: (name, tuple(c for one in found for c in one)),
+    )
+
+
+@attrs.define
+class _Round:
+    """One COPRO round being scored: this round's candidates, every candidate so far, and the scores and
+    programs evaluated, per parameter (mutable while the round's programs run, frozen into its state)."""
+
+    names: tuple[str, ...]
+    latest: dict[str, tuple[str, ...]]
+    candidates: dict[str, tuple[str, ...]]
+    evaluated: dict[str, dict[str, float]]
+    programs: dict[str, dict[str, FrozenMap[str, Any]]]
+    notes: list[str]
+
+    @classmethod
+    def of(
+        cls,
+        generated: tuple[tuple[str, tuple[str, ...]], ...],
+        state: CoproState,
+        current: dict[str, Any],
+        names: tuple[str, ...],
+    ) -> _Round:
+        """The round that scores `generated` (the first round keeps the current instruction as a candidate)."""
+        latest, candidates = {}, {}
+        for name, found in generated:
+            latest[name] = found + (str(current[name]),) if state.round == 0 else found
+            candidates[name] = latest[name] if state.round == 0 else state.candidates.get(name, ()) + found
+        return cls(
+            names,
+            latest,
+            candidates,
+            {n: dict(state.evaluated.get(n, ())) for n in names},
+            {n: dict(state.programs.get(n, FrozenMap())) for n in names},
+            [f"{n}: {len(latest[n])} candidates this round" for n in names],
+        )
+
+    def choose(self, step: Step, params: Params, i: int, chosen: dict[str, Any]) -> Program[dict[str, Any]]:
+        """Score parameter `i`'s pool with the best of the earlier ones in place, keep its best, go on."""
+        if i == len(self.names):
+            return pure(chosen)
+        name = self.names[i]
+        pool = self.candidates[name] if len(self.names) > 1 else self.latest[name]
+        loss, forward_options = step.loss, step.options.get("forward")
+        assert loss is not None  # update checked it
+
+        def score(candidate: str) -> Program[float]:
+            trial = params.with_values({**chosen, name: candidate})
+            return map_(evaluate(step.graph, trial, step.train, loss, options=forward_options), mean_score)
+
+        def take(scores: tuple[float, ...]) -> Program[dict[str, Any]]:
+            table = self.evaluated[name]
+            for candidate, value in zip(pool, scores):
+                if candidate not in table or table[candidate] < value:
+                    table[candidate] = value
+                    self.programs[name][candidate] = FrozenMap({**chosen, name: candidate})
+            best = max(table.items(), key=lambda pair: pair[1])[0] if table else chosen[name]
+            self.notes.append(f"{name}: best of {len(table)} scores {table.get(best, 0.0):.3f}")
+            return self.choose(step, params, i + 1, {**chosen, name: best})
+
+        return bind(gather(*(score(c) for c in pool)), take)
+
+    def finish(
+        self, step: Step, state: CoproState, params: Params, chosen: dict[str, Any], depth: int | None
+    ) -> tuple[Step, CoproState]:
+        """The step proposing the single best evaluation's program, and the state after this round."""
+        names = self.names
+        records = {n: tuple(self.evaluated[n].items()) for n in names}
+        program = best_evaluation(names, records, self.programs) or chosen
+        changed = {n: v for n, v in program.items() if n in names and v != params.value(n)}
+        new_state = CoproState(
+            state.round + 1,
+            FrozenMap(self.candidates),
+            FrozenMap(self.latest),
+            FrozenMap(records),
+            FrozenMap(chosen),
+            FrozenMap((n, FrozenMap(self.programs[n])) for n in names),
+        )
+        new = attrs.evolve(
+            step,
+            proposals=FrozenMap((n, Proposal(n, v)) for n, v in changed.items()),
+            updates=FrozenMap(changed),
+        ).noted("copro", f"round {state.round + 1}" + (f" of {depth}" if depth else ""), *self.notes)
+        return new, new_state
 
 
 #: The run-state types of this module a checkpoint may hold (see `semgrad.effects._checkpoint`).
