@@ -9,6 +9,7 @@ exit code. ``--show-prompts`` and ``--dry-run`` stop early and call nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,11 +34,30 @@ def command(args: argparse.Namespace) -> int:
     """Run the experiment the flags describe; the process's exit code."""
     config, out = _config_and_folder(args)
     if args.show_prompts is None and not args.dry_run:
-        from .._lock import hold_folder
-
-        with hold_folder(out):  # a second process on this folder stops here, before any call
+        with contextlib.ExitStack() as held:
+            out = _held_folder(held, args, config, out)  # a second process on it stops here, before any call
             return _command(args, config, out)
     return _command(args, config, out)
+
+
+#: How many names a run without --out tries when other processes started in the same second took the first ones.
+_NAME_TRIES = 100
+
+
+def _held_folder(held: contextlib.ExitStack, args: argparse.Namespace, config: Any, out: Path) -> Path:
+    """The run folder, held against other processes for the rest of the command: the folder typed (--out) or, for
+    a name semgrad chose, the next free name when another process started in the same second holds this one."""
+    from .._lock import FolderInUse, hold_folder
+    from ..experiments._run_folder import new_run_dir
+
+    for _ in range(_NAME_TRIES):
+        try:
+            return held.enter_context(hold_folder(out))
+        except FolderInUse:
+            if args.out is not None:
+                raise
+            out = new_run_dir(config)  # the other process made the folder, so the next name is free or numbered
+    raise FolderInUse(out, None)
 
 
 def _command(args: argparse.Namespace, config: Any, out: Path) -> int:

@@ -17,7 +17,7 @@ import pytest
 from semgrad._lock import LOCK_NAME, FolderInUse, hold_folder
 from semgrad.experiments import RunConfig
 
-from ._servers import DATA, ROOT, env, run_args, semgrad, server, start, wait_for  # noqa: F401
+from ._servers import DATA, ROOT, SMALL, env, run_args, semgrad, server, start, wait_for  # noqa: F401
 
 
 def _holds(folder: Path, pid: int) -> bool:
@@ -238,3 +238,29 @@ def test_a_lock_file_that_is_no_regular_file_is_refused_without_following_or_han
     with pytest.raises(OSError, match=LOCK_NAME), hold_folder(folder):
         pass
     assert target.read_text() == "keep"
+
+
+def test_a_run_without_out_whose_chosen_name_another_process_holds_takes_the_next_name(tmp_path, monkeypatch):
+    """Two runs started in the same second without --out, both naming their folder before either made it: the one
+    that finds the folder held writes to the next name (``-2``) and succeeds; the held folder gets nothing of it."""
+    import time as real_time
+
+    from semgrad.cli import main
+    from semgrad.experiments import _run_folder
+
+    frozen = real_time.localtime(1_800_000_000)
+    monkeypatch.setattr(_run_folder.time, "localtime", lambda now=None: frozen)
+    monkeypatch.chdir(tmp_path)
+    taken = Path("runs") / f"bbh-navigate-{real_time.strftime('%Y%m%d-%H%M%S', frozen)}"
+    names = iter([taken])  # the first name was chosen before the other process made the folder
+    real = _run_folder.new_run_dir
+    monkeypatch.setattr(_run_folder, "new_run_dir", lambda config, *a, **k: next(names, None) or real(config, *a, **k))
+    with _holder(tmp_path / taken) as holder:
+        try:
+            code = main(["run", "bbh:navigate", "--data-dir", str(DATA), "--backend", "simulated", "-q", *SMALL[:-2]])
+            held = sorted(p.name for p in taken.iterdir())
+        finally:
+            holder.communicate("")  # stdin closed: the holder lets go and ends
+    assert code == 0
+    assert held == [LOCK_NAME]  # the holder's lock file alone
+    assert (tmp_path / taken.with_name(taken.name + "-2") / "results.json").is_file()
