@@ -156,7 +156,9 @@ def _show_plan(config: Any, prices: Any, planned: Any, *, dry: bool) -> None:
 def _dry_run(config: Any, prices: Any, planned: Any) -> int:
     """--dry-run: the plan, and the calls each protocol would make; nothing is called."""
     from ..experiments._dry_run import dry_run_protocols, protocols_table, report_of
+    from ._split import split_line
 
+    print(split_line(planned.tasks, config.protocol))  # the items the plan counts calls for
     _show_plan(config, prices, planned, dry=True)
     print(f"Calls by protocol (this run: {config.protocol}):")
     print(protocols_table(dry_run_protocols(config, prices=prices.models, known=report_of(planned))))

@@ -95,3 +95,12 @@ def test_a_file_in_another_encoding_or_with_a_repeated_column_is_named(tmp_path)
     twice.write_text("question,target,question\na,1,b\n")
     with pytest.raises(SystemSpecError, match="'question' appear more than once"):
         read_items(twice)
+
+
+def test_a_dry_run_prints_the_split_whose_calls_it_counts(system_file, items_file, capsys):
+    """`semgrad run ... --dry-run` prints the split line (train, validation and test sizes) before its table."""
+    from semgrad.cli import main
+
+    assert main(["run", f"{system_file}:build", "--data", str(items_file), "--iterations", "1", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Split: train ") and "validation" in out.splitlines()[0] and "Dry run" in out
