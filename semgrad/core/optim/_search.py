@@ -138,7 +138,7 @@ class _Search:
 
     def iterate(self, step: Step, state: ParetoState, params: Params) -> Program[tuple[Step, ParetoState]]:
         if self.spent(state):
-            record = ProposalRecord(state.iteration, "budget")
+            record = ProposalRecord(state.iteration, "budget", metric_calls=state.metric_calls)
             return pure(self.finish(step, state, params, record, None, ()))
         state = attrs.evolve(state, iteration=state.iteration + 1)
         if self.merge and state.merge.due > 0 and state.merge.last_found:
