@@ -125,3 +125,27 @@ def test_bad_settings_are_refused_when_built(options, message):
     """A setting GEPA would refuse is a ValueError naming it, before any call."""
     with pytest.raises(ValueError, match=message):
         optim.gepa(**options)
+
+
+def test_a_parent_that_is_the_current_params_is_not_run_again():
+    """When the parent drawn is the current params, its minibatch results are `fit`'s own forward of the training
+    items: a proposal costs the training forward, the child's minibatch and, accepted, the child's validation."""
+    result = _run(optim.gepa(), nodes=("answer",), validation=HELD_OUT, iterations=2)
+    second = result.history[1]
+    assert second.report[-1].notes[0].startswith("proposal 2 (reflective): parent 0,")
+    assert "accepted as candidate 1" in second.report[-1].notes[0] and not result.history[0].applied
+    assert second.calls["forward"] == len(ITEMS) + 3 + len(HELD_OUT)
+
+
+def test_a_search_state_that_does_not_fit_the_run_is_refused():
+    """A search state whose candidates were scored on other instances (a crafted or stale checkpoint) is a clear
+    error before any call."""
+    from semgrad.core import FrozenMap
+    from semgrad.core.optim import Step
+    from semgrad.core.optim._pareto import Candidate, ParetoState
+
+    graph, params = _graph(("answer",))
+    state = ParetoState(pool=(Candidate(FrozenMap({"answer.instruction": "x"}), scores=(1.0,)),))
+    step = Step(graph, 0, tuple(ITEMS), validation=tuple(HELD_OUT), loss=_loss)
+    with pytest.raises(ValueError, match="does not fit this run: candidate 0 has 1 scores for 5 instances"):
+        optim.gepa().update(step, state, params)
