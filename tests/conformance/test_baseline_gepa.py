@@ -13,7 +13,8 @@ back for the search's lineage and pool. Three scenarios:
 * ``chain``: two components -- a plan node and an answer node that reads the question and the
   plan -- with the smallest GEPA adapter that runs that graph (each module's inputs and output
   with the system's feedback in its reflective dataset, as GEPA's DSPy adapter builds it),
-  round-robin over the components and merge on.
+  round-robin over the components and merge on (``chain-all``: every component rewritten in each
+  proposal, GEPA's ``module_selector="all"``).
 
 Both draw from ``Random(seed)`` in the same order (the parent from the pruned front's sampling
 list, the epoch shuffles, the merge's draws), so the decisions are compared one by one and must
@@ -62,6 +63,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "held-out": {"nodes": ("answer",), "validation": True, "budget": 80, "merge": False},
     "official": {"nodes": ("answer",), "validation": False, "budget": 80, "merge": False},
     "chain": {"nodes": ("plan", "answer"), "validation": True, "budget": 90, "merge": True},
+    "chain-all": {"nodes": ("plan", "answer"), "validation": True, "budget": 90, "merge": False, "all": True},
 }
 
 
@@ -187,6 +189,7 @@ def _gepa_run(scenario: str) -> dict[str, Any]:
         reflection_lm=reflection_lm,
         max_metric_calls=setting["budget"],
         use_merge=setting["merge"],
+        module_selector="all" if setting.get("all") else "round_robin",
         callbacks=[Recorder()],
         logger=Quiet(),
         seed=0,
@@ -268,7 +271,8 @@ def _semgrad_run(scenario: str, folder: Path) -> dict[str, Any]:
     fake = Fake()
     train = [Example({"question": q}, t, id=f"t{i}") for i, (q, t, _) in enumerate(TRAIN)]
     validation = [Example({"question": q}, t, id=f"v{i}") for i, (q, t, _) in enumerate(VALIDATION)]
-    optimizer = optim.gepa(max_metric_calls=setting["budget"], merge=setting["merge"], seed=0)
+    components = "all" if setting.get("all") else "round_robin"
+    optimizer = optim.gepa(max_metric_calls=setting["budget"], merge=setting["merge"], components=components, seed=0)
     path = folder / f"{scenario}.json"
     result = fit_sync(graph, params, optimizer, train=train, validation=validation if setting["validation"] else (),
                       llm=fake, loss=_loss, iterations=80, checkpoint=path)  # fmt: skip

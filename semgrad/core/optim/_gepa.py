@@ -26,7 +26,7 @@ from .._requests import LLMRequest, Message
 from .._sampling import merged_options
 from ._base import InstructionExample, ParamGradient, Transform
 from ._pareto import COMPONENT_CHOICES
-from ._search import ProposalTask, Proposed, pareto_search
+from ._search import ProposalTask, Propose, Proposed, pareto_search
 
 __all__ = ["GEPA_SYSTEM", "GEPA_USER", "gepa", "reflection_examples", "render_reflection"]
 
@@ -103,7 +103,7 @@ def _read(reply: Any) -> str | None:
     return text or None
 
 
-def reflect(engine: str = "optimizer") -> Any:
+def reflect(engine: str = "optimizer") -> Propose:
     """GEPA's proposal step: one reflection request per chosen component, with the global feedback."""
 
     def propose(task: ProposalTask) -> Program[Proposed]:
