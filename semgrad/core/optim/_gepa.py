@@ -158,6 +158,8 @@ def gepa(
     ``Budget(calls=...)`` on `fit` bounds the same run in LLM calls. `fit`'s own training forward
     each iteration comes on top (GEPA has none); it is not wasted: when the parent drawn is the
     current params, its minibatch run is taken from it (counted as GEPA counts it, with no call).
+    On a validation set, the seed's scoring repeats `fit`'s scoring of the initial params item by
+    item (a cache answers it); without one, the seed's scores are `fit`'s training forward.
 
     Args:
         minibatch: Training items per proposal (GEPA's ``reflection_minibatch_size``, 3).
