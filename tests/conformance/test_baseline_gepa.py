@@ -18,10 +18,11 @@ back for the search's lineage and pool. Three scenarios:
 
 Both draw from ``Random(seed)`` in the same order (the parent from the pruned front's sampling
 list, the epoch shuffles, the merge's draws), so the decisions are compared one by one and must
-be equal: parent, minibatch, components, accepted or not, the metric calls after each iteration,
-the front after each iteration and the final best candidate. Each reflection request must show
-what GEPA's shows -- the current text and, per example, its inputs, the output and the feedback,
-each in its own section -- in our own words (no sentence of GEPA's template).
+be equal: parent, minibatch (a merge's: its subsample), components, accepted or not, the metric
+calls after each iteration, the front after each iteration and the final best candidate. Each
+reflection request must show what GEPA's shows -- the current text and, per example, its inputs,
+the output and the feedback, each in its own section -- in our own words (no sentence of GEPA's
+template).
 """
 
 from __future__ import annotations
@@ -215,6 +216,10 @@ def _gepa_iterations(events: list[tuple[str, dict[str, Any]]]) -> list[dict[str,
             it["verdict"] = "perfect"
         elif name == "on_candidate_rejected":
             it["verdict"] = "rejected"
+        elif name == "on_evaluation_start" and len(event["parent_ids"]) == 2:  # the merge's subsample
+            held_out = [q for q, _, _ in VALIDATION]
+            questions = held_out if event["inputs"][0]["input"] in held_out else [q for q, _, _ in TRAIN]
+            it["minibatch"] = tuple(questions.index(d["input"]) for d in event["inputs"])
         elif name == "on_merge_attempted":
             it["parents"], it["kind"] = tuple(event["parent_ids"]), "merge"
         elif name == "on_merge_rejected":
@@ -286,10 +291,9 @@ def _our_iterations(state: Any, instances: int) -> list[dict[str, Any]]:
         evals += record.metric_calls
         size = max(size, record.child + 1)
         it: dict[str, Any] = {"parents": record.parents, "evals": evals, "front": list(front(state.pool[:size]))}
+        it["minibatch"] = record.minibatch  # a merge's: the instances of its subsample
         if record.kind == "merge":
             it["kind"] = "merge"
-        else:
-            it["minibatch"] = record.minibatch
         if record.kind in ("reflective", "none"):
             it["components"] = tuple(n.split(".")[0] for n in record.components)
         if record.kind == "perfect":
