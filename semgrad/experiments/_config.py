@@ -24,6 +24,7 @@ __all__ = [
     "NAMED_BACKENDS",
     "BASELINES",
     "OPTIMIZERS",
+    "PARETO",
     "PROTOCOLS",
     "RunConfig",
     "make_optimizer",
@@ -38,8 +39,18 @@ METRIC_NAMES = ("exact", "normalized", "numeric", "judge")
 #: (the official code's loop); "heldout": the gate scores them on a disjoint validation split.
 PROTOCOLS = ("official", "heldout")
 #: The paper's baselines as their packages run them (see `semgrad.core.optim`).
-BASELINES = ("textgrad", "optoprime", "copro")
-OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"], *BASELINES)
+BASELINES = ("textgrad", "optoprime", "copro", "gepa")
+#: The Pareto searches: GEPA's (a baseline) and ours, driven by semantic gradients; ``--minibatch`` and
+#: ``--max-metric-calls`` are theirs.
+PARETO = ("gepa", "pareto-sgd")
+OPTIMIZERS = (
+    "neighbor-sgd",
+    "tgd",
+    "via-feedback",
+    *[a for a in optim.ABLATIONS if a != "full"],
+    *BASELINES,
+    "pareto-sgd",
+)
 #: The optimizers whose validation gate ``--gate-rule`` chooses the rule of.
 GATED = ("neighbor-sgd", "via-feedback", *[a for a in optim.ABLATIONS if a not in ("full", "no-gate")])
 
@@ -180,6 +191,10 @@ class RunConfig:
     #: lcb bound's one-sided level.
     gate_rule: str = attrs.field(default="sum", validator=_gate_rule)
     gate_alpha: float = attrs.field(default=0.05, validator=_gate_alpha)
+    #: The Pareto searches' (`PARETO`) training items per proposal, and their budget in metric calls (one per
+    #: item scored; None: no budget but `iterations`).
+    minibatch: int = attrs.field(default=3, validator=_positive)
+    max_metric_calls: int | None = attrs.field(default=None, validator=_positive)
     #: The most items a data file may hold; None: `semgrad.tasks.MAX_ITEMS` (`items_limit`).
     max_items: int | None = attrs.field(default=None, validator=_positive)
 
