@@ -37,10 +37,12 @@ from ..core.optim import (
     EveryKState,
     GateState,
     MomentumState,
+    ParetoState,
     SelectState,
     StageReport,
     SwitchState,
 )
+from ..core.optim._pareto import Candidate, MergeState, ProposalRecord, SamplerState
 
 __all__ = ["register_state_type", "registered_state_types", "state_type", "tag_of"]
 
@@ -151,3 +153,8 @@ _builtin("copro-state", CoproState, "semgrad.core.optim._copro")
 # Types added after checkpoints carried tags: no old module-path tag to read.
 register_state_type("backward-state", BackwardState)
 register_state_type("switch-state", SwitchState)
+register_state_type("pareto-state", ParetoState)
+register_state_type("pareto-candidate", Candidate)
+register_state_type("pareto-sampler-state", SamplerState)
+register_state_type("pareto-merge-state", MergeState)
+register_state_type("pareto-proposal-record", ProposalRecord)

@@ -2,7 +2,7 @@
 
 A transform is ``init(params) -> state`` and ``update(step, state, params) ->
 Program[(step, state)]``; `chain` composes them; `neighbor_sgd` (the paper) and the
-baselines -- `textgrad` (TextGrad 0.1.8), `optoprime` (Trace) and `copro` (DSPy) --
+baselines -- `textgrad` (TextGrad 0.1.8), `optoprime` (Trace), `copro` (DSPy) and `gepa` (GEPA 0.1.4) --
 are just chains; `tgd` is the formal per-edge special case. Write one small
 transform, never a subclass.
 """
@@ -25,8 +25,10 @@ from ._base import (
 from ._bounds import paired_lower_bound
 from ._combining import EveryKState, apply_if, chain, every_k, masked, named_chain
 from ._copro import CoproState, copro
+from ._gepa import gepa
 from ._guard import memorization_guard
 from ._optoprime import optoprime, optoprime_update
+from ._pareto import ParetoState
 from ._stages import (
     DRAWS,
     GATE_RULES,
@@ -63,6 +65,7 @@ __all__ = [
     "GateState",
     "InstructionExample",
     "MomentumState",
+    "ParetoState",
     "ParamGradient",
     "Proposal",
     "SelectState",
@@ -83,6 +86,7 @@ __all__ = [
     "evaluate",
     "every_k",
     "full_update",
+    "gepa",
     "identity",
     "masked",
     "mean_score",
