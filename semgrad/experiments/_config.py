@@ -416,4 +416,14 @@ def make_optimizer(config: RunConfig, *, planning: bool = False) -> Transform:
         # No depth: one round per iteration, so the rounds are the run's iterations, and a resumed run given
         # more (--resume --iterations N) is the optimizer it checkpointed and goes on as one started with N.
         return optim.copro(breadth=config.breadth, depth=None)
+    if config.optimizer in PARETO:
+        return _pareto(config)
     return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **common)
+
+
+def _pareto(config: RunConfig) -> Transform:
+    """GEPA's search, with GEPA's proposals or ours (one proposal per iteration; ``--max-metric-calls`` its budget)."""
+    search = {"minibatch": config.minibatch, "max_metric_calls": config.max_metric_calls, "seed": config.seed}
+    if config.optimizer == "gepa":
+        return optim.gepa(**search)
+    return optim.pareto_sgd(**search)

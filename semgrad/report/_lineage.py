@@ -2,11 +2,12 @@
 components it changed, whether it was accepted, and the front.
 
 The search writes one stage entry per iteration, ``[LINEAGE_STAGE, [note, ...]]``, into the iteration's stage
-report; each note is one JSON object (`lineage_note` makes it): a proposal (``"candidate"``, ``"parents"``,
-``"components"``, ``"accepted"``, the minibatch sums ``"parent_sum"`` and ``"child_sum"``, the full evaluation's
-``"score"``) or the front after the step (``"front"``: each candidate on it with the number of instances it is
-best on). Everything here is read from ``results.json`` as hostile input: a note that is not such an object is
-skipped, a field of the wrong type is shown as a dash, every value is escaped.
+report; each note is one JSON object (`semgrad.core.optim._lineage` writes them): a proposal (``"candidate"``,
+``"parents"``, ``"kind"``, ``"components"``, ``"accepted"``, the minibatch sums ``"parent_sum"`` and
+``"child_sum"``, the full evaluation's ``"score"``) or the front after the step (``"front"``: each candidate on
+it with the number of instances it is best on). Everything here is read from ``results.json`` as hostile input:
+a note that is not such an object is skipped, a field of the wrong type is shown as a dash, every value is
+escaped.
 """
 
 from __future__ import annotations
@@ -15,27 +16,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.optim._lineage import LINEAGE_STAGE, lineage_note
 from ._format import DASH, as_list, as_mapping, count, esc, isolate, number
 
 __all__ = ["LINEAGE_STAGE", "lineage_entries", "lineage_note", "lineage_section"]
-
-#: The stage name of the notes this module reads.
-LINEAGE_STAGE = "pareto_lineage"
 
 #: A note longer than this is not read (a search writes a few hundred characters per note).
 MAX_NOTE_CHARS = 20_000
 #: The most proposals and front entries shown (a longer history is cut, and says so).
 MAX_ROWS = 500
-
-
-def lineage_note(**fields: Any) -> str:
-    """One lineage note: `fields` as compact JSON (what the search writes).
-
-    Examples:
-        >>> lineage_note(candidate=2, parents=[0], components=["answer.instruction"], accepted=True)
-        '{"candidate": 2, "parents": [0], "components": ["answer.instruction"], "accepted": true}'
-    """
-    return json.dumps(fields, ensure_ascii=False, default=str)
 
 
 def _stage_notes(entry: Any) -> list[Any]:

@@ -25,7 +25,7 @@ from semgrad.experiments import RunConfig, build_llm, compare, estimate_cost, es
 from semgrad.experiments._prices import bundled_prices
 
 #: The optimizers compared: ``semgrad compare``'s default, then the Pareto searches.
-OPTIMIZERS = ("neighbor-sgd", "textgrad", "optoprime", "copro")
+OPTIMIZERS = ("neighbor-sgd", "textgrad", "optoprime", "copro", "gepa", "pareto-sgd")
 ITERATIONS = 4
 BREADTH = 4
 DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()

@@ -21,6 +21,7 @@ from .._program import Program, bind, map_, pure
 from .._scoring import Loss, Score
 from .._trace import Trace
 from ._base import ParamGradient, Step, Transform
+from ._lineage import LINEAGE_STAGE, lineage_notes
 from ._merge import merge_attempt, subsample
 from ._pareto import (
     COMPONENT_CHOICES,
@@ -313,7 +314,7 @@ class _Search:
             candidate_score=state.pool[best].average,
             candidate_results=tuple(full) if reuse and full is not None else None,
         ).noted(self.label, *lines)
-        return new, state
+        return new.noted(LINEAGE_STAGE, *lineage_notes(record, averages(state.pool), tuple(counts.items()))), state
 
 
 def _front_text(fronts: Sequence[tuple[int, ...]]) -> str:
