@@ -165,4 +165,3 @@ def pareto_sgd(
         skip_perfect=skip_perfect,
         perfect_score=perfect_score,
     )
-
