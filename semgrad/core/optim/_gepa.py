@@ -150,11 +150,14 @@ def gepa(
     instance. Each step proposes the pool's best candidate by mean score. The search (pool,
     front, generator, lineage) is the transform's state, so a checkpointed run resumes it.
 
-    One *metric call* is one item evaluated (a forward of the graph and its loss): the seed's
-    evaluation, 2 x `minibatch` per proposal, and a full evaluation per accepted child.
-    `max_metric_calls` is GEPA's budget: once spent, the steps change nothing (give `fit`
-    iterations enough; a `Budget` on `fit` still bounds the LLM calls). `fit`'s own training
-    forward each iteration is not counted (a cache answers it for unchanged params).
+    One *metric call* is one item evaluated (a forward of the graph and its loss), counted as
+    GEPA counts them: the seed's evaluation, 2 x `minibatch` per proposal, and a full evaluation
+    per accepted child. `max_metric_calls` is GEPA's budget: once spent, the steps change
+    nothing (give `fit` iterations enough). In semgrad's budget a metric call is one forward
+    call per LLM node of the graph (plus the loss's own calls, if it makes any), so
+    ``Budget(calls=...)`` on `fit` bounds the same run in LLM calls. `fit`'s own training forward
+    each iteration comes on top (GEPA has none); it is not wasted: when the parent drawn is the
+    current params, its minibatch run is taken from it (counted as GEPA counts it, with no call).
 
     Args:
         minibatch: Training items per proposal (GEPA's ``reflection_minibatch_size``, 3).

@@ -105,7 +105,8 @@ class ProposalRecord:
     Attributes:
         iteration: GEPA's iteration number (from 1).
         kind: ``"reflective"``, ``"merge"``, ``"perfect"`` (the parent was perfect on the minibatch:
-            nothing proposed), ``"none"`` (the proposal step proposed nothing) or ``"budget"``.
+            nothing proposed), ``"none"`` (the proposal step proposed nothing) or ``"budget"`` (no proposal: the
+            budget is spent; such a record is reported, never kept in the lineage).
         parents: The parent(s) in the pool.
         components: The components rewritten (a merge: those taken from the other parent).
         minibatch: The items scored (training indices; a merge: instance indices).
@@ -144,7 +145,7 @@ class ProposalRecord:
             said = {"perfect": "perfect on the minibatch, nothing proposed", "none": "nothing proposed"}
             head = f"proposal {self.iteration} ({self.kind})"
             if self.kind == "budget":
-                return f"{head}: the metric-call budget is spent"
+                return f"no proposal: the metric-call budget is spent ({self.metric_calls} metric calls made)"
             return f"{head}: parent {_ids(self.parents)}, minibatch {list(self.minibatch)}: {said[self.kind]}; " + (
                 f"{self.metric_calls} metric calls"
             )

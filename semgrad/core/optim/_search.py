@@ -89,6 +89,25 @@ def _with(params: Params, values: Mapping[str, Any]) -> Params:
     return params.with_values(changed) if changed else params
 
 
+def _misfit(state: ParetoState, step: Step, params: Params, instances: Sequence[Example]) -> str | None:
+    """What makes a search state (perhaps read from a checkpoint) unusable for this step, or None."""
+    names = set(step.trainable(params))
+    for k, candidate in enumerate(state.pool):
+        if set(candidate.values) != names:
+            return f"candidate {k} has values for other parameters than the trainable ones"
+        if len(candidate.scores) != len(instances):
+            return f"candidate {k} has {len(candidate.scores)} scores for {len(instances)} instances"
+        if any(not (type(p) is int and 0 <= p < k) for p in candidate.parents):
+            return f"candidate {k} names a parent that is not an earlier candidate"
+        if not (type(candidate.next_component) is int and 0 <= candidate.next_component < max(len(names), 1)):
+            return f"candidate {k}'s next component is out of range"
+    if any(not (type(i) is int and 0 <= i < len(step.train)) for i in state.sampler.order):
+        return "its minibatch order names items the training set does not have"
+    if state.metric_calls < 0 or state.iteration < 0 or any(r.child >= len(state.pool) for r in state.lineage):
+        return "its counts or lineage do not hold together"
+    return None
+
+
 @attrs.frozen
 class _Search:
     """The settings of one `pareto_search`."""
@@ -132,6 +151,9 @@ class _Search:
     def update(self, step: Step, state: ParetoState, params: Params) -> Program[tuple[Step, ParetoState]]:
         if step.loss is None or not step.train:
             raise ValueError(f"{self.label} needs step.train and step.loss (fit sets them)")
+        problem = _misfit(state, step, params, self.instances(step))
+        if problem:
+            raise ValueError(f"{self.label}: the search state does not fit this run: {problem}")
         return bind(self.seeded(step, state, params), lambda seeded: self.iterate(step, seeded, params))
 
     def spent(self, state: ParetoState) -> bool:
@@ -139,7 +161,7 @@ class _Search:
 
     def iterate(self, step: Step, state: ParetoState, params: Params) -> Program[tuple[Step, ParetoState]]:
         if self.spent(state):
-            record = ProposalRecord(state.iteration, "budget")
+            record = ProposalRecord(state.iteration, "budget", metric_calls=state.metric_calls)
             return pure(self.finish(step, state, params, record, None, ()))
         state = attrs.evolve(state, iteration=state.iteration + 1)
         if self.merge and state.merge.due > 0 and state.merge.last_found:
@@ -155,7 +177,6 @@ class _Search:
         batch, sampler = next_minibatch(state.sampler, rng, len(step.train), self.minibatch, state.iteration - 1)
         state = attrs.evolve(state, rng=generator_state(rng), sampler=sampler)
         parent_params = _with(params, state.pool[parent].values)
-        examples = tuple(step.train[i] for i in batch)
 
         def ran(results: tuple[tuple[Trace, Score], ...]) -> Program[tuple[Step, ParetoState]]:
             before = tuple(s.value for _, s in results)
@@ -169,7 +190,16 @@ class _Search:
             task = ProposalTask(step, parent, parent_params, chosen, batch, results)
             return bind(self.propose(task), lambda proposed: self.try_child(step, spent, params, task, proposed))
 
-        return bind(_evaluate(step, parent_params, examples), ran)
+        return bind(self.run_parent(step, params, parent_params, batch), ran)
+
+    def run_parent(
+        self, step: Step, params: Params, parent: Params, batch: tuple[int, ...]
+    ) -> Program[tuple[tuple[Trace, Score], ...]]:
+        """The parent's traces and scores on the minibatch: when the parent is the current params, those of
+        `fit`'s own forward of the training items (no call; GEPA's metric calls are counted all the same)."""
+        if parent is params and len(step.traces) == len(step.scores) == len(step.train):
+            return pure(tuple((step.traces[i], step.scores[i]) for i in batch))
+        return _evaluate(step, parent, tuple(step.train[i] for i in batch))
 
     def try_merge(self, step: Step, state: ParetoState, params: Params) -> Program[tuple[Step, ParetoState]]:
         """One merge iteration (GEPA's engine): a merge scored on a subsample and kept when its sum is at least
