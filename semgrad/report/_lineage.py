@@ -1,8 +1,8 @@
 """The Pareto searches' candidates (``optim.gepa``, ``optim.pareto_sgd``): which parent each came from, which
 components it changed, whether it was accepted, and the front.
 
-The search writes one stage entry per iteration, ``[LINEAGE_STAGE, [note, ...]]``, into the iteration's stage
-report; each note is one JSON object (`semgrad.core.optim._lineage` writes them): a proposal (``"candidate"``,
+The search ends its stage's notes in each iteration's report with lineage notes, each ``LINEAGE_PREFIX`` and one
+JSON object (`semgrad.core.optim._lineage` writes them): a proposal (``"candidate"``,
 ``"parents"``, ``"kind"``, ``"components"``, ``"accepted"``, the minibatch sums ``"parent_sum"`` and
 ``"child_sum"``, the full evaluation's ``"score"``) or the front after the step (``"front"``: each candidate on
 it with the number of instances it is best on). Everything here is read from ``results.json`` as hostile input:
@@ -16,10 +16,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.optim._lineage import LINEAGE_STAGE, lineage_note
+from ..core.optim._lineage import LINEAGE_PREFIX, lineage_note
 from ._format import DASH, as_list, as_mapping, count, esc, isolate, number
 
-__all__ = ["LINEAGE_STAGE", "lineage_entries", "lineage_note", "lineage_section"]
+__all__ = ["LINEAGE_PREFIX", "lineage_entries", "lineage_note", "lineage_section"]
 
 #: A note longer than this is not read (a search writes a few hundred characters per note).
 MAX_NOTE_CHARS = 20_000
@@ -28,20 +28,19 @@ MAX_ROWS = 500
 
 
 def _stage_notes(entry: Any) -> list[Any]:
+    """The notes of a stage entry, ``[stage, [notes]]`` or ``{"stage", "notes"}`` (any other shape: none)."""
     if isinstance(entry, Mapping):
-        stage, notes = entry.get("stage"), entry.get("notes")
-    elif isinstance(entry, (list, tuple)) and len(entry) == 2:
-        stage, notes = entry
-    else:
-        return []
-    return as_list(notes) if stage == LINEAGE_STAGE else []
+        return as_list(entry.get("notes"))
+    if isinstance(entry, (list, tuple)) and len(entry) == 2:
+        return as_list(entry[1])
+    return []
 
 
 def _parsed(note: Any) -> Mapping[str, Any] | None:
-    if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS:
+    if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or not note.startswith(LINEAGE_PREFIX):
         return None
     try:
-        value = json.loads(note)
+        value = json.loads(note[len(LINEAGE_PREFIX) :])
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, Mapping) else None
@@ -52,7 +51,7 @@ def lineage_entries(task: Mapping[str, Any]) -> tuple[list[tuple[int, Mapping[st
 
     Examples:
         >>> note = lineage_note(candidate=1, parents=[0], accepted=False)
-        >>> task = {"iterations": [{"iteration": 1, "report": [["pareto_lineage", [note, "junk", 3]]]}]}
+        >>> task = {"iterations": [{"iteration": 1, "report": [["gepa", ["proposal 1", note, "junk", 3]]]}]}
         >>> lineage_entries(task)
         ([(1, {'candidate': 1, 'parents': [0], 'accepted': False})], {})
     """
@@ -125,10 +124,10 @@ def lineage_section(task: Mapping[str, Any]) -> str:
         >>> note = lineage_note(candidate=1, parents=[0], components=["<b>x"], accepted=True, parent_sum=1,
         ...                     child_sum=2, score=0.5)
         >>> front = lineage_note(front={"0": 3, "1": 4})
-        >>> html = lineage_section({"iterations": [{"report": [["pareto_lineage", [note, front]]]}]})
+        >>> html = lineage_section({"iterations": [{"report": [["pareto_sgd", [note, front]]]}]})
         >>> "&lt;b&gt;x" in html and "<b>x" not in html, "1 \u2192 2" in html, html.count('<tr class="accepted">')
         (True, True, 1)
-        >>> lineage_section({"iterations": [{"report": [["pareto_lineage", ["{", "[]", 7]]]}]})
+        >>> lineage_section({"iterations": [{"report": [["gepa", ["lineage: {", "lineage: []", "{}", 7]]]}]})
         ''
     """
     proposals, front = lineage_entries(task)

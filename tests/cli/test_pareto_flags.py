@@ -25,7 +25,13 @@ def test_a_run_keeps_the_search_settings_and_its_report_shows_the_lineage_and_th
     config = json.loads((out / "config.json").read_text())
     assert (config["optimizer"], config["minibatch"], config["max_metric_calls"]) == (optimizer, 2, 60)
     (task,) = json.loads((out / "results.json").read_text())["tasks"]
-    notes = [n for r in task["iterations"] for stage, ns in r["report"] if stage == "pareto_lineage" for n in ns]
+    notes = [
+        n[len("lineage: ") :]
+        for r in task["iterations"]
+        for _, ns in r["report"]
+        for n in ns
+        if n.startswith("lineage: ")
+    ]
     proposals = [json.loads(n) for n in notes if '"front"' not in n]
     assert len(proposals) == 3 and proposals[0]["parents"] == [0]
     assert all(isinstance(p["accepted"], bool) and p["kind"] in ("reflective", "perfect", "none") for p in proposals)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from semgrad.report import render_report
-from semgrad.report._lineage import LINEAGE_STAGE, lineage_entries, lineage_note, lineage_section
+from semgrad.report._lineage import lineage_entries, lineage_note, lineage_section
 
 from .conftest import HOSTILE, make_results, parse
 
@@ -17,7 +17,14 @@ from .conftest import HOSTILE, make_results, parse
 def _task(notes: list[Any]) -> dict[str, Any]:
     return {
         "task": "x",
-        "iterations": [{"iteration": 1, "train_score": 0.5, "report": [[LINEAGE_STAGE, notes]], "accepted": True}],
+        "iterations": [
+            {
+                "iteration": 1,
+                "train_score": 0.5,
+                "report": [["pareto_sgd", ["proposal 1 (reflective): ...", *notes]]],
+                "accepted": True,
+            }
+        ],
         "params": {"initial": {"a.instruction": "a"}, "final": {"a.instruction": "b"}},
     }
 
@@ -102,9 +109,12 @@ def test_hostile_text_in_the_lineage_is_shown_as_text():
 
 
 def test_notes_that_are_not_lineage_objects_are_skipped():
-    """A note that is not JSON, too long, or not an object is left out; other stages' notes are never read."""
-    long = json.dumps({"candidate": 1, "pad": "x" * 30_000})
-    task = _task(["{", "[1, 2]", 7, long, lineage_note(candidate=5, accepted=False)])
-    task["iterations"][0]["report"].append(["validation_gate", [lineage_note(candidate=9)]])
+    """A note without the lineage prefix, not JSON, too long, or not an object is left out, in any stage."""
+    long = lineage_note(candidate=1, pad="x" * 30_000)
+    task = _task(
+        ["lineage: {", "lineage: [1, 2]", 7, long, '{"candidate": 8}', lineage_note(candidate=5, accepted=False)]
+    )
+    task["iterations"][0]["report"].append(["validation_gate", [lineage_note(candidate=9), None]])
+    task["iterations"][0]["report"].append("not an entry")
     proposals, front = lineage_entries(task)
-    assert [note["candidate"] for _, note in proposals] == [5] and front == {}
+    assert [note["candidate"] for _, note in proposals] == [5, 9] and front == {}

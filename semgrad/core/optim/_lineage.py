@@ -1,6 +1,6 @@
-"""The lineage of a Pareto search as notes the report reads: one JSON object per note.
+"""The lineage of a Pareto search as notes the report reads: `LINEAGE_PREFIX` and one JSON object per note.
 
-`pareto_search` adds a `LINEAGE_STAGE` entry to each step's report: the proposal's record (its candidate,
+`pareto_search` ends its stage's notes in each step's report with the proposal's record (its candidate,
 parents, kind, components, minibatch sums, verdict and full score) and the front after it (each candidate on
 the pruned front with the instances it is best on). `semgrad.report` renders them, reading them as hostile
 input.
@@ -12,20 +12,20 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["LINEAGE_STAGE", "lineage_note", "lineage_notes"]
+__all__ = ["LINEAGE_PREFIX", "lineage_note", "lineage_notes"]
 
-#: The stage name of the lineage notes in a step's report.
-LINEAGE_STAGE = "pareto_lineage"
+#: How a lineage note begins (the JSON object follows), in whichever stage's notes it is.
+LINEAGE_PREFIX = "lineage: "
 
 
 def lineage_note(**fields: Any) -> str:
-    """One lineage note: `fields` as compact JSON.
+    """One lineage note: `LINEAGE_PREFIX` and `fields` as compact JSON.
 
     Examples:
         >>> lineage_note(candidate=2, parents=[0], components=["answer.instruction"], accepted=True)
-        '{"candidate": 2, "parents": [0], "components": ["answer.instruction"], "accepted": true}'
+        'lineage: {"candidate": 2, "parents": [0], "components": ["answer.instruction"], "accepted": true}'
     """
-    return json.dumps(fields, ensure_ascii=False, default=str)
+    return LINEAGE_PREFIX + json.dumps(fields, ensure_ascii=False, default=str)
 
 
 def lineage_notes(record: Any, averages: Sequence[float], counts: Sequence[tuple[int, int]]) -> tuple[str, ...]:

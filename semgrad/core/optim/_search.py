@@ -21,7 +21,7 @@ from .._program import Program, bind, map_, pure
 from .._scoring import Loss, Score
 from .._trace import Trace
 from ._base import ParamGradient, Step, Transform
-from ._lineage import LINEAGE_STAGE, lineage_notes
+from ._lineage import lineage_notes
 from ._merge import merge_attempt, subsample
 from ._pareto import (
     COMPONENT_CHOICES,
@@ -335,6 +335,7 @@ class _Search:
             f"front: {_front_text(fronts)}; pruned counts {counts}",
             f"best: candidate {best} of {len(state.pool)} at {state.pool[best].average:.3f}",
             f"metric calls: {state.metric_calls}{budget}",
+            *lineage_notes(record, averages(state.pool), tuple(counts.items())),
         )
         new = attrs.evolve(
             step,
@@ -344,7 +345,7 @@ class _Search:
             candidate_score=state.pool[best].average,
             candidate_results=tuple(full) if reuse and full is not None else None,
         ).noted(self.label, *lines)
-        return new.noted(LINEAGE_STAGE, *lineage_notes(record, averages(state.pool), tuple(counts.items()))), state
+        return new, state
 
 
 def _front_text(fronts: Sequence[tuple[int, ...]]) -> str:
