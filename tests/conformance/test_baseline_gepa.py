@@ -13,14 +13,16 @@ back for the search's lineage and pool. Three scenarios:
 * ``chain``: two components -- a plan node and an answer node that reads the question and the
   plan -- with the smallest GEPA adapter that runs that graph (each module's inputs and output
   with the system's feedback in its reflective dataset, as GEPA's DSPy adapter builds it),
-  round-robin over the components and merge on.
+  round-robin over the components and merge on (``chain-all``: every component rewritten in each
+  proposal, GEPA's ``module_selector="all"``).
 
 Both draw from ``Random(seed)`` in the same order (the parent from the pruned front's sampling
 list, the epoch shuffles, the merge's draws), so the decisions are compared one by one and must
-be equal: parent, minibatch, components, accepted or not, the metric calls after each iteration,
-the front after each iteration and the final best candidate. Each reflection request must show
-what GEPA's shows -- the current text and, per example, its inputs, the output and the feedback,
-each in its own section -- in our own words (no sentence of GEPA's template).
+be equal: parent, minibatch (a merge's: its subsample), components, accepted or not, the metric
+calls after each iteration, the front after each iteration and the final best candidate. Each
+reflection request must show what GEPA's shows -- the current text and, per example, its inputs,
+the output and the feedback, each in its own section -- in our own words (no sentence of GEPA's
+template).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "held-out": {"nodes": ("answer",), "validation": True, "budget": 80, "merge": False},
     "official": {"nodes": ("answer",), "validation": False, "budget": 80, "merge": False},
     "chain": {"nodes": ("plan", "answer"), "validation": True, "budget": 90, "merge": True},
+    "chain-all": {"nodes": ("plan", "answer"), "validation": True, "budget": 90, "merge": False, "all": True},
 }
 
 
@@ -187,6 +190,7 @@ def _gepa_run(scenario: str) -> dict[str, Any]:
         reflection_lm=reflection_lm,
         max_metric_calls=setting["budget"],
         use_merge=setting["merge"],
+        module_selector="all" if setting.get("all") else "round_robin",
         callbacks=[Recorder()],
         logger=Quiet(),
         seed=0,
@@ -212,6 +216,10 @@ def _gepa_iterations(events: list[tuple[str, dict[str, Any]]]) -> list[dict[str,
             it["verdict"] = "perfect"
         elif name == "on_candidate_rejected":
             it["verdict"] = "rejected"
+        elif name == "on_evaluation_start" and len(event["parent_ids"]) == 2:  # the merge's subsample
+            held_out = [q for q, _, _ in VALIDATION]
+            questions = held_out if event["inputs"][0]["input"] in held_out else [q for q, _, _ in TRAIN]
+            it["minibatch"] = tuple(questions.index(d["input"]) for d in event["inputs"])
         elif name == "on_merge_attempted":
             it["parents"], it["kind"] = tuple(event["parent_ids"]), "merge"
         elif name == "on_merge_rejected":
@@ -268,7 +276,8 @@ def _semgrad_run(scenario: str, folder: Path) -> dict[str, Any]:
     fake = Fake()
     train = [Example({"question": q}, t, id=f"t{i}") for i, (q, t, _) in enumerate(TRAIN)]
     validation = [Example({"question": q}, t, id=f"v{i}") for i, (q, t, _) in enumerate(VALIDATION)]
-    optimizer = optim.gepa(max_metric_calls=setting["budget"], merge=setting["merge"], seed=0)
+    components = "all" if setting.get("all") else "round_robin"
+    optimizer = optim.gepa(max_metric_calls=setting["budget"], merge=setting["merge"], components=components, seed=0)
     path = folder / f"{scenario}.json"
     result = fit_sync(graph, params, optimizer, train=train, validation=validation if setting["validation"] else (),
                       llm=fake, loss=_loss, iterations=80, checkpoint=path)  # fmt: skip
@@ -282,10 +291,9 @@ def _our_iterations(state: Any, instances: int) -> list[dict[str, Any]]:
         evals += record.metric_calls
         size = max(size, record.child + 1)
         it: dict[str, Any] = {"parents": record.parents, "evals": evals, "front": list(front(state.pool[:size]))}
+        it["minibatch"] = record.minibatch  # a merge's: the instances of its subsample
         if record.kind == "merge":
             it["kind"] = "merge"
-        else:
-            it["minibatch"] = record.minibatch
         if record.kind in ("reflective", "none"):
             it["components"] = tuple(n.split(".")[0] for n in record.components)
         if record.kind == "perfect":

@@ -149,3 +149,20 @@ def test_a_search_state_that_does_not_fit_the_run_is_refused():
     step = Step(graph, 0, tuple(ITEMS), validation=tuple(HELD_OUT), loss=_loss)
     with pytest.raises(ValueError, match="does not fit this run: candidate 0 has 1 scores for 5 instances"):
         optim.gepa().update(step, state, params)
+
+
+def test_an_unreadable_reflection_proposes_nothing_and_says_why():
+    """A reflection reply with no new text is no proposal: no child is run, and the report names the component."""
+
+    class Unreadable(Fake):
+        def __call__(self, request: LLMRequest) -> str:
+            if request.purpose == "rewrite":
+                self.requests.append(request)
+                return "I would rather not."
+            return super().__call__(request)
+
+    fake = Unreadable()
+    result = _run(optim.gepa(), nodes=("answer",), validation=HELD_OUT, iterations=1, llm=fake)
+    notes = result.history[0].report[-1].notes
+    assert notes[0].startswith("proposal 1 (none): parent 0") and notes[1] == "answer.instruction: no usable reply"
+    assert result.history[0].calls["forward"] == len(ITEMS) + 2 * len(HELD_OUT)  # training forward, seed scoring

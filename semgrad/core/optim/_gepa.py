@@ -26,7 +26,7 @@ from .._requests import LLMRequest, Message
 from .._sampling import merged_options
 from ._base import InstructionExample, ParamGradient, Transform
 from ._pareto import COMPONENT_CHOICES
-from ._search import ProposalTask, Proposed, pareto_search
+from ._search import ProposalTask, Propose, Proposed, pareto_search
 
 __all__ = ["GEPA_SYSTEM", "GEPA_USER", "gepa", "reflection_examples", "render_reflection"]
 
@@ -103,7 +103,7 @@ def _read(reply: Any) -> str | None:
     return text or None
 
 
-def reflect(engine: str = "optimizer") -> Any:
+def reflect(engine: str = "optimizer") -> Propose:
     """GEPA's proposal step: one reflection request per chosen component, with the global feedback."""
 
     def propose(task: ProposalTask) -> Program[Proposed]:
@@ -158,6 +158,8 @@ def gepa(
     ``Budget(calls=...)`` on `fit` bounds the same run in LLM calls. `fit`'s own training forward
     each iteration comes on top (GEPA has none); it is not wasted: when the parent drawn is the
     current params, its minibatch run is taken from it (counted as GEPA counts it, with no call).
+    On a validation set, the seed's scoring repeats `fit`'s scoring of the initial params item by
+    item (a cache answers it); without one, the seed's scores are `fit`'s training forward.
 
     Args:
         minibatch: Training items per proposal (GEPA's ``reflection_minibatch_size``, 3).
