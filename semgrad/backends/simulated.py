@@ -30,6 +30,10 @@ method works on real models. Its rules, all derived from the text each prompt *s
   call shows every run, so it finds the questions' missing skills as a backward call with
   siblings would and gives each to the least-loaded hint; COPRO's generation call shows no
   question, so each candidate adds a guessed skill (or `VERIFY`), left to the scoring.
+* **GEPA's reflection** (one component, shown what it read and wrote per example and the feedback on the
+  system's answer): a hint reads the questions the system got wrong and adds the skills they need, most
+  needed first; it sees neither its sibling nor which node caused the error, so every hint gets the same
+  skills. The final node is rewritten as above.
 
 So with neighbours, the hints split the skills between them; without, they all get the
 same guesses; without gradients, nothing is learned; with one parameter, the other nodes
@@ -79,6 +83,7 @@ from typing import Any
 from ..core import FrozenMap, Graph, LLMRequest
 from ..core._parse import format_tagged, parse_tagged
 from ..core.optim._copro import COPRO_SYSTEM
+from ..core.optim._gepa import GEPA_SYSTEM
 from ..core.optim._named_blocks import format_named
 from ..core.scoring import parse_number
 from .fake import HashLLM, reply_backward, reply_forward
@@ -353,6 +358,8 @@ class SimulatedLLM:
             return self._rewrite_each(request)
         if request.system == COPRO_SYSTEM:  # one COPRO candidate per request, its draw the candidate's index
             return format_tagged("improved", self._copro_candidate(request.node or "", request.prompt, request.draw))
+        if request.system == GEPA_SYSTEM:
+            return format_tagged("improved", self._reflect(request.node or "", request.prompt))
         current = parse_tagged(request.prompt, ["current"]).value_or("")
         return format_tagged("improved", self._improve(request.node or "", current, self._text(request)))
 
@@ -391,6 +398,22 @@ class SimulatedLLM:
         kept = [s for s in held if s not in asks] + asks
         kept = kept[-CAPACITY:]
         return " ".join([self._without_skills(current, held), *kept]).strip()
+
+    def _reflect(self, name: str, prompt: str) -> str:
+        """GEPA's reflection on component `name`: its text and, per example, what it read, what it wrote and the
+        feedback on the *system's* answer. An answering node is rewritten as any rewrite of it is. Any other node
+        reads the questions it was given beside the expected answers the system missed, so it knows the steps
+        those questions need and adds them, most needed first (dropping its oldest beyond capacity) -- but it
+        sees neither its siblings nor which node's omission made the answer wrong, so every hint asked about
+        the same failures adds the same steps."""
+        current = parse_tagged(prompt, ["current"]).value_or("")
+        if name.removesuffix(".instruction") in self.final_nodes:
+            return self._improve(name, current, prompt)
+        blocks = re.findall(r"<example (\d+)>\n(.*?)\n</example \1>", prompt, re.DOTALL)
+        failing = [block for _, block in blocks if "expected output is" in _flat(block)]
+        needs = [self.needed(q) for q in (self._question(block) for block in failing) if q is not None]
+        asks = self._asks(" ".join(_ASK + need for need in needs))
+        return self._hold(current, asks) if asks else current
 
     def _copro_candidate(self, name: str, prompt: str, index: int) -> str:
         """COPRO's `index`-th candidate for `name` (shown the current instruction or the attempts, never

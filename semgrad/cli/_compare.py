@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._config import run_config
-from ._flags import add_call_flags, add_command, add_own_code_flags
+from ._flags import add_call_flags, add_command, add_own_code_flags, add_pareto_flags
 from ._terminal import EXIT_BUDGET, SIMULATED_NOTICE
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ def add_parser(commands: Any) -> None:
         "--iterations", type=int, help="optimisation iterations (default: the paper's, 4; liar 8; your own system 4)"
     )
     cmp.add_argument("--breadth", type=int, default=10, help="COPRO's candidates per round (default 10)")
+    add_pareto_flags(cmp)
     add_call_flags(cmp)
     _add_method_and_budget_flags(cmp)
     cmp.set_defaults(func=command)

@@ -19,6 +19,7 @@ __all__ = [
     "add_global_flags",
     "add_max_items_flag",
     "add_own_code_flags",
+    "add_pareto_flags",
     "temperature",
 ]
 
@@ -141,6 +142,24 @@ def add_max_items_flag(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"the most items one data file may hold (default: {MAX_ITEMS:,}); a larger file is refused "
         "before anything runs",
+    )
+
+
+def add_pareto_flags(parser: argparse.ArgumentParser) -> None:
+    """--minibatch and --max-metric-calls: the Pareto searches' own (--optimizer gepa or pareto-sgd)."""
+    parser.add_argument(
+        "--minibatch",
+        type=int,
+        default=3,
+        metavar="N",
+        help="gepa / pareto-sgd: the training items each proposal is tried on (GEPA's default, 3)",
+    )
+    parser.add_argument(
+        "--max-metric-calls",
+        type=int,
+        metavar="N",
+        help="gepa / pareto-sgd: stop proposing once this many items have been scored (GEPA's budget; "
+        "default: only --iterations bounds the search)",
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._flags import HelpWithDefaults, add_call_flags, add_command, add_own_code_flags
+from ._flags import HelpWithDefaults, add_call_flags, add_command, add_own_code_flags, add_pareto_flags
 from ._terminal import EXIT_BUDGET
 
 __all__ = ["add_run_parser"]
@@ -54,6 +54,7 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
     _add_budget(run)
     _add_checks(run)
     run.add_argument("--breadth", type=int, default=10, help="COPRO's candidates per round (--optimizer copro)")
+    add_pareto_flags(run)
     run.add_argument("--simulated-latency", type=float, default=0.0, help=argparse.SUPPRESS)
     run.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return run

@@ -48,7 +48,7 @@ def parse_optimizers(text: str) -> tuple[str, ...]:
         Traceback (most recent call last):
         ...
         ValueError: unknown optimizer 'adam'; choose from: neighbor-sgd, tgd, via-feedback, no-gradients, \
-no-neighbors, no-neighbours-as-run, one-parameter, no-gate, textgrad, optoprime, copro
+no-neighbors, no-neighbours-as-run, one-parameter, no-gate, textgrad, optoprime, copro, gepa, pareto-sgd
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:

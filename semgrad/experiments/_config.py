@@ -24,6 +24,7 @@ __all__ = [
     "NAMED_BACKENDS",
     "BASELINES",
     "OPTIMIZERS",
+    "PARETO",
     "PROTOCOLS",
     "RunConfig",
     "make_optimizer",
@@ -38,8 +39,18 @@ METRIC_NAMES = ("exact", "normalized", "numeric", "judge")
 #: (the official code's loop); "heldout": the gate scores them on a disjoint validation split.
 PROTOCOLS = ("official", "heldout")
 #: The paper's baselines as their packages run them (see `semgrad.core.optim`).
-BASELINES = ("textgrad", "optoprime", "copro")
-OPTIMIZERS = ("neighbor-sgd", "tgd", "via-feedback", *[a for a in optim.ABLATIONS if a != "full"], *BASELINES)
+BASELINES = ("textgrad", "optoprime", "copro", "gepa")
+#: The Pareto searches: GEPA's (a baseline) and ours, driven by semantic gradients; ``--minibatch`` and
+#: ``--max-metric-calls`` are theirs.
+PARETO = ("gepa", "pareto-sgd")
+OPTIMIZERS = (
+    "neighbor-sgd",
+    "tgd",
+    "via-feedback",
+    *[a for a in optim.ABLATIONS if a != "full"],
+    *BASELINES,
+    "pareto-sgd",
+)
 #: The optimizers whose validation gate ``--gate-rule`` chooses the rule of.
 GATED = ("neighbor-sgd", "via-feedback", *[a for a in optim.ABLATIONS if a not in ("full", "no-gate")])
 
@@ -180,6 +191,10 @@ class RunConfig:
     #: lcb bound's one-sided level.
     gate_rule: str = attrs.field(default="sum", validator=_gate_rule)
     gate_alpha: float = attrs.field(default=0.05, validator=_gate_alpha)
+    #: The Pareto searches' (`PARETO`) training items per proposal, and their budget in metric calls (one per
+    #: item scored; None: no budget but `iterations`).
+    minibatch: int = attrs.field(default=3, validator=_positive)
+    max_metric_calls: int | None = attrs.field(default=None, validator=_positive)
     #: The most items a data file may hold; None: `semgrad.tasks.MAX_ITEMS` (`items_limit`).
     max_items: int | None = attrs.field(default=None, validator=_positive)
 
@@ -401,4 +416,14 @@ def make_optimizer(config: RunConfig, *, planning: bool = False) -> Transform:
         # No depth: one round per iteration, so the rounds are the run's iterations, and a resumed run given
         # more (--resume --iterations N) is the optimizer it checkpointed and goes on as one started with N.
         return optim.copro(breadth=config.breadth, depth=None)
+    if config.optimizer in PARETO:
+        return _pareto(config)
     return optim.ablation(config.optimizer, config.k, seed=config.seed, param=config.param, **common)
+
+
+def _pareto(config: RunConfig) -> Transform:
+    """GEPA's search, with GEPA's proposals or ours (one proposal per iteration; ``--max-metric-calls`` its budget)."""
+    search = {"minibatch": config.minibatch, "max_metric_calls": config.max_metric_calls, "seed": config.seed}
+    if config.optimizer == "gepa":
+        return optim.gepa(**search)
+    return optim.pareto_sgd(**search)

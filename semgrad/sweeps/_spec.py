@@ -56,6 +56,8 @@ SETTINGS = (
         for option in ("temperature", "max_output_tokens")
     ),
     "breadth",
+    "minibatch",
+    "max_metric_calls",
     "max_items",
 )
 #: The most a sweep spec may hold: a spec is a page of TOML (a FIFO or a device is refused).
@@ -80,6 +82,8 @@ _INTS = (
     "backward_max_output_tokens",
     "optimizer_max_output_tokens",
     "breadth",
+    "minibatch",
+    "max_metric_calls",
     "max_items",
 )
 _FLOATS = (

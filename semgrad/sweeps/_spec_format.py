@@ -36,7 +36,9 @@ validation, test, base_url, concurrency, timeout, cache, max_calls, max_tokens,
 max_concurrent_calls, protocol, temperature, max_output_tokens, forward_temperature,
 backward_temperature, optimizer_temperature, forward_max_output_tokens,
 backward_max_output_tokens, optimizer_max_output_tokens, breadth (COPRO's candidates per
-round), max_items (the most items one data file may hold; --max-items overrides it). The
+round), minibatch and max_metric_calls (gepa's and pareto-sgd's training items per proposal
+and budget in items scored), max_items (the most items one data file may hold; --max-items
+overrides it). The
 one-parameter ablation names its parameter in optimizers: "one-parameter:answer.instruction".
 Resources keys: num_cpus, cpus_per_run, max_retries, max_parallel, lease_seconds.
 

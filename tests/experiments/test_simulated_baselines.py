@@ -35,3 +35,15 @@ def test_each_method_makes_its_own_calls(rows):
     # item of its batch of 3. Bounds, not equalities: under the official protocol a redrawn sample keeps its
     # feedback and the in-run memo answers an identical request again without a call (issue 31, point 3).
     assert 0 < paper <= 2 * 4 and 5 * paper < textgrad <= 6 * 3 * 4
+
+
+def test_the_pareto_searches_sit_beside_the_others_with_calls_tokens_and_dollars(rows):
+    """gepa and pareto-sgd have rows; GEPA reflects without backward calls, pareto-sgd backpropagates; every
+    method shows its estimated tokens and dollars (simulated: labelled as estimates)."""
+    cells = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in rows.splitlines()[2:]}
+    assert list(cells) == ["neighbor-sgd", "textgrad", "optoprime", "copro", "gepa", "pareto-sgd"]
+    backward = {m: int(c[3].split(" / ")[1]) for m, c in cells.items()}
+    assert backward["gepa"] == 0 < backward["pareto-sgd"]
+    assert "tokens (est.)" in rows and "USD (est.)" in rows
+    for method, c in cells.items():
+        assert int(c[4].replace(",", "")) > 0 and float(c[5]) > 0, method

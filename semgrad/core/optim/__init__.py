@@ -29,6 +29,7 @@ from ._gepa import gepa
 from ._guard import memorization_guard
 from ._optoprime import optoprime, optoprime_update
 from ._pareto import ParetoState
+from ._pareto_sgd import PARETO_ABLATIONS, pareto_sgd
 from ._stages import (
     DRAWS,
     GATE_RULES,
@@ -66,6 +67,7 @@ __all__ = [
     "InstructionExample",
     "MomentumState",
     "ParetoState",
+    "PARETO_ABLATIONS",
     "ParamGradient",
     "Proposal",
     "SelectState",
@@ -95,6 +97,7 @@ __all__ = [
     "named_chain",
     "neighbor_sgd",
     "official_generator",
+    "pareto_sgd",
     "one_at_a_time",
     "optoprime",
     "optoprime_update",

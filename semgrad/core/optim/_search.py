@@ -21,6 +21,7 @@ from .._program import Program, bind, map_, pure
 from .._scoring import Loss, Score
 from .._trace import Trace
 from ._base import ParamGradient, Step, Transform
+from ._lineage import lineage_notes
 from ._merge import merge_attempt, subsample
 from ._pareto import (
     COMPONENT_CHOICES,
@@ -334,6 +335,7 @@ class _Search:
             f"front: {_front_text(fronts)}; pruned counts {counts}",
             f"best: candidate {best} of {len(state.pool)} at {state.pool[best].average:.3f}",
             f"metric calls: {state.metric_calls}{budget}",
+            *lineage_notes(record, averages(state.pool), tuple(counts.items())),
         )
         new = attrs.evolve(
             step,
