@@ -254,7 +254,9 @@ async def fit(
         types=checkpoint_state_types(state_types),
         on_progress=on_progress,
     )
-    loop = _Loop(_first_state(run, params, resume))
+    loop = await _first_loop(run, params, resume)
+    if isinstance(loop, FitResult):
+        return loop
     if tracer is None:
         return await _iterate(run, loop)
     with FitSpans(tracer, iterations, "held-out" if validation_set else "official") as spans:
@@ -315,11 +317,30 @@ def _examples(name: str, items: Any) -> tuple[Example, ...]:
         raise type(exc)(f"{name}: {exc}") from None
 
 
-def _first_state(run: _Run, params: Params, resume: str | os.PathLike[str] | None) -> FitState:
-    """A new run's state, or the one the checkpoint `resume` holds (checked to belong to this run)."""
+async def _first_loop(run: _Run, params: Params, resume: str | os.PathLike[str] | None) -> _Loop | FitResult:
+    """Where the loop starts. A new run of a system recorded per sample first makes its first training
+    forward, so that the parameters its code meets are known to the optimizer's ``init`` (the forward is
+    handed on to the first iteration, which counts its calls); a budget that stops it ends the run there."""
+    if resume is not None or not isinstance(run.graph, SystemRef) or run.iterations == 0:
+        return _Loop(_first_state(run, params, resume))
+    run.progress(1, "forward")
+    try:
+        first = await run.call(run.forward(params, run.train))
+    except _Stopped as stop:
+        return _first_state(run, params, None).result(run.runner.statistics(), stop.kind)
+    found = merged_params(params, (trace for trace, _ in first))
+    return _Loop(_first_state(run, params, None, found), forward=first)
+
+
+def _first_state(
+    run: _Run, params: Params, resume: str | os.PathLike[str] | None, found: Params | None = None
+) -> FitState:
+    """A new run's state (from `found`, the params a system's first forward extended `params` to, when
+    given), or the one the checkpoint `resume` holds (checked to belong to this run). The run's
+    fingerprint is of `params` as given, so a resumed system's run matches it."""
     belongs = run_fingerprint(run.graph, params, run.train, run.validation, run.optimizer, run.loss, run.options)
     if resume is None:
-        state = FitState.start(run.graph, params, run.optimizer, belongs)
+        state = FitState.start(run.graph, found if found is not None else params, run.optimizer, belongs)
     else:
         state = FitState.load(
             resume, run.graph, params, run.optimizer, belongs, run.types, extends=isinstance(run.graph, SystemRef)
@@ -339,6 +360,8 @@ async def _resumed_forward(run: _Run, loop: _Loop) -> _Loop:
     if not run.validation and 0 < state.iteration < run.iterations and state.history[-1].accepted is not None:
         run.progress(state.iteration + 1, "forward (resumed)")
         loop = attrs.evolve(loop, forward=await run.call(run.forward(state.params, run.train)))
+    if state.iteration == 0 and loop.forward is not None:  # a system's first forward: iteration 1 counts it
+        return loop
     return attrs.evolve(loop, calls_before=run.calls())
 
 
@@ -349,8 +372,10 @@ async def _seed_gate(run: _Run, loop: _Loop) -> _Loop:
     if not (state.iteration == 0 and run.validation and state.initial_score is None):
         return loop
     run.progress(0, "scoring initial params")
-    first: Forward | None = None
-    if run.iterations > 0:
+    first: Forward | None = loop.forward
+    if first is not None:  # a system's first training forward is made already
+        initial = await run.call(run.forward(state.initial_params, run.validation))
+    elif run.iterations > 0:
         initial, first = await run.call(
             gather(run.forward(state.initial_params, run.validation), run.forward(state.initial_params, run.train))
         )
