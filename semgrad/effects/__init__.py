@@ -19,6 +19,7 @@ from ._retry import RetryPolicy, retrying
 from ._routing import by_engine
 from ._runner import Runner, RunStatistics, run, run_sync
 from ._state_types import register_state_type, registered_state_types
+from ._systems import as_trainable
 from ._trace import traced
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "SyncLLM",
     "UsageRow",
     "accounted",
+    "as_trainable",
     "budgeted",
     "by_engine",
     "cached",

@@ -186,7 +186,7 @@ def load_function(spec: str, default: str, what: str) -> Callable[..., Any]:
     target, name = _parse(spec, default)
     module = _import(target, spec)
     function = getattr(module, name, None)
-    if not callable(function):
+    if not callable(function) and not callable(getattr(function, "run", None)):  # a function, or @semgrad.system
         raise SetupError(f"{target} has no function {name!r} ({what} is FILE.py:FUNCTION or MODULE:FUNCTION)")
     if loaded is not None:
         loaded[key] = function
