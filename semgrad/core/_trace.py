@@ -18,13 +18,14 @@ class NodeRun:
 
     Attributes:
         node: The node's name.
-        kind: The node's kind ("input", "param", "llm", "function").
+        kind: The node's kind ("input", "param", "llm", "function", "tool").
         inputs: ``(name, value)`` for each input the node was shown, in order.
         value: The parsed value (None when the node failed).
         request: The LLM request, for LLM nodes (`request_key` is its key).
         raw: The LLM's raw reply text, for LLM nodes that got one.
         error: Why the node has no value, when it failed (an `LLMError` for a
-            failed call, text for a failed function or a failed input).
+            failed call, text for a failed function, tool or input; a tool's
+            text holds the message of what it raised).
     """
 
     node: str

@@ -13,7 +13,7 @@ Examples:
 """
 
 from ._backward import BackwardMachine, BackwardPlan, plan_backward
-from ._forward import ForwardMachine
+from ._forward import ForwardMachine, llm_call
 from ._program import (
     Bound,
     Done,
@@ -43,6 +43,7 @@ __all__ = [
     "bind",
     "combinator",
     "gather",
+    "llm_call",
     "map_",
     "plan_backward",
     "program",
