@@ -3,7 +3,7 @@
 `GraphSystem(name, build)` is a trainable system (see `semgrad.effects._systems`): for each
 item, ``build(example)`` gives the graph that item "took" and the starting params of its
 parameters; the run forwards that graph with the call's params (where they hold a value)
-through ``ask``, and the trace carries the graph and the params it used.
+through ``runner.ask``, and the trace carries the graph and the params it used.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import attrs
 
 from semgrad.core import Example, Graph, GraphBuilder, Params, Trace, forward
 from semgrad.core._system import SystemCall, SystemRef
-from semgrad.core._trace import Recording
-from semgrad.effects._systems import Ask, answer
+from semgrad.core._trace import RecordedGraph
+from semgrad.effects import Runner
+from semgrad.effects._systems import answer
 
 Build = Callable[[Example], tuple[Graph, Params]]
 
@@ -32,13 +33,13 @@ class GraphSystem:
     def ref(self) -> SystemRef:
         return SystemRef(self.name, f"stand-in:{self.name}")
 
-    async def run(self, call: SystemCall, ask: Ask) -> Trace:
+    async def run(self, call: SystemCall, runner: Runner) -> Trace:
         graph, own = self.build(call.example)
         given = {name: call.params.value(name) for name in own if name in call.params}
         used = own.with_values(given)
         program = forward(graph, used, call.example.inputs, sample=call.example.id, options=call.options or None)
-        trace = await answer(program, ask)
-        return attrs.evolve(trace, recording=Recording(graph, used))
+        trace = await answer(program, runner.ask)
+        return attrs.evolve(trace, recording=RecordedGraph(graph, used))
 
 
 def branching(every: int = 5, *, taken: Callable[[Example], bool] | None = None) -> Build:

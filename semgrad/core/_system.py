@@ -31,10 +31,10 @@ from ._frozen import FrozenMap, to_frozen_map
 from ._graph import Graph, Parameter, Params
 from ._program import Done, Program, Token
 from ._requests import Reply
-from ._trace import Recording, Trace
+from ._trace import RecordedGraph, Trace
 
 __all__ = [
-    "Recording",
+    "RecordedGraph",
     "SystemCall",
     "SystemRef",
     "graph_of",

@@ -6,7 +6,7 @@ answers the requests. Build one with `ask`, `pure`, `bind`, `map_`, `gather`,
 apart with `combinator` (a `Bound` bind or a `Gathered` gather). The forward and
 backward machines are the programs `forward` and `backward` run. A system recorded per
 sample is a `SystemRef`; `run_system` is its forward (one `SystemCall`, answered by the
-effects layer with a `Trace` whose `Recording` holds the sample's graph and params).
+effects layer with a `Trace` whose `RecordedGraph` holds the sample's graph and params).
 
 Examples:
     >>> from semgrad.core.programs import gather, pure
@@ -15,7 +15,7 @@ Examples:
 """
 
 from ._backward import BackwardMachine, BackwardPlan, plan_backward
-from ._forward import ForwardMachine
+from ._forward import ForwardMachine, llm_call
 from ._program import (
     Bound,
     Done,
@@ -32,7 +32,7 @@ from ._program import (
     traverse,
 )
 from ._system import SystemCall, SystemRef, graph_of, merged_params, occurrences, run_system
-from ._trace import Recording
+from ._trace import RecordedGraph
 
 __all__ = [
     "BackwardMachine",
@@ -42,7 +42,7 @@ __all__ = [
     "ForwardMachine",
     "Gathered",
     "Program",
-    "Recording",
+    "RecordedGraph",
     "SystemCall",
     "SystemRef",
     "Token",
@@ -51,6 +51,7 @@ __all__ = [
     "combinator",
     "gather",
     "graph_of",
+    "llm_call",
     "map_",
     "merged_params",
     "occurrences",

@@ -47,10 +47,10 @@ __all__ = ["RunStatistics", "Runner", "run", "run_sync"]
 
 T = TypeVar("T")
 OnReply = Callable[[LLMRequest, Reply], None]
-#: How a runner answers a `SystemCall`: ``await systems(call, ask)`` records the system's run on the
-#: call's item and returns its `Trace`, making each LLM call with ``await ask(request)`` (a `Reply`), so
-#: that the runner counts it as it counts its own.
-Systems = Callable[[SystemCall, Callable[[LLMRequest], Awaitable[Reply]]], Awaitable[Trace]]
+#: How a runner answers a `SystemCall`: ``await systems(call, runner)`` records the system's run on the
+#: call's item and returns its `Trace`, making its LLM calls through `runner` (``await runner.ask(request)``,
+#: or ``await runner.run(program)``), so that the runner counts them as it counts its own.
+Systems = Callable[[SystemCall, "Runner"], Awaitable[Trace]]
 
 
 @attrs.frozen
@@ -74,6 +74,9 @@ class RunStatistics:
         memo_hits: Requests an in-run memo (``memoized``) answered from memory: no
             call, so counted here and in none of the counts above (nor told to
             ``on_reply``).
+        tool_calls: Tool calls of systems written as Python (``ctx.tool``), apart from
+            the LLM calls above: in none of their counts.
+        tool_errors: Of those, the tool calls that failed.
     """
 
     calls: int = 0
@@ -86,6 +89,8 @@ class RunStatistics:
     calls_by_engine: FrozenMap[str, int] = FrozenMap()
     tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
     memo_hits: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
 
     @classmethod
     def from_accounts(cls, accounts: Accounts, peak_in_flight: int = 0) -> RunStatistics:
@@ -95,9 +100,11 @@ class RunStatistics:
         engines: dict[str, int] = {}
         kinds: dict[str, int] = {}
         engine_tokens: dict[str, tuple[int, int]] = {}
-        calls = errors = tokens_in = tokens_out = memo_hits = 0
+        calls = errors = tokens_in = tokens_out = memo_hits = tool_calls = tool_errors = 0
         for line, amount in accounts.lines.items():
             memo_hits += amount.memo_hits
+            tool_calls += amount.tool_calls
+            tool_errors += amount.tool_errors
             if amount.calls:
                 calls += amount.calls
                 purposes[line.purpose] = purposes.get(line.purpose, 0) + amount.calls
@@ -121,6 +128,8 @@ class RunStatistics:
             FrozenMap(engines),
             FrozenMap(engine_tokens),
             memo_hits,
+            tool_calls,
+            tool_errors,
         )
 
 
@@ -187,6 +196,8 @@ class Runner:
         # that builds a frozen map per call (~4 us against ~0.4 us here, measured), and every call is counted.
         self._lines: dict[tuple[str, str, str, str], list[int]] = {}
         self._memo_hits: dict[tuple[str, str, str, str], int] = {}
+        # Tool calls of systems written as Python (`count_tool`): (tool, error kind) -> [calls, errors, cache hits].
+        self._tools: dict[tuple[str, str], list[int]] = {}
         self._in_flight = self._peak = 0
 
     def accounts(self) -> Accounts:
@@ -198,7 +209,29 @@ class Runner:
         for key, hits in self._memo_hits.items():  # after the calls' lines: their order is that of the first calls
             line = Line(*key)
             lines[line] = attrs.evolve(lines[line], memo_hits=hits) if line in lines else Amount(memo_hits=hits)
+        for (tool, error), (calls, errors, hits) in self._tools.items():
+            lines[Line("tool", "tool", tool, error)] = Amount(cache_hits=hits, tool_calls=calls, tool_errors=errors)
         return Accounts(FrozenMap(lines))
+
+    def count_tool(self, tool: str, *, error: str = "", cache_hit: bool = False) -> None:
+        """Count one tool call of a system written as Python (see `semgrad.effects.record`): on the
+        line ``Line("tool", "tool", tool, error)``, a tool call (failed when `error` names its kind),
+        or a cache hit when a cache answered it -- never an LLM call.
+
+        Examples:
+            >>> runner = Runner(lambda request: "unused")
+            >>> runner.count_tool("lookup"); runner.count_tool("lookup", error="timeout")
+            >>> s = runner.statistics(); (s.calls, s.tool_calls, s.tool_errors)
+            (0, 2, 1)
+        """
+        row = self._tools.get((tool, error))
+        if row is None:
+            row = self._tools[(tool, error)] = [0, 0, 0]
+        if cache_hit:
+            row[2] += 1
+            return
+        row[0] += 1
+        row[1] += 1 if error else 0
 
     def statistics(self) -> RunStatistics:
         """A frozen snapshot of the counts so far (read from `accounts`)."""
@@ -264,7 +297,7 @@ class Runner:
             raise TypeError(
                 f"the program runs system {call.system.name!r}; give the Runner systems= (fit does for a system)"
             )
-        return await self.systems(call, self.ask)
+        return await self.systems(call, self)
 
     async def ask(self, request: LLMRequest) -> Reply:
         """One call of the runner's LLM, counted, deadlined and told to `on_reply` as a worker's call is

@@ -156,7 +156,10 @@ def _load(spec: str) -> tuple[Any, Params]:
 def _is_python_system(value: Any) -> bool:
     """Whether `value` is a system written as Python (``@semgrad.system``), which is trained as it is."""
     from ..core.programs import SystemRef
+    from ..effects import PythonSystem
 
+    if isinstance(value, PythonSystem):
+        return True
     return isinstance(getattr(value, "ref", None), SystemRef) and callable(getattr(value, "run", None))
 
 
