@@ -50,7 +50,7 @@ def branching(every: int = 5, *, taken: Callable[[Example], bool] | None = None)
         q = b.input("question")
         topic = b.llm("classify", inputs=[q], instruction="Name the topic of the question.")
         inputs = [q, topic]
-        if (taken(example) if taken is not None else int(example.id) % every == 0):
+        if taken(example) if taken is not None else int(example.id) % every == 0:
             inputs.append(b.llm("lookup", inputs=[topic], instruction="Recall the facts about the topic."))
         b.llm("answer", inputs=inputs, instruction="Answer the customer.")
         return b.build(output="answer")

@@ -539,9 +539,7 @@ def per_edge(
     )
 
 
-def tool_aware(
-    *, engine: str = "backward", options: Mapping[str, Any] | None = None, repair: bool = True
-) -> ToolAware:
+def tool_aware(*, engine: str = "backward", options: Mapping[str, Any] | None = None, repair: bool = True) -> ToolAware:
     """The backward rule of tool nodes (what `neighbor_aware` and `per_edge` use for them, with their own engine
     and options, unless an override names the node or ``"tool"``):
     from the tool's description, arguments, result and the feedback on it, how each argument should change.
@@ -550,7 +548,9 @@ def tool_aware(
         >>> tool_aware().resolve(None) == tool_aware()
         True
     """
-    return ToolAware(aggregate=Concat(), overrides=FrozenMap(), engine=engine, options=FrozenMap(options or {}), repair=repair)
+    return ToolAware(
+        aggregate=Concat(), overrides=FrozenMap(), engine=engine, options=FrozenMap(options or {}), repair=repair
+    )
 
 
 def pass_through() -> PassThrough:

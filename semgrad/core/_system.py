@@ -120,7 +120,9 @@ class _RunSystem(Program[Trace]):
         if type(reply) is not Success:
             error = reply.failure()
             message = getattr(error, "message", error)
-            raise ProtocolError(f"running system {self.call.system.name!r} on item {self.call.sample!r} failed: {message}")
+            raise ProtocolError(
+                f"running system {self.call.system.name!r} on item {self.call.sample!r} failed: {message}"
+            )
         trace = reply.unwrap()
         if not isinstance(trace, Trace) or trace.recording is None:
             raise ProtocolError(f"a run of system {self.call.system.name!r} must yield a Trace with its recording")

@@ -280,7 +280,9 @@ async def _evaluate(
         one = _Counter(counter.output_tokens)
         one.phase = counter.phase
         item = examples[i * len(examples) // SAMPLE]
-        await Runner(one, max_concurrency=1, systems=systems).run(evaluate(structure, params, (item,), loss, options=options))
+        await Runner(one, max_concurrency=1, systems=systems).run(
+            evaluate(structure, params, (item,), loss, options=options)
+        )
         for key, n in one.calls.items():
             most[key] = max(most.get(key, 0), n)
         for engine, (used_in, used_out) in one.by_engine.items():

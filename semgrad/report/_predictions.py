@@ -174,7 +174,7 @@ def recorded_graphs(task: Mapping[str, Any], task_id: str, *, limit: int = SHOWN
         for n, i in enumerate(shown)
     )
     return (
-        f"<h3>Recorded graphs</h3><details class=\"recorded-graphs\"><summary>The graph each of "
+        f'<h3>Recorded graphs</h3><details class="recorded-graphs"><summary>The graph each of '
         f"{count(len(shown))} of {count(len(having))} samples' runs recorded (your system is Python: the nodes "
         f"that ran, per sample)</summary>{figures}</details>"
     )

@@ -121,8 +121,9 @@ def _looping(steps: int) -> Any:
     async def react(ctx, question):
         notes = question
         for _ in range(steps):
-            notes = await ctx.llm("act", instruction="Think one step further.", inputs={"question": question,
-                                                                                      "notes": notes})
+            notes = await ctx.llm(
+                "act", instruction="Think one step further.", inputs={"question": question, "notes": notes}
+            )
         return await ctx.llm("answer", instruction="Answer.", inputs={"question": question, "notes": notes})
 
     return react

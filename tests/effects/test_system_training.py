@@ -80,9 +80,7 @@ def test_a_branch_one_sample_in_five_takes_is_trained() -> None:
             return fake.reply_forward(request, "never said" if better else "wrong")
         return fake.HashLLM()(request)
 
-    result = anyio.run(
-        lambda: fit(system, Params({}), optim.neighbor_sgd(k=5), train=items(5), llm=llm, iterations=1)
-    )
+    result = anyio.run(lambda: fit(system, Params({}), optim.neighbor_sgd(k=5), train=items(5), llm=llm, iterations=1))
     assert result.best_score == 1.0 > result.initial_score
     assert result.initial_params.value("lookup.instruction") == "Recall the facts about the topic."
     assert result.params.value("lookup.instruction") != result.initial_params.value("lookup.instruction")
