@@ -350,8 +350,15 @@ def custom_loss(config: Any) -> Loss:
 class _CustomSimulated(SimulatedLLM):
     """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
 
-    def __init__(self, answers: dict[str, str], graph: Graph | None, numeric: bool, seed: int) -> None:
-        super().__init__(answers, seed=seed, graph=graph)
+    def __init__(
+        self,
+        answers: dict[str, str],
+        graph: Graph | None,
+        numeric: bool,
+        seed: int,
+        final_nodes: tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(answers, seed=seed, graph=graph, final_nodes=final_nodes)
         self.numeric = numeric
 
     def __call__(self, request: LLMRequest) -> str:
@@ -377,7 +384,9 @@ def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMR
     (task,) = tasks
     graph, _ = task.build()
     parts = task.split
-    if not isinstance(graph, Graph):  # a system written as Python: no one graph gives the nodes their roles
+    final_nodes = None
+    if not isinstance(graph, Graph):  # a system written as Python: its recorded run names the answering node
+        final_nodes = _answering_component(graph, parts.train[0]) if parts.train else None
         graph = None
     item = graph.inputs[0] if graph is not None and graph.inputs else None
     answers = {
@@ -385,4 +394,23 @@ def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMR
         for e in parts.train + parts.validation + parts.test
         if e.inputs
     }
-    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed)
+    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed, final_nodes)
+
+
+def _answering_component(system: Any, example: Example) -> tuple[str, ...] | None:
+    """The component whose call answers in `system`'s run of `example` against a hash fake (the output node's,
+    when it is an LLM node; else None: the simulated LLM's default names). Run in a thread of its own, so that
+    it needs no event loop of the caller's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..backends.fake import HashLLM
+    from ..core.programs import run_system
+    from ..effects import Runner, as_trainable
+
+    structure, systems = as_trainable(system)
+    program = run_system(structure, Params({}), example)  # type: ignore[arg-type]
+    with ThreadPoolExecutor(1) as pool:
+        trace = pool.submit(Runner(HashLLM("simulated"), systems=systems).run_sync, program).result()
+    recorded = trace.recording.graph
+    output = recorded[recorded.output]
+    return (getattr(output, "component", output.name),) if output.kind == "llm" else None
