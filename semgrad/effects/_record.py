@@ -53,6 +53,15 @@ class RecordingError(SemgradError):
     """A run that cannot be recorded: more nodes than ``max_nodes``, an output no node produced, a misuse of ctx."""
 
 
+class _Stopped(BaseException):
+    """Ends a run past ``max_nodes`` through the user's function: a `BaseException`, as a cancellation
+    is, so that an ``except Exception`` in a loop cannot swallow it; `record` raises its `RecordingError`."""
+
+    def __init__(self, error: RecordingError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class NodeFailed(Exception):
     """Raised in a system's function when one of its calls failed (see the module's theory of operation).
 
@@ -131,6 +140,7 @@ class Context:
         self._identity: dict[int, tuple[Any, int]] = {}
         self._literals: dict[str, Any] = {}  # component -> the literal instruction or description of its first call
         self._over: RecordingError | None = None
+        self._finished = False  # the run is over: a call now raises RecordingError itself
 
     # -- the user's calls ---------------------------------------------------------------------------------------
 
@@ -216,7 +226,9 @@ class Context:
 
     def _check_open(self) -> None:
         if self._over is not None:
-            raise self._over
+            if self._finished:
+                raise self._over
+            raise _Stopped(self._over)
 
     def _add(self, rec: _Rec) -> int:
         if len(self._recs) >= self._system.max_nodes:
@@ -225,7 +237,7 @@ class Context:
                 f" {self._sample!r}: a loop that does not end? Bound it in the function, or raise"
                 " max_nodes (@semgrad.system(max_nodes=...))"
             )
-            raise self._over
+            raise _Stopped(self._over)
         self._recs.append(rec)
         self._names.add(rec.component.casefold())
         return len(self._recs) - 1
@@ -506,12 +518,17 @@ async def record(
     values = {name: ctx._traced(value, ctx._add(_Rec("input", name, value=value))) for name, value in inputs.items()}
     try:
         returned = await target.fn(ctx, **values)
+        if ctx._over is not None:  # the function swallowed the stop itself
+            raise _Stopped(ctx._over)
+    except _Stopped as stopped:
+        raise stopped.error from None
     except NodeFailed as failed:
-        if failed._owner is not ctx or ctx._over is not None:
+        if failed._owner is not ctx:
             raise
         output = failed._index
     else:
-        ctx._check_open()  # a RecordingError the function caught still ends the recording
         output = ctx._output(returned)
-    ctx._over = RecordingError(f"the run of system {target.name!r} is over: its ctx takes no more calls")
+    finally:
+        ctx._finished = True
+        ctx._over = RecordingError(f"the run of system {target.name!r} is over: its ctx takes no more calls")
     return ctx.finish(output)
