@@ -24,9 +24,13 @@ import pytest
 from semgrad.tasks import BBH_CHOICE_TASKS, BBH_TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL_DATA = (ROOT.parent / "shared" / "data").resolve()
+#: The real data sets: ``$SEMGRAD_TEST_DATA`` when set (a folder `semgrad data get bbh gsm8k liar --dir DIR`
+#: wrote), else ``../shared/data`` beside the repository.
+REAL_DATA = Path(os.environ.get("SEMGRAD_TEST_DATA") or ROOT.parent / "shared" / "data").resolve()
 needs_real_data = pytest.mark.skipif(
-    not REAL_DATA.is_dir(), reason=f"needs the real data sets in {REAL_DATA} (semgrad data get bbh|gsm8k|liar)"
+    not REAL_DATA.is_dir(),
+    reason=f"needs the real data sets in {REAL_DATA}: `semgrad data get bbh gsm8k liar --dir DIR`, "
+    "then SEMGRAD_TEST_DATA=DIR",
 )
 
 #: Examples per BBH task file (250 unless listed), as in the real files.

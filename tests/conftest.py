@@ -57,3 +57,13 @@ def _guarded_connect_ex(self: socket.socket, address: object) -> int:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path, parent):  # type: ignore[no-untyped-def]
+    """Collect the test modules as tests only, not also as doctest modules (``--doctest-modules`` is for the package):
+    a module that skips at import (the conformance modules without the official code) is then one skip, not two."""
+    from _pytest.doctest import DoctestModule
+
+    collected = yield
+    return [c for c in collected if not isinstance(c, DoctestModule)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,25 @@ def test_semgrad_and_demo_run_in_the_callers_folder_and_tests_in_the_repository(
         (["semgrad", "demo"], here.resolve()),
         (["pytest", "-q"], ROOT.resolve()),
     ]
+
+
+@pytest.mark.slow
+def test_a_clone_without_the_official_code_skips_each_conformance_module_once_and_says_how_to_get_it(tmp_path):
+    """Without the official code a conformance module is one skip (not also a doctest skip), whose reason names
+    SEMGRAD_REFERENCE, and the data tests' reason names SEMGRAD_TEST_DATA."""
+    absent = str(tmp_path / "absent")
+    env = {**os.environ, "SEMGRAD_REFERENCE": absent, "SEMGRAD_TEST_DATA": absent}
+    env.pop("PYTEST_ADDOPTS", None)
+    module = "tests/conformance/test_splits.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", module, "tests/tasks/test_gsm8k.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    summary = done.stdout.splitlines()[-1]
+    assert done.returncode == 0 and " 2 skipped" in summary, done.stdout[-2000:]
+    assert "SKIPPED [1] tests/conformance/_official.py" in done.stdout and "SEMGRAD_REFERENCE=DIR" in done.stdout
+    assert "SKIPPED [1] tests/tasks/test_gsm8k.py" in done.stdout and "SEMGRAD_TEST_DATA=DIR" in done.stdout

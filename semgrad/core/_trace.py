@@ -9,7 +9,7 @@ import attrs
 from ._frozen import FrozenMap, slot_setters, to_frozen_map
 from ._requests import LLMError, LLMRequest, SampleId, request_key
 
-__all__ = ["NodeRun", "Trace"]
+__all__ = ["NodeRun", "RecordedGraph", "Trace"]
 
 
 @attrs.frozen
@@ -74,6 +74,18 @@ def _node_run(
 
 
 @attrs.frozen
+class RecordedGraph:
+    """The graph one sample's run of a system recorded, and the params it ran with.
+
+    A system written as Python has a graph per sample; its trace carries this, and
+    backward and the optimizer stages read the sample's graph and params from it.
+    """
+
+    graph: Any = attrs.field(repr=False)
+    params: Any = attrs.field(repr=False)
+
+
+@attrs.frozen
 class Trace:
     """Every node's run for one sample, in topological order.
 
@@ -84,6 +96,8 @@ class Trace:
         runs: `NodeRun` per node name, in topological order.
         params: The digest of the params that produced it (`Params.digest`; None for a
             trace built by hand), which `backward` checks. Not compared, hashed or shown.
+        recording: For a system recorded per sample, the sample's graph and the params it
+            ran with (None for a static graph's trace). Not compared, hashed or shown.
     """
 
     sample: SampleId
@@ -91,6 +105,7 @@ class Trace:
     output: str
     runs: FrozenMap[str, NodeRun] = attrs.field(converter=to_frozen_map)
     params: str | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    recording: RecordedGraph | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
     def __getitem__(self, node: str) -> NodeRun:
         """`node`'s run; a `KeyError` naming the trace's nodes when it has none."""

@@ -21,6 +21,7 @@ from ._routing import by_engine
 from ._runner import Runner, RunStatistics, run, run_sync
 from ._state_types import register_state_type, registered_state_types
 from ._system import PythonSystem, system
+from ._systems import as_trainable
 from ._tools import ToolCache
 from ._trace import traced
 
@@ -48,6 +49,7 @@ __all__ = [
     "ToolCache",
     "UsageRow",
     "accounted",
+    "as_trainable",
     "budgeted",
     "by_engine",
     "cached",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import importlib
+import os
 import random
 import sys
 import types
@@ -31,7 +32,15 @@ import pytest
 from .._data import data_dir
 from ._world import Call, Item, World
 
-REFERENCE = (Path(__file__).parents[2] / ".." / "shared" / "reference" / "semantic_backprop").resolve()
+#: The paper's official code (commit aad0c72, MIT): ``$SEMGRAD_REFERENCE`` when set (a checkout of that commit), else
+#: ``../shared/reference/semantic_backprop`` beside the repository. It is run, never copied into the project.
+_BESIDE = Path(__file__).parents[2] / ".." / "shared" / "reference" / "semantic_backprop"
+REFERENCE = Path(os.environ.get("SEMGRAD_REFERENCE") or _BESIDE).resolve()
+#: How a clone without ``../shared`` gets the official code, said in every skip that needs it.
+FETCH_REFERENCE = (
+    "git clone https://github.com/HishamAlyahya/semantic_backprop DIR && git -C DIR checkout aad0c72, "
+    "then SEMGRAD_REFERENCE=DIR"
+)
 DATA = data_dir()
 
 #: The label numbers of the ``datasets`` hub's LIAR (ClassLabel order), which the official loader filters on.
@@ -54,14 +63,15 @@ def skip_module_without_official() -> None:
     every test of such a module runs that code, so the module is one skip with its reason, not one per test."""
     if not REFERENCE.is_dir():
         pytest.skip(
-            f"the official code is absent: {REFERENCE} (every test of this module runs it)", allow_module_level=True
+            f"the official code is absent: {REFERENCE} (every test of this module runs it): {FETCH_REFERENCE}",
+            allow_module_level=True,
         )
 
 
 def official() -> types.SimpleNamespace:
     """The official modules (engine, prompts, data loaders); skips when the reference is absent."""
     if not REFERENCE.is_dir():
-        pytest.skip(f"the official code is absent: {REFERENCE}")
+        pytest.skip(f"the official code is absent: {REFERENCE}: {FETCH_REFERENCE}")
     pytest.importorskip("numpy")
     pytest.importorskip("tqdm")
     for path in (REFERENCE, REFERENCE / "experiments"):
