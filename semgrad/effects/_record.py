@@ -517,6 +517,17 @@ async def record(
     )
     values = {name: ctx._traced(value, ctx._add(_Rec("input", name, value=value))) for name, value in inputs.items()}
     try:
+        output = await _called(target, ctx, values)
+    finally:
+        ctx._finished = True
+        ctx._over = RecordingError(f"the run of system {target.name!r} is over: its ctx takes no more calls")
+    return ctx.finish(output)
+
+
+async def _called(target: PythonSystem, ctx: Context, values: dict[str, Any]) -> int:
+    """Call the system's function; the output node: the one that produced its value, or the failed node
+    of a `NodeFailed` it let through (alone, or in the group a task group raises)."""
+    try:
         returned = await target.fn(ctx, **values)
         if ctx._over is not None:  # the function swallowed the stop itself
             raise _Stopped(ctx._over)
@@ -525,10 +536,23 @@ async def record(
     except NodeFailed as failed:
         if failed._owner is not ctx:
             raise
-        output = failed._index
-    else:
-        output = ctx._output(returned)
-    finally:
-        ctx._finished = True
-        ctx._over = RecordingError(f"the run of system {target.name!r} is over: its ctx takes no more calls")
-    return ctx.finish(output)
+        return failed._index
+    except BaseExceptionGroup as group:  # calls made in a task group
+        stopped = group.subgroup(_Stopped)
+        if stopped is not None:
+            raise _first(stopped).error from None  # type: ignore[attr-defined]
+        ours = group.subgroup(lambda e: isinstance(e, NodeFailed) and e._owner is ctx)
+        if ours is None or group.subgroup(lambda e: not isinstance(e, (NodeFailed, BaseExceptionGroup))) is not None:
+            raise
+        return min(e._index for e in _leaves(ours))  # type: ignore[attr-defined]
+    return ctx._output(returned)
+
+
+def _leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for e in group.exceptions for leaf in _leaves(e)]
+    return [group]
+
+
+def _first(group: BaseException) -> BaseException:
+    return _leaves(group)[0]

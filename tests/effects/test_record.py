@@ -311,3 +311,52 @@ def test_random_systems_record_valid_graphs_and_replay_exactly(made, texts, salt
     if not output.ok:  # an uncaught failure ends the run at the node that failed
         assert graph[trace.output].kind == "tool" and "raised ValueError" in output.error and not spec.catch
     assert isinstance(first.params, Params) and isinstance(trace.runs, FrozenMap)
+
+
+def test_calls_made_concurrently_in_a_task_group_are_recorded_in_the_order_they_started():
+    """Two LLM calls run in a task group are both recorded, in the order they were started, and a
+    failure inside the group ends the run at the failed node."""
+
+    @semgrad.system
+    async def parallel(ctx, question):
+        found = {}
+
+        async def one(name):
+            found[name] = await ctx.llm(name, instruction=f"{name}.", inputs={"question": question})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, "hint_1")
+            group.start_soon(one, "hint_2")
+        return await ctx.llm(
+            "answer", instruction="Answer.", inputs={"hint_1": found["hint_1"], "hint_2": found["hint_2"]}
+        )
+
+    async def slow_first(request):
+        await anyio.sleep(0.01 if request.node == "hint_1" else 0)
+        return f"<result>{request.node}</result>"
+
+    got = _record(parallel, {"question": "q"}, llm=FunctionLLM(slow_first))
+    assert got.graph.topological_order == ("question", "hint_1", "hint_2", "answer")
+    assert got.graph["answer"].inputs == ("hint_1", "hint_2") and got.trace.value("hint_1") == "hint_1"
+
+    def failing_second(request):
+        if request.node == "hint_2":
+            raise LLMFailure(LLMError("server", "HTTP 500"))
+        return "<result>x</result>"
+
+    failed = _record(parallel, {"question": "q"}, llm=FunctionLLM(failing_second))
+    assert failed.trace.output == "hint_2" and not failed.trace["hint_2"].ok
+
+
+def test_a_ctx_used_after_its_run_ended_refuses_calls():
+    """A ctx kept past the end of its run raises RecordingError on any call."""
+    kept = []
+
+    @semgrad.system
+    async def leaking(ctx, question):
+        kept.append(ctx)
+        return ctx.param("p", "v")
+
+    _record(leaking, {"question": "q"})
+    with pytest.raises(RecordingError, match="is over"):
+        kept[0].param("p", "v")
