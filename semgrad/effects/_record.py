@@ -147,6 +147,7 @@ class Context:
     def param(self, name: str, value: Any, *, role: str = "", trainable: bool = True) -> Any:
         """A free trainable text named `name` (`value` is its starting value); the same node on every call."""
         self._check_open()
+        _check_name("ctx.param", name)
         found = next((i for i, rec in enumerate(self._recs) if rec.kind == "param" and rec.component == name), None)
         if found is None:
             if name in self._params:
@@ -169,6 +170,7 @@ class Context:
     ) -> str:
         """One LLM call: an LLM node whose instruction is the parameter ``f"{name}.instruction"``."""
         self._check_open()
+        _check_name("ctx.llm", name)
         if not isinstance(inputs, Mapping):
             raise RecordingError(
                 f"ctx.llm({name!r}): inputs must be a mapping of labels to values, got {type(inputs).__name__}"
@@ -185,7 +187,7 @@ class Context:
         rec.run = run
         if run.error is not None:
             rec.error = run.error
-            raise NodeFailed(self._name(index), str(run.error), owner=self, index=index)
+            raise NodeFailed(self._name(index), _error_text(run.error), owner=self, index=index)
         rec.value = run.value
         return self._traced(run.value, index)  # type: ignore[no-any-return]
 
@@ -431,9 +433,22 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
-def _check_tool(name: Any, fn: Any, timeout: Any, retries: Any) -> None:
+def _check_name(call: str, name: Any) -> None:
+    """Refuse a name that is not non-empty text, or holds ``#`` (kept for the occurrences ``act#2``)."""
     if not isinstance(name, str) or not name:
-        raise RecordingError(f"ctx.tool needs a name (non-empty text), got {name!r}")
+        raise RecordingError(f"{call} needs a name (non-empty text), got {name!r}")
+    if "#" in name:
+        raise RecordingError(f"{call}({name!r}): '#' is kept for the calls of a repeated step (act#1, act#2)")
+
+
+def _error_text(error: Any) -> str:
+    """A failed call's error as the text `NodeFailed` carries: ``"server: HTTP 500"`` for an `LLMError`."""
+    kind, message = getattr(error, "kind", None), getattr(error, "message", None)
+    return f"{kind}: {message}" if isinstance(kind, str) and isinstance(message, str) else str(error)
+
+
+def _check_tool(name: Any, fn: Any, timeout: Any, retries: Any) -> None:
+    _check_name("ctx.tool", name)
     if not callable(fn):
         raise RecordingError(f"ctx.tool({name!r}, fn): fn must be a function, got {type(fn).__name__}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):

@@ -177,6 +177,28 @@ def test_a_failed_llm_call_raises_node_failed_in_the_function():
     got = _record(one, {"question": "q"}, llm=FunctionLLM(failing))
     assert got.trace.output == "answer" and got.trace["answer"].error.kind == "server"
 
+    @semgrad.system
+    async def catching(ctx, question):
+        try:
+            return await ctx.llm("answer", instruction="Answer.", inputs={"question": question})
+        except NodeFailed as failed:
+            assert (failed.node, failed.error) == ("answer", "server: HTTP 500")
+            raise
+
+    assert _record(catching, {"question": "q"}, llm=FunctionLLM(failing)).trace.output == "answer"
+
+
+@pytest.mark.parametrize("name", ["act#2", "", 3])
+def test_a_name_that_is_not_text_or_holds_a_hash_is_refused(name):
+    """ctx names are non-empty text without '#', which the occurrences of a repeated step use."""
+
+    @semgrad.system
+    async def named(ctx, question):
+        return await ctx.llm(name, instruction="Answer.", inputs={"question": question})
+
+    with pytest.raises(RecordingError, match="name|'#'"):
+        _record(named, {"question": "q"})
+
 
 def test_tools_retry_time_out_and_are_counted_apart_from_llm_calls():
     """A tool retried succeeds within its retries; a slow one fails as a timeout; each ctx.tool call counts once
