@@ -63,7 +63,8 @@ class _Stopped(BaseException):
 
 
 class NodeFailed(Exception):
-    """Raised in a system's function when one of its calls failed (see the module's theory of operation).
+    """Raised in a system's function when one of its calls failed (see the module's theory of operation):
+    catch it to go on (``failed.error`` is the message), or let it through to end the run at that node.
 
     Attributes:
         node: The node's name when it failed (``"lookup"``, ``"act#3"``).
@@ -115,7 +116,36 @@ class _Rec:
 
 
 class Context:
-    """The ``ctx`` a system's function gets: ``ctx.llm``, ``ctx.tool`` and ``ctx.param`` (see `record`)."""
+    """The ``ctx`` a system's function gets: ``ctx.llm``, ``ctx.tool`` and ``ctx.param`` (see `record`).
+
+    * ``ctx.param(name, value, role=..., trainable=True)``: a free trainable text (the same node
+      however often it is asked for); its value now, `value` the first time.
+    * ``await ctx.llm(name, instruction=..., inputs={...}, role=..., trainable=True,
+      output_format="", reason=True)``: one LLM call, as `GraphBuilder.llm` describes the node.
+    * ``await ctx.tool(name, fn, timeout=None, retries=0, deterministic=False, description=None,
+      trainable_description=False, **arguments)``: ``fn(**arguments)``, sync or async. These
+      keywords are ctx's own, so a tool's arguments cannot have their names.
+
+    A failed call raises `NodeFailed`.
+
+    Examples:
+        >>> import anyio
+        >>> from semgrad.backends import fake
+        >>> def lookup(query):
+        ...     \"\"\"Find an invoice.\"\"\"
+        ...     raise KeyError(query)
+        >>> async def support(ctx, question):
+        ...     style = ctx.param("style", "Be brief.")
+        ...     try:
+        ...         facts = await ctx.tool("lookup", lookup, retries=1, query=question)
+        ...     except NodeFailed as failed:
+        ...         facts = failed.error
+        ...     return await ctx.llm("answer", instruction="Answer.", inputs={"q": question, "s": style, "f": facts})
+        >>> llm = fake.FunctionLLM(lambda request: "<result>ok</result>")
+        >>> graph, trace, _ = anyio.run(lambda: record(support, None, {"question": "17?"}, llm=llm))
+        >>> graph["answer"].inputs, trace["lookup"].error
+        (('question', 'style', 'f'), "tool 'lookup' raised KeyError: '17?'")
+    """
 
     def __init__(
         self,
@@ -182,7 +212,10 @@ class Context:
         node = Node(name, "llm", output_format=output_format, reason=reason)
         shown = tuple((self._name(s), self._role(s), _plain(self._recs[s].value)) for s in sources[0])
         program = llm_call(node, self._params, shown, sample=self._sample, engine=self._engine, options=self._options)
-        run = await self._runner.run(program)
+        while not program.done:  # one request at a time (a repair comes after the reply it repairs)
+            ((token, request),) = program.emitted
+            program = program.feed(token, await self._runner.ask(request))
+        run = program.value
         rec = self._recs[index]
         rec.run = run
         if run.error is not None:
