@@ -33,6 +33,7 @@ feedback. The output is otherwise the node that produced the returned value.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -240,7 +241,7 @@ class Context:
         """One tool call ``fn(**arguments)`` (sync or async): a tool node, run as an effect."""
         self._check_open()
         _check_tool(name, fn, timeout, retries)
-        text = (inspect.getdoc(fn) or "") if description is None else description
+        text = _docstring(fn) if description is None else description
         if trainable_description:
             text = self._description(name, text)
         inputs, keywords = self._sources(name, arguments, tool=True)
@@ -472,6 +473,13 @@ def _check_name(call: str, name: Any) -> None:
         raise RecordingError(f"{call} needs a name (non-empty text), got {name!r}")
     if "#" in name:
         raise RecordingError(f"{call}({name!r}): '#' is kept for the calls of a repeated step (act#1, act#2)")
+
+
+def _docstring(fn: Any) -> str:
+    """What a tool's function says it does: its docstring (a partial's function's), or ""."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.getdoc(fn) or ""
 
 
 def _error_text(error: Any) -> str:

@@ -257,6 +257,21 @@ def test_a_deterministic_tool_is_replayed_from_the_cache():
     assert calls == ["q", "q"]
 
 
+def test_a_tools_description_is_its_docstring_or_the_text_given():
+    """A tool's description is its function's docstring (through a partial), or description= when given."""
+    import functools
+
+    @semgrad.system
+    async def agent(ctx, question):
+        a = await ctx.tool("lookup", functools.partial(lookup_invoice), query=question)
+        b = await ctx.tool("other", lambda query: query, description="Echo the query.", query=a)
+        return await ctx.tool("bare", lambda query: query, query=b)
+
+    got = _record(agent, {"question": "q"})
+    assert got.graph["lookup"].description == "Find the invoice a query is about."
+    assert (got.graph["other"].description, got.graph["bare"].description) == ("Echo the query.", "")
+
+
 def test_a_trainable_description_is_a_parameter_shared_by_the_tools_calls():
     """With trainable_description, the description is the parameter '<tool>.description' all calls share."""
 
