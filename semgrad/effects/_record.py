@@ -594,13 +594,14 @@ async def _called(target: PythonSystem, ctx: Context, values: dict[str, Any]) ->
             raise
         return failed._index
     except BaseExceptionGroup as group:  # calls made in a task group
-        stopped = group.subgroup(_Stopped)
-        if stopped is not None:
-            raise _first(stopped).error from None  # type: ignore[attr-defined]
-        ours = group.subgroup(lambda e: isinstance(e, NodeFailed) and e._owner is ctx)
-        if ours is None or group.subgroup(lambda e: not isinstance(e, (NodeFailed, BaseExceptionGroup))) is not None:
+        stops = [e for e in _leaves(group) if isinstance(e, _Stopped)]
+        if stops:
+            raise stops[0].error from None
+        leaves = _leaves(group)
+        ours = [e._index for e in leaves if isinstance(e, NodeFailed) and e._owner is ctx]
+        if not ours or len(ours) != len(leaves):
             raise
-        return min(e._index for e in _leaves(ours))  # type: ignore[attr-defined]
+        return min(ours)
     return ctx._output(returned)
 
 
@@ -608,7 +609,3 @@ def _leaves(group: BaseException) -> list[BaseException]:
     if isinstance(group, BaseExceptionGroup):
         return [leaf for e in group.exceptions for leaf in _leaves(e)]
     return [group]
-
-
-def _first(group: BaseException) -> BaseException:
-    return _leaves(group)[0]
