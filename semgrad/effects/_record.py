@@ -312,7 +312,7 @@ class Context:
 
     def _traced(self, value: Any, index: int) -> Any:
         """`value` as the function gets it: text that carries its node, or another value known by identity."""
-        if isinstance(value, str):
+        if type(value) is str or type(value) is _Traced:  # a subclass of str keeps its type: known by identity
             traced = _Traced(value)
             traced._semgrad_owner = self
             traced._semgrad_node = index

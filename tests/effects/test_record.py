@@ -397,3 +397,22 @@ def test_a_ctx_used_after_its_run_ended_refuses_calls():
     _record(leaking, {"question": "q"})
     with pytest.raises(RecordingError, match="is over"):
         kept[0].param("p", "v")
+
+
+def test_a_tools_value_of_any_type_is_traced_to_it_and_keeps_its_type():
+    """A dict or a str subclass a tool returns reaches the function as it is (same object, same type) and the
+    LLM node it is passed to reads it from the tool."""
+    import enum
+
+    class Topic(enum.StrEnum):
+        BILLING = "billing"
+
+    @semgrad.system
+    async def agent(ctx, question):
+        record_ = await ctx.tool("fetch", lambda query: {"query": query}, query=question)
+        topic = await ctx.tool("topic", lambda query: Topic.BILLING, query=question)
+        assert type(topic) is Topic and isinstance(record_, dict)
+        return await ctx.llm("answer", instruction="Answer.", inputs={"record": record_, "topic": topic})
+
+    got = _record(agent, {"question": "q"})
+    assert got.graph["answer"].inputs == ("fetch", "topic") and got.trace.value("fetch") == {"query": "q"}
