@@ -560,6 +560,8 @@ async def record(
         (('question', 'classify', 'answer'), 'Sorry.', ['classify.instruction', 'answer.instruction'])
     """
     target = target if isinstance(target, PythonSystem) else system(target)
+    if params is not None and not isinstance(params, Params):
+        raise TypeError(f"record needs Params (or None for none yet), got {type(params).__name__}")
     inputs, example_id = _inputs_of(target, example)
     runner = llm if isinstance(llm, Runner) else Runner(llm)
     ctx = Context(

@@ -313,9 +313,12 @@ def test_an_output_no_node_produced_is_refused_but_an_equal_one_is_traced():
 
 
 def test_an_example_whose_fields_are_not_the_inputs_is_refused():
-    """An example lacking an input of the function, or with an extra one, raises InputError naming them."""
+    """An example lacking an input of the function, or with an extra one, raises InputError naming them;
+    params that are not Params are refused before anything runs."""
     with pytest.raises(InputError, match="lacks \\['question'\\]"):
         _record(support, {"q": "x"})
+    with pytest.raises(TypeError, match="record needs Params"):
+        _record(support, {"question": "x"}, params={"answer.instruction": "A."})
 
 
 def test_accounts_written_before_tools_were_counted_still_read():
