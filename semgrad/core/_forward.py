@@ -565,6 +565,6 @@ def llm_call(
             error = f"unreadable reply: {parsed.failure().reason} (also after a repair request)"
             return Done(NodeRun(node.name, "llm", inputs, None, asked, text, error))
         again = render_forward_repair(asked, text, parsed.failure().reason)
-        return bind(ask(again), lambda second: answered(second, asked, True))
+        return bind(ask(again), lambda second: answered(second, again, True))
 
     return bind(ask(request), lambda reply: answered(reply, request, False))

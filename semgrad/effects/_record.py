@@ -33,6 +33,7 @@ feedback. The output is otherwise the node that produced the returned value.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -53,8 +54,18 @@ class RecordingError(SemgradError):
     """A run that cannot be recorded: more nodes than ``max_nodes``, an output no node produced, a misuse of ctx."""
 
 
+class _Stopped(BaseException):
+    """Ends a run past ``max_nodes`` through the user's function: a `BaseException`, as a cancellation
+    is, so that an ``except Exception`` in a loop cannot swallow it; `record` raises its `RecordingError`."""
+
+    def __init__(self, error: RecordingError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class NodeFailed(Exception):
-    """Raised in a system's function when one of its calls failed (see the module's theory of operation).
+    """Raised in a system's function when one of its calls failed (see the module's theory of operation):
+    catch it to go on (``failed.error`` is the message), or let it through to end the run at that node.
 
     Attributes:
         node: The node's name when it failed (``"lookup"``, ``"act#3"``).
@@ -106,7 +117,36 @@ class _Rec:
 
 
 class Context:
-    """The ``ctx`` a system's function gets: ``ctx.llm``, ``ctx.tool`` and ``ctx.param`` (see `record`)."""
+    """The ``ctx`` a system's function gets: ``ctx.llm``, ``ctx.tool`` and ``ctx.param`` (see `record`).
+
+    * ``ctx.param(name, value, role=..., trainable=True)``: a free trainable text (the same node
+      however often it is asked for); its value now, `value` the first time.
+    * ``await ctx.llm(name, instruction=..., inputs={...}, role=..., trainable=True,
+      output_format="", reason=True)``: one LLM call, as `GraphBuilder.llm` describes the node.
+    * ``await ctx.tool(name, fn, timeout=None, retries=0, deterministic=False, description=None,
+      trainable_description=False, **arguments)``: ``fn(**arguments)``, sync or async. These
+      keywords are ctx's own, so a tool's arguments cannot have their names.
+
+    A failed call raises `NodeFailed`.
+
+    Examples:
+        >>> import anyio
+        >>> from semgrad.backends import fake
+        >>> def lookup(query):
+        ...     \"\"\"Find an invoice.\"\"\"
+        ...     raise KeyError(query)
+        >>> async def support(ctx, question):
+        ...     style = ctx.param("style", "Be brief.")
+        ...     try:
+        ...         facts = await ctx.tool("lookup", lookup, retries=1, query=question)
+        ...     except NodeFailed as failed:
+        ...         facts = failed.error
+        ...     return await ctx.llm("answer", instruction="Answer.", inputs={"q": question, "s": style, "f": facts})
+        >>> llm = fake.FunctionLLM(lambda request: "<result>ok</result>")
+        >>> graph, trace, _ = anyio.run(lambda: record(support, None, {"question": "17?"}, llm=llm))
+        >>> graph["answer"].inputs, trace["lookup"].error
+        (('question', 'style', 'f'), "tool 'lookup' raised KeyError: '17?'")
+    """
 
     def __init__(
         self,
@@ -131,12 +171,14 @@ class Context:
         self._identity: dict[int, tuple[Any, int]] = {}
         self._literals: dict[str, Any] = {}  # component -> the literal instruction or description of its first call
         self._over: RecordingError | None = None
+        self._finished = False  # the run is over: a call now raises RecordingError itself
 
     # -- the user's calls ---------------------------------------------------------------------------------------
 
     def param(self, name: str, value: Any, *, role: str = "", trainable: bool = True) -> Any:
         """A free trainable text named `name` (`value` is its starting value); the same node on every call."""
         self._check_open()
+        _check_name("ctx.param", name)
         found = next((i for i, rec in enumerate(self._recs) if rec.kind == "param" and rec.component == name), None)
         if found is None:
             if name in self._params:
@@ -159,6 +201,7 @@ class Context:
     ) -> str:
         """One LLM call: an LLM node whose instruction is the parameter ``f"{name}.instruction"``."""
         self._check_open()
+        _check_name("ctx.llm", name)
         if not isinstance(inputs, Mapping):
             raise RecordingError(
                 f"ctx.llm({name!r}): inputs must be a mapping of labels to values, got {type(inputs).__name__}"
@@ -170,12 +213,15 @@ class Context:
         node = Node(name, "llm", output_format=output_format, reason=reason)
         shown = tuple((self._name(s), self._role(s), _plain(self._recs[s].value)) for s in sources[0])
         program = llm_call(node, self._params, shown, sample=self._sample, engine=self._engine, options=self._options)
-        run = await self._runner.run(program)
+        while not program.done:  # one request at a time (a repair comes after the reply it repairs)
+            ((token, request),) = program.emitted
+            program = program.feed(token, await self._runner.ask(request))
+        run = program.value
         rec = self._recs[index]
         rec.run = run
         if run.error is not None:
             rec.error = run.error
-            raise NodeFailed(self._name(index), str(run.error), owner=self, index=index)
+            raise NodeFailed(self._name(index), _error_text(run.error), owner=self, index=index)
         rec.value = run.value
         return self._traced(run.value, index)  # type: ignore[no-any-return]
 
@@ -195,7 +241,7 @@ class Context:
         """One tool call ``fn(**arguments)`` (sync or async): a tool node, run as an effect."""
         self._check_open()
         _check_tool(name, fn, timeout, retries)
-        text = (inspect.getdoc(fn) or "") if description is None else description
+        text = _docstring(fn) if description is None else description
         if trainable_description:
             text = self._description(name, text)
         inputs, keywords = self._sources(name, arguments, tool=True)
@@ -216,7 +262,9 @@ class Context:
 
     def _check_open(self) -> None:
         if self._over is not None:
-            raise self._over
+            if self._finished:
+                raise self._over
+            raise _Stopped(self._over)
 
     def _add(self, rec: _Rec) -> int:
         if len(self._recs) >= self._system.max_nodes:
@@ -225,7 +273,7 @@ class Context:
                 f" {self._sample!r}: a loop that does not end? Bound it in the function, or raise"
                 " max_nodes (@semgrad.system(max_nodes=...))"
             )
-            raise self._over
+            raise _Stopped(self._over)
         self._recs.append(rec)
         self._names.add(rec.component.casefold())
         return len(self._recs) - 1
@@ -264,7 +312,7 @@ class Context:
 
     def _traced(self, value: Any, index: int) -> Any:
         """`value` as the function gets it: text that carries its node, or another value known by identity."""
-        if isinstance(value, str):
+        if type(value) is str or type(value) is _Traced:  # a subclass of str keeps its type: known by identity
             traced = _Traced(value)
             traced._semgrad_owner = self
             traced._semgrad_node = index
@@ -419,9 +467,29 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
-def _check_tool(name: Any, fn: Any, timeout: Any, retries: Any) -> None:
+def _check_name(call: str, name: Any) -> None:
+    """Refuse a name that is not non-empty text, or holds ``#`` (kept for the occurrences ``act#2``)."""
     if not isinstance(name, str) or not name:
-        raise RecordingError(f"ctx.tool needs a name (non-empty text), got {name!r}")
+        raise RecordingError(f"{call} needs a name (non-empty text), got {name!r}")
+    if "#" in name:
+        raise RecordingError(f"{call}({name!r}): '#' is kept for the calls of a repeated step (act#1, act#2)")
+
+
+def _docstring(fn: Any) -> str:
+    """What a tool's function says it does: its docstring (a partial's function's), or ""."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.getdoc(fn) or ""
+
+
+def _error_text(error: Any) -> str:
+    """A failed call's error as the text `NodeFailed` carries: ``"server: HTTP 500"`` for an `LLMError`."""
+    kind, message = getattr(error, "kind", None), getattr(error, "message", None)
+    return f"{kind}: {message}" if isinstance(kind, str) and isinstance(message, str) else str(error)
+
+
+def _check_tool(name: Any, fn: Any, timeout: Any, retries: Any) -> None:
+    _check_name("ctx.tool", name)
     if not callable(fn):
         raise RecordingError(f"ctx.tool({name!r}, fn): fn must be a function, got {type(fn).__name__}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -492,6 +560,8 @@ async def record(
         (('question', 'classify', 'answer'), 'Sorry.', ['classify.instruction', 'answer.instruction'])
     """
     target = target if isinstance(target, PythonSystem) else system(target)
+    if params is not None and not isinstance(params, Params):
+        raise TypeError(f"record needs Params (or None for none yet), got {type(params).__name__}")
     inputs, example_id = _inputs_of(target, example)
     runner = llm if isinstance(llm, Runner) else Runner(llm)
     ctx = Context(
@@ -505,13 +575,39 @@ async def record(
     )
     values = {name: ctx._traced(value, ctx._add(_Rec("input", name, value=value))) for name, value in inputs.items()}
     try:
-        returned = await target.fn(ctx, **values)
-    except NodeFailed as failed:
-        if failed._owner is not ctx or ctx._over is not None:
-            raise
-        output = failed._index
-    else:
-        ctx._check_open()  # a RecordingError the function caught still ends the recording
-        output = ctx._output(returned)
-    ctx._over = RecordingError(f"the run of system {target.name!r} is over: its ctx takes no more calls")
+        output = await _called(target, ctx, values)
+    finally:
+        ctx._finished = True
+        ctx._over = RecordingError(f"the run of system {target.name!r} is over: its ctx takes no more calls")
     return ctx.finish(output)
+
+
+async def _called(target: PythonSystem, ctx: Context, values: dict[str, Any]) -> int:
+    """Call the system's function; the output node: the one that produced its value, or the failed node
+    of a `NodeFailed` it let through (alone, or in the group a task group raises)."""
+    try:
+        returned = await target.fn(ctx, **values)
+        if ctx._over is not None:  # the function swallowed the stop itself
+            raise _Stopped(ctx._over)
+    except _Stopped as stopped:
+        raise stopped.error from None
+    except NodeFailed as failed:
+        if failed._owner is not ctx:
+            raise
+        return failed._index
+    except BaseExceptionGroup as group:  # calls made in a task group
+        stops = [e for e in _leaves(group) if isinstance(e, _Stopped)]
+        if stops:
+            raise stops[0].error from None
+        leaves = _leaves(group)
+        ours = [e._index for e in leaves if isinstance(e, NodeFailed) and e._owner is ctx]
+        if not ours or len(ours) != len(leaves):
+            raise
+        return min(ours)
+    return ctx._output(returned)
+
+
+def _leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for e in group.exceptions for leaf in _leaves(e)]
+    return [group]

@@ -32,8 +32,9 @@ async def agent(ctx, question):
     notes = ""
     thought = ""
     for step in range(2):
-        shown = {"question": question, "notes": notes}
-        thought = await ctx.llm("act", instruction="Think about the next step.", inputs=shown)
+        thought = await ctx.llm(
+            "act", instruction="Think about the next step.", inputs={"question": question, "notes": notes}
+        )
         if step == 0:
             notes = await ctx.tool("search", search, query=thought, deterministic=True)
     return await ctx.llm("reply", instruction="Reply to the question.", inputs={"question": question, "notes": notes})
