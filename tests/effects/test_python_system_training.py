@@ -248,3 +248,14 @@ def test_backward_on_a_recorded_trace_needs_its_own_graph_and_params() -> None:
     recording = trace.recording
     grads = Runner(fake.HashLLM()).run_sync(backward(recording.graph, recording.params, trace, "Wrong."))
     assert {p.target for p in grads.partials} == {"classify", "lookup"}
+
+
+def test_the_html_report_of_a_systems_fit_is_written_without_one_graph(tmp_path) -> None:
+    """write_html of a system's fit, given the system as its graph, writes the page and draws no single graph."""
+    from semgrad.report import write_html
+
+    result = anyio.run(
+        lambda: fit(support, Params({}), optim.neighbor_sgd(), train=[_question(0)], llm=fake.HashLLM(), iterations=1)
+    )
+    page = write_html(result, tmp_path / "report.html", graph=support).read_text()
+    assert "classify.instruction" in page and "no graph recorded" in page
