@@ -19,6 +19,7 @@ import attrs
 from .._files import remove_stale_temporaries
 from ..core import FrozenMap, Graph, Params
 from ..core._prompts import render_examples
+from ..core._system import SystemRef
 from ..core.optim import StageReport, Step, Transform, apply_updates
 from ._checkpoint import CheckpointError, _field_types, read_checkpoint, write_checkpoint
 from ._fingerprint import PARTS, differing_parts
@@ -130,7 +131,9 @@ class FitState:
     belongs_to: FrozenMap[str, str] = FrozenMap()
 
     @classmethod
-    def start(cls, graph: Graph, params: Params, optimizer: Transform, belongs: FrozenMap[str, str]) -> FitState:
+    def start(
+        cls, graph: Graph | SystemRef, params: Params, optimizer: Transform, belongs: FrozenMap[str, str]
+    ) -> FitState:
         """The state of a new run, before its first iteration."""
         return cls(
             graph=graph.fingerprint,
@@ -145,7 +148,7 @@ class FitState:
     def load(
         cls,
         path: str | os.PathLike[str],
-        graph: Graph,
+        graph: Graph | SystemRef,
         params: Params,
         optimizer: Transform | None = None,
         belongs: FrozenMap[str, str] | None = None,
