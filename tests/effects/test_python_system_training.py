@@ -259,3 +259,44 @@ def test_the_html_report_of_a_systems_fit_is_written_without_one_graph(tmp_path)
     )
     page = write_html(result, tmp_path / "report.html", graph=support).read_text()
     assert "classify.instruction" in page and "no graph recorded" in page
+
+
+def _fit_react(llm: Any, **kw: Any) -> Any:
+    answers = {f"What is {i} plus {i}?": str(2 * i) for i in range(8)}
+    items = [_question(i, q) | {"target": a} for i, (q, a) in enumerate(answers.items())]
+    return anyio.run(
+        lambda: fit(react_agent, Params({}), optim.neighbor_sgd(k=2), train=items[:4], validation=items[4:],
+                    llm=llm(answers), **kw)
+    )  # fmt: skip
+
+
+def test_a_python_systems_run_resumes_from_its_checkpoint_to_the_uninterrupted_result(tmp_path) -> None:
+    """A @semgrad.system run checkpointed after one iteration and resumed ends where an uninterrupted run does."""
+    whole = _fit_react(SimulatedLLM, iterations=3)
+    path = tmp_path / "checkpoint.json"
+    _fit_react(SimulatedLLM, iterations=1, checkpoint=path)
+    resumed = _fit_react(SimulatedLLM, iterations=3, resume=path)
+    assert resumed.params == whole.params and resumed.best_score == whole.best_score
+    assert [h.gradients for h in resumed.history] == [h.gradients for h in whole.history]
+
+
+def test_a_cached_python_systems_second_run_makes_no_llm_call(tmp_path) -> None:
+    """With a cache, running a @semgrad.system training again answers every LLM call from the cache."""
+    from semgrad.effects import cached
+
+    made: list[str] = []
+
+    def counting(answers: dict[str, str]) -> Any:
+        inner = SimulatedLLM(answers)
+
+        def llm(request: LLMRequest) -> Any:
+            made.append(request.purpose)
+            return inner(request)
+
+        return cached(llm, tmp_path / "cache.sqlite")
+
+    first = _fit_react(counting, iterations=2)
+    calls = len(made)
+    again = _fit_react(counting, iterations=2)
+    assert calls > 0 and len(made) == calls
+    assert again.params == first.params
