@@ -19,7 +19,7 @@ from . import backends, core, effects
 from .backends import fake, openai_compatible
 from .core import GraphBuilder, backward, forward, optim, rules
 from .core._deprecated import moved_names
-from .effects import cached, fit, limited, retrying, run, run_sync
+from .effects import cached, fit, limited, retrying, run, run_sync, system
 
 __version__ = "0.1.0"
 
@@ -40,6 +40,7 @@ __all__ = [
     "rules",
     "run",
     "run_sync",
+    "system",
 ]
 
 #: Names this package exported before it kept to DESIGN section 3: each still resolves, with a warning.

@@ -27,6 +27,7 @@ def test_the_guides_cover_the_three_uses_and_the_reply_formats():
     assert [p.name for p in GUIDES] == [
         "embedding.md",
         "optimizers.md",
+        "python-systems.md",
         "reply-formats.md",
         "testing.md",
         "your-own-system.md",

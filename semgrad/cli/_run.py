@@ -144,6 +144,11 @@ def _show_plan(config: Any, prices: Any, planned: Any, *, dry: bool) -> None:
     where = f" at {config.base_url}" if config.base_url and config.backend != "simulated" else ""
     print(("Dry run" if dry else "This run will make at most") + f" ({config.task}, {config.backend}{where}):")
     print(report_of(planned).table())
+    if getattr(planned, "estimate", False):
+        print(
+            "(an estimate: your system is Python, and these are the calls of the branches and loops its runs took "
+            "against a counting fake; a real run may take others -- --max-calls stays a hard cap)"
+        )
     if not dry:
         print(
             f"(the preflight's {planned.preflight_calls} calls, retries, and repair requests after unreadable "

@@ -85,6 +85,11 @@ def plan_backward(graph: Graph, params: Params, *, include_instructions: bool = 
             if include_instructions and node.kind == "llm" and params[node.instruction].trainable
             else ()
         )  # type: ignore[index]
+        if node.kind == "tool":  # a tool's trainable description receives partials of its own
+            described = getattr(node, "description_parameter", None)
+            if described and described in params and params[described].trainable:
+                own = (described,)
+                needs[name] = True
         targets[name] = tuple(i for i in node.inputs if needs[i]) + own
     awaits = dict.fromkeys(graph.nodes, 0)
     steps = []
@@ -430,7 +435,7 @@ class BackwardMachine(Program[Gradients]):
         sample = self.trace.sample
         run = self.trace.runs.view[node]  # the FrozenMaps' dicts: C-speed lookups on the hot path
         spec = self.graph.nodes.view[node]
-        if run.error is not None:
+        if run.error is not None and spec.kind != "tool":  # a tool that raised: its rule shows the error
             reason = f"node {node!r} has no output (its forward step failed)"
             return Done((None, NodeResult((), (BackwardFailure(node, targets, reason, sample),))))
         if launch.seeded:

@@ -38,12 +38,12 @@ from ._frozen import FrozenMap, freeze
 from ._graph import Graph, Node, Params
 from ._parse import parse_result
 from ._persistent import PVec
-from ._program import Done, Emitted, Program, Token
+from ._program import Done, Emitted, Program, Token, ask, bind
 from ._prompts import forward_request, forward_system, forward_user, render_forward_repair
 from ._requests import _NO_OPTIONS, LLMRequest, Message, Reply, SampleId, _request
 from ._trace import NodeRun, Trace, _node_run
 
-__all__ = ["ForwardMachine", "check_inputs", "forward", "runs_inputs"]
+__all__ = ["ForwardMachine", "check_inputs", "forward", "llm_call", "runs_inputs"]
 
 
 def check_inputs(graph: Graph, params: Params, inputs: Mapping[str, Any]) -> None:
@@ -169,6 +169,12 @@ class _Start:
 
 def _start(graph: Graph, params: Params) -> _Start:
     _check_params(graph, params)
+    tools = graph.of_kind("tool")
+    if tools:
+        raise InputError(
+            f"the graph has tool node(s) {', '.join(map(repr, tools))}: a tool is an effect, which only the"
+            " recorder of a system written as Python runs (semgrad.effects), so forward cannot run this graph"
+        )
     cells: list[Any] = [len(p) for p in graph.input_positions]
     ready = []
     unfinished = len(cells)
@@ -515,3 +521,50 @@ def _call_function(name: str, fn: Any, shown: tuple[tuple[str, Any], ...]) -> No
     except Exception as exc:  # a user function's failure is data, like a failed call
         return NodeRun(name, "function", shown, error=f"function raised {type(exc).__name__}: {exc}")
     return NodeRun(name, "function", shown, value)
+
+
+def llm_call(
+    node: Node,
+    params: Params,
+    shown: tuple[tuple[str, str, Any], ...],
+    *,
+    sample: SampleId = None,
+    engine: str = "forward",
+    options: Mapping[str, Any] | None = None,
+) -> Program[NodeRun]:
+    """One LLM node's forward call on its own, as the forward machine makes it: the request of
+    `node` (named by its component, ``node.component``) showing `shown` -- ``(name, role, value)``
+    per input, in order -- one repair request after an unreadable reply, and the node's run (its
+    value, or its error). The recorder of a system written as Python makes its ``ctx.llm`` calls
+    with it, so they are the requests a `GraphBuilder` graph's forward pass makes.
+
+    Examples:
+        >>> from semgrad.core import GraphBuilder, LLMResponse
+        >>> b = GraphBuilder(); q = b.input("question")
+        >>> _ = b.llm("answer", inputs=[q], instruction="Solve the problem.")
+        >>> graph, params = b.build(output="answer")
+        >>> p = llm_call(graph["answer"], params, (("question", "the question", "2+2?"),), sample=0)
+        >>> [(token, r.node, r.purpose) for token, r in p.emitted]
+        [((), 'answer', 'forward')]
+        >>> p.feed((), Success(LLMResponse("<result>4</result>"))).value.value
+        '4'
+    """
+    frozen = freeze(options) if options else _NO_OPTIONS
+    system = forward_system(params.value(node.instruction), node.output_format, reason=node.reason)  # type: ignore[arg-type]
+    request = forward_request(node.component, system, shown, sample, engine, frozen)
+    inputs = tuple((name, value) for name, _, value in shown)
+
+    def answered(reply: Reply, asked: LLMRequest, repaired: bool) -> Program[NodeRun]:
+        if not isinstance(reply, Success):
+            return Done(NodeRun(node.name, "llm", inputs, None, asked, None, reply.failure()))
+        text = reply.unwrap().text
+        parsed = parse_result(text)
+        if isinstance(parsed, Success):
+            return Done(NodeRun(node.name, "llm", inputs, parsed.unwrap(), asked, text))
+        if repaired:
+            error = f"unreadable reply: {parsed.failure().reason} (also after a repair request)"
+            return Done(NodeRun(node.name, "llm", inputs, None, asked, text, error))
+        again = render_forward_repair(asked, text, parsed.failure().reason)
+        return bind(ask(again), lambda second: answered(second, again, True))
+
+    return bind(ask(request), lambda reply: answered(reply, request, False))

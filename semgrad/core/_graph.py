@@ -8,7 +8,16 @@ A graph has four kinds of node:
 * ``llm``: a computed node whose value one LLM call produces from its
   instruction (the trainable parameter ``"<name>.instruction"``) and its inputs;
 * ``function``: a computed node whose value a plain Python function produces
-  (a tool, a join, a parser, or an elementary numeric function).
+  (a join, a parser, or an elementary numeric function);
+* ``tool``: a computed node recorded from a system written as Python
+  (``ctx.tool(...)``): an effect the core never runs, described by its
+  ``description`` (or, trainable on request, the parameter ``"<name>.description"``)
+  and its ``arguments`` (the tool's keyword per input).
+
+A system written as Python may call one LLM component several times in one run (a
+loop): each call is an *occurrence*, a node named ``"act#1"``, ``"act#2"``, ...
+(`occurrence_name`) whose ``occurrence_of`` is ``"act"``; all of them share the one
+instruction parameter ``"act.instruction"``.
 
 `Graph` holds structure only; `Params` holds the trainable values, so an
 optimizer never touches structure.
@@ -27,9 +36,19 @@ import attrs
 from ._errors import GraphError
 from ._frozen import FrozenMap, to_frozen_map
 
-__all__ = ["Graph", "GraphBuilder", "Node", "NodeKind", "Parameter", "Params", "instruction_name"]
+__all__ = [
+    "Graph",
+    "GraphBuilder",
+    "Node",
+    "NodeKind",
+    "Parameter",
+    "Params",
+    "description_name",
+    "instruction_name",
+    "occurrence_name",
+]
 
-NodeKind = Literal["input", "param", "llm", "function"]
+NodeKind = Literal["input", "param", "llm", "function", "tool"]
 
 
 #: Characters a name may not hold: a backward reply labels each target's feedback with its
@@ -86,6 +105,28 @@ def instruction_name(node: str) -> str:
     return f"{node}.instruction"
 
 
+def description_name(node: str) -> str:
+    """The name of a tool node's description parameter, when its description is trainable.
+
+    Examples:
+        >>> description_name("lookup")
+        'lookup.description'
+    """
+    return f"{node}.description"
+
+
+def occurrence_name(component: str, k: int) -> str:
+    """The node name of the `k`-th call (from 1) of one LLM component in one recorded run.
+
+    Examples:
+        >>> occurrence_name("act", 2)
+        'act#2'
+    """
+    if type(k) is not int or k < 1:
+        raise ValueError(f"occurrences are counted from 1, got {k!r}")
+    return f"{component}#{k}"
+
+
 @attrs.frozen
 class Node:
     """One node of a graph (structure only; parameter values live in `Params`).
@@ -104,6 +145,16 @@ class Node:
             (LIAR's "at most two sentences", "Yes or No"); "" for none.
         reason: For an LLM node, whether its forward prompt asks it to think
             step by step before its result (the default).
+        occurrence_of: For an LLM node that is one call of a component called several
+            times in a run (``"act#2"``), the component's name (``"act"``), whose
+            instruction parameter it shares; "" for a node that is its own component.
+        description: For a tool node, what the tool does (its docstring, or the text the
+            user gave), fixed; "" when the description is trainable (it is then the
+            parameter `description_parameter` names) or there is none.
+        arguments: For a tool node, the tool's keyword argument fed by each input, in
+            the order of `inputs`.
+        description_trainable: For a tool node, whether its description is the trainable
+            parameter ``"<name>.description"`` rather than the fixed `description`.
     """
 
     name: str
@@ -114,16 +165,37 @@ class Node:
     vjp: Callable[..., tuple[Any, ...]] | None = attrs.field(default=None, eq=False, repr=False)
     output_format: str = ""
     reason: bool = True
+    occurrence_of: str = ""
+    description: str = ""
+    arguments: tuple[str, ...] = ()
+    description_trainable: bool = False
 
     @property
     def instruction(self) -> str | None:
-        """The instruction parameter's name for an LLM node, else None."""
-        return instruction_name(self.name) if self.kind == "llm" else None
+        """The instruction parameter's name for an LLM node (an occurrence's is its component's), else None.
+
+        Examples:
+            >>> Node("act#2", "llm", ("q",), occurrence_of="act").instruction
+            'act.instruction'
+        """
+        if self.kind != "llm":
+            return None
+        return instruction_name(self.occurrence_of or self.name)
+
+    @property
+    def component(self) -> str:
+        """The component a node is a call of: `occurrence_of` for an occurrence, else its own name."""
+        return self.occurrence_of or self.name
+
+    @property
+    def description_parameter(self) -> str | None:
+        """The name of a tool node's trainable description parameter, else None."""
+        return description_name(self.component) if self.kind == "tool" and self.description_trainable else None
 
     @property
     def computed(self) -> bool:
-        """True for nodes whose value is computed from inputs (llm, function)."""
-        return self.kind in ("llm", "function")
+        """True for nodes whose value is computed from inputs (llm, function, tool)."""
+        return self.kind in ("llm", "function", "tool")
 
 
 @attrs.frozen
@@ -135,7 +207,10 @@ class Parameter:
         value: The current text.
         role: What the text is, shown in prompts (e.g. "instruction of node 'answer'").
         trainable: Whether optimizers may change it and backward sends it gradients.
-        node: For an instruction, the LLM node it belongs to; None for free parameters.
+        node: For an instruction, the LLM node (or, for a component called several times
+            in a recorded run, the component ``"act"`` whose occurrences share it) it
+            belongs to; for a tool's trainable description, the tool node; None for free
+            parameters.
     """
 
     name: str
@@ -146,8 +221,8 @@ class Parameter:
 
     @property
     def is_instruction(self) -> bool:
-        """True when this is an LLM node's instruction."""
-        return self.node is not None
+        """True when this is an LLM component's instruction (not a tool's description)."""
+        return self.node is not None and self.name == instruction_name(self.node)
 
 
 @attrs.frozen
@@ -376,6 +451,13 @@ class Graph:
 def _prompt_fixed(node: Node) -> str:
     """A node's fixed prompt text for the fingerprint: "" when it has none (so older fingerprints hold)."""
     fixed = f"|format:{_escaped(node.output_format, _ROLE_SPECIAL)}" if node.output_format else ""
+    if node.occurrence_of:
+        fixed += f"|of:{_escaped(node.occurrence_of, _ROLE_SPECIAL)}"
+    if node.kind == "tool":  # a kind older graphs never had: their fingerprints are unchanged
+        fixed += f"|arguments:{','.join(map(_escaped, node.arguments))}"
+        fixed += "|description:" + (
+            "trainable" if node.description_trainable else _escaped(node.description, _ROLE_SPECIAL)
+        )
     return fixed + ("" if node.reason else "|direct")
 
 
@@ -438,12 +520,26 @@ class GraphBuilder:
         trainable: bool = True,
         output_format: str = "",
         reason: bool = True,
+        occurrence_of: str = "",
     ) -> str:
         """Add a node computed by one LLM call from `instruction` and `inputs`.
 
         Its instruction becomes the parameter ``f"{name}.instruction"``. `output_format`
         is fixed text on the form of its output, shown after the instruction and never
         trained; with `reason` False its prompt does not ask it to think step by step.
+
+        With `occurrence_of`, the node is one call of a component called several times in a
+        run (``b.llm("act#2", occurrence_of="act", ...)``): every occurrence shares the
+        parameter ``"act.instruction"``, made by the first one added; the later ones must
+        give the same instruction and `trainable`.
+
+        Examples:
+            >>> b = GraphBuilder(); q = b.input("q")
+            >>> _ = b.llm("act#1", inputs=[q], instruction="Act.", occurrence_of="act")
+            >>> _ = b.llm("act#2", inputs=["act#1"], instruction="Act.", occurrence_of="act")
+            >>> graph, params = b.build(output="act#2")
+            >>> list(params), graph["act#2"].instruction
+            (['act.instruction'], 'act.instruction')
         """
         if not isinstance(instruction, str) or not instruction.strip():
             raise GraphError(f"node {name!r} needs a non-empty instruction")
@@ -454,7 +550,10 @@ class GraphBuilder:
             role or f"the output of component '{name}'",
             output_format=output_format,
             reason=reason,
+            occurrence_of=occurrence_of,
         )
+        if occurrence_of:
+            return self._occurrence(node, instruction, trainable)
         pname = instruction_name(name)
         if pname in self._nodes or pname in self._params:  # checked first: a refused node leaves the builder as it was
             raise GraphError(f"name {pname!r} is already taken, so node {name!r} cannot own it")
@@ -468,6 +567,97 @@ class GraphBuilder:
         self._add(node)
         self._folded[pname.casefold()] = pname
         self._params[pname] = Parameter(pname, instruction, f"the instruction of component '{name}'", trainable, name)
+        return name
+
+    def _occurrence(self, node: Node, instruction: str, trainable: bool) -> str:
+        """Add an occurrence of a component, sharing (or, for the first one, making) its instruction."""
+        component = node.occurrence_of
+        if not isinstance(component, str) or _name_problem(component) or component == node.name:
+            raise GraphError(f"node {node.name!r}: occurrence_of must name another component, got {component!r}")
+        pname = instruction_name(component)
+        shared = self._params.get(pname)
+        if shared is not None:
+            if shared.node != component:
+                raise GraphError(f"node {node.name!r}: {pname!r} is not the instruction of component {component!r}")
+            if (shared.value, shared.trainable) != (instruction, trainable):
+                raise GraphError(
+                    f"node {node.name!r}: every occurrence of component {component!r} shares one instruction,"
+                    f" and this one gives another instruction or trainable flag than {pname!r} holds"
+                )
+            return self._add(node)
+        if pname in self._nodes or component in self._nodes:
+            raise GraphError(f"name {pname!r} is already taken, so component {component!r} cannot own it")
+        other = self._folded.get(pname.casefold())
+        if other is not None:
+            raise GraphError(
+                f"component {component!r}: its instruction {pname!r} collides with {other!r} ignoring case"
+            )
+        self._add(node)
+        self._folded[pname.casefold()] = pname
+        role = f"the instruction of component '{component}'"
+        self._params[pname] = Parameter(pname, instruction, role, trainable, component)
+        return node.name
+
+    def tool(
+        self,
+        name: str,
+        *,
+        inputs: Sequence[str],
+        arguments: Sequence[str] | None = None,
+        description: str = "",
+        trainable_description: bool = False,
+        role: str = "",
+        occurrence_of: str = "",
+    ) -> str:
+        """Add a tool node: an effect recorded from a system written as Python, which the core never runs.
+
+        `arguments` names the tool's keyword fed by each input (default: the inputs' names).
+        With `trainable_description`, the description is the parameter ``f"{name}.description"``
+        (starting from `description`), which backward may send gradients to; otherwise it is
+        fixed text on the node. With `occurrence_of`, the node is one call of a tool called
+        several times in a run (``"lookup#2"`` of ``"lookup"``), and a trainable description
+        is the one parameter ``"lookup.description"`` all its calls share.
+
+        Examples:
+            >>> b = GraphBuilder(); q = b.input("q")
+            >>> _ = b.tool("lookup", inputs=[q], arguments=["query"], description="Find an invoice.")
+            >>> graph, params = b.build(output="lookup")
+            >>> graph["lookup"].arguments, graph["lookup"].description, len(params)
+            (('query',), 'Find an invoice.', 0)
+        """
+        inputs = self._inputs(name, inputs)
+        names = tuple(inputs if arguments is None else arguments)
+        if isinstance(arguments, str) or len(names) != len(inputs) or not all(isinstance(a, str) for a in names):
+            raise GraphError(f"tool {name!r}: arguments must name one keyword per input, got {arguments!r}")
+        if len(set(names)) != len(names):
+            raise GraphError(f"tool {name!r}: arguments name a keyword more than once: {names!r}")
+        if not isinstance(description, str):
+            raise GraphError(f"tool {name!r}: description must be text, got {type(description).__name__}")
+        role = role or f"the result of tool '{name}'"
+        if occurrence_of and (
+            not isinstance(occurrence_of, str) or _name_problem(occurrence_of) or occurrence_of == name
+        ):
+            raise GraphError(f"tool {name!r}: occurrence_of must name another tool, got {occurrence_of!r}")
+        if not trainable_description:
+            node = Node(
+                name, "tool", inputs, role, description=description, arguments=names, occurrence_of=occurrence_of
+            )
+            return self._add(node)
+        component = occurrence_of or name
+        pname = description_name(component)
+        shared = self._params.get(pname)
+        node = Node(
+            name, "tool", inputs, role, arguments=names, description_trainable=True, occurrence_of=occurrence_of
+        )
+        if shared is not None and occurrence_of and shared.node == component:
+            if shared.value != description:
+                raise GraphError(f"tool {name!r}: every call of tool {component!r} shares one description")
+            return self._add(node)
+        if pname in self._nodes or pname in self._params or pname.casefold() in self._folded:
+            raise GraphError(f"name {pname!r} is already taken, so tool {name!r} cannot own it")
+        self._add(node)
+        self._folded[pname.casefold()] = pname
+        self._params[pname] = Parameter(pname, description, f"the description of tool '{component}'", True, component)
         return name
 
     def function(

@@ -32,6 +32,7 @@ __all__ = [
     "render_repair",
     "render_rewrite",
     "render_summarize",
+    "render_tool_backward",
 ]
 
 #: One input as a prompt shows it: ``(name, role, value)``.
@@ -209,6 +210,27 @@ PER_EDGE_USER = (
 Explain how the input {name} should change so that the output improves. Reply exactly in this form:
 {form}"""
 )
+TOOL_BACKWARD_USER = """The system called a tool. What the tool does:
+<tool>
+{description}
+</tool>
+
+It was called with these arguments:
+{arguments}
+
+{outcome}
+
+Feedback on that result, from the rest of the system:
+<feedback>
+{feedback}
+</feedback>
+
+The tool itself stays as it is; what can change is {what}. For each of these: {targets}, explain \
+how it should change so that the tool's result serves the system better (a different query, a \
+missing detail, a value in the form the tool expects). Reply with one block each, exactly in this form:
+{form}"""
+TOOL_RESULT = "It returned:\n<result>\n{result}\n</result>"
+TOOL_FAILED = "It failed with this error:\n<error>\n{error}\n</error>"
 _BACKWARD_SYSTEM = Message("system", BACKWARD_SYSTEM)
 REPAIR_USER = (
     "Your reply could not be read: {reason}. Reply again with exactly one block for each of: "
@@ -374,6 +396,50 @@ def render_per_edge(
         name=name, role=role, value=value, output=output, feedback=feedback, form=feedback_form([name])
     )
     return _backward_request(user, node, (name,), sample, engine, options)
+
+
+def render_tool_backward(
+    node: str,
+    description: str,
+    arguments: Sequence[tuple[str, str, Any]],
+    result: Any,
+    feedback: Any,
+    targets: Sequence[str],
+    *,
+    error: str | None = None,
+    sample: SampleId = None,
+    engine: str = "backward",
+    options: Mapping[str, Any] | None = None,
+) -> LLMRequest:
+    """One backward request for a tool node: its description, its arguments (``(argument, node, value)``
+    each, in input order), its result (or the error it raised) and the feedback on it, asking how each
+    target -- an input node that wrote an argument, or the tool's trainable description -- should change.
+
+    Examples:
+        >>> r = render_tool_backward("lookup", "Find an invoice.", [("query", "classify", "billing")],
+        ...                          "no invoice", "The answer lacked the amount.", ["classify"])
+        >>> r.purpose, r.node, r.targets
+        ('backward', 'lookup', ('classify',))
+        >>> print(r.prompt.splitlines()[6])
+        [1] query (written by classify):
+    """
+    shown = _SEPARATOR.join(
+        f"[{i}] {argument} (written by {source}):\n{value}" for i, (argument, source, value) in enumerate(arguments, 1)
+    )
+    outcome = TOOL_FAILED.format(error=error) if error is not None else TOOL_RESULT.format(result=result)
+    sources = [source for _, source, _ in arguments]
+    described = [t for t in targets if t not in sources]
+    what = "the arguments it was called with" + (" and its description" if described else "")
+    user = TOOL_BACKWARD_USER.format(
+        description=description or "(no description)",
+        arguments=shown or NO_INPUTS.strip(),
+        outcome=outcome,
+        feedback=feedback,
+        what=what,
+        targets=_numbered(targets, sources),
+        form=feedback_form(targets),
+    )
+    return _backward_request(user, node, tuple(targets), sample, engine, options)
 
 
 def render_repair(request: LLMRequest, reply: str, reason: str, missing: Sequence[str]) -> LLMRequest:

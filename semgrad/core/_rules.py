@@ -17,6 +17,11 @@ How a node's incoming partials become its gradient is the rule's `aggregate`.
   vector-Jacobian product, aggregated by sum; i.e. reverse-mode autodiff.
 * `pass_through()` -- a plain-function node hands its gradient to its inputs
   unchanged, with no call (the default for function nodes in text rules).
+* `tool_aware()` -- a tool node (recorded from a system written as Python): one
+  request per (tool, sample) showing the tool's description, its arguments, its
+  result (or the error it raised) and the feedback on it, asking how each argument
+  -- so the node that wrote it -- and, when trainable, the description should
+  change (the default for tool nodes in text rules).
 """
 
 from __future__ import annotations
@@ -34,7 +39,14 @@ from ._gradients import BackwardFailure, Partial, _partial
 from ._graph import Graph, Node, Params
 from ._parse import _backward_lookup, _parse_backward
 from ._program import Emitted, Program, Token, ask, bind, gather, map_, pure
-from ._prompts import NeighborAwarePrompt, Shown, _backward_request, render_per_edge, render_repair
+from ._prompts import (
+    NeighborAwarePrompt,
+    Shown,
+    _backward_request,
+    render_per_edge,
+    render_repair,
+    render_tool_backward,
+)
 from ._requests import LLMRequest, Reply, SampleId
 from ._trace import Trace
 
@@ -50,6 +62,8 @@ __all__ = [
     "numeric",
     "pass_through",
     "per_edge",
+    "ToolAware",
+    "tool_aware",
 ]
 
 Aggregator = Callable[[str, str, tuple[Partial, ...]], Program[Any]]
@@ -230,9 +244,16 @@ class _Base:
     include_instructions: bool = False
 
     def resolve(self, node: Node) -> Rule:
-        """The rule for `node`: an override by node name, then by kind, else this rule."""
+        """The rule for `node`: an override by node name, then by kind, else this rule (for a tool node,
+        `tool_aware` with this rule's engine, options and repair: a tool's code is no task to explain)."""
         overrides = self.overrides.view  # the FrozenMap's dict: C-speed lookups, on every backward step
-        return overrides.get(node.name) or overrides.get(node.kind) or self  # type: ignore[no-any-return]
+        found = overrides.get(node.name) or overrides.get(node.kind)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        if node.kind == "tool":
+            return ToolAware(aggregate=self.aggregate, overrides=FrozenMap(), engine=self.engine,
+                             options=self.options, repair=self.repair)  # fmt: skip
+        return self
 
     def _read(
         self,
@@ -374,6 +395,46 @@ class PerEdge(_Base):
 
 
 @attrs.frozen
+class ToolAware(_Base):
+    """The backward rule of a tool node; build it with `tool_aware`.
+
+    A tool's code cannot be trained; what can change is what it was called with. The rule shows the
+    tool's description (or its trainable description parameter's value), each argument beside the
+    node that wrote it, the result -- or, when the tool raised, the error, whose message so reaches
+    the node that wrote the arguments -- and the feedback on the result, and asks for one partial per
+    target. A node of another kind is handed to `neighbor_aware`'s way of asking.
+    """
+
+    overrides: FrozenMap[str, Any] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
+
+    def resolve(self, node: Node) -> Rule:
+        return self
+
+    def backward(self, context: BackwardContext) -> Program[NodeResult]:
+        spec = context.spec
+        if spec.kind != "tool":
+            return NeighborAware(self.aggregate, FrozenMap(), self.engine, self.options, self.repair).backward(context)
+        described = getattr(spec, "description_parameter", None)
+        description = (
+            str(context.params.value(described)) if described and described in context.params else spec.description
+        ) if hasattr(spec, "description") else spec.role  # fmt: skip
+        names = tuple(getattr(spec, "arguments", ()) or spec.inputs)
+        runs = context.trace.runs.view
+        arguments = tuple((argument, name, runs[name].value) for argument, name in zip(names, spec.inputs))
+        run = runs[context.node]
+        error = None if run.error is None else str(getattr(run.error, "message", run.error))
+        request = render_tool_backward(
+            context.node, description, arguments, run.value, context.gradient, context.targets,
+            error=error, sample=context.sample, engine=self.engine, options=self.options,
+        )  # fmt: skip
+        siblings = {t: tuple(n for n in spec.inputs if n != t) for t in context.targets}
+        return bind(
+            ask(request),
+            lambda reply: self._read(context, request, reply, siblings.__getitem__, FrozenMap(), False),
+        )
+
+
+@attrs.frozen
 class PassThrough:
     """Hands the node's gradient to every target unchanged, with no call."""
 
@@ -475,6 +536,20 @@ def per_edge(
         FrozenMap(options or {}),
         repair,
         include_instructions,
+    )
+
+
+def tool_aware(*, engine: str = "backward", options: Mapping[str, Any] | None = None, repair: bool = True) -> ToolAware:
+    """The backward rule of tool nodes (what `neighbor_aware` and `per_edge` use for them, with their own engine
+    and options, unless an override names the node or ``"tool"``):
+    from the tool's description, arguments, result and the feedback on it, how each argument should change.
+
+    Examples:
+        >>> tool_aware().resolve(None) == tool_aware()
+        True
+    """
+    return ToolAware(
+        aggregate=Concat(), overrides=FrozenMap(), engine=engine, options=FrozenMap(options or {}), repair=repair
     )
 
 

@@ -9,7 +9,7 @@ import attrs
 from ._frozen import FrozenMap, slot_setters, to_frozen_map
 from ._requests import LLMError, LLMRequest, SampleId, request_key
 
-__all__ = ["NodeRun", "Trace"]
+__all__ = ["NodeRun", "RecordedGraph", "Trace"]
 
 
 @attrs.frozen
@@ -18,13 +18,14 @@ class NodeRun:
 
     Attributes:
         node: The node's name.
-        kind: The node's kind ("input", "param", "llm", "function").
+        kind: The node's kind ("input", "param", "llm", "function", "tool").
         inputs: ``(name, value)`` for each input the node was shown, in order.
         value: The parsed value (None when the node failed).
         request: The LLM request, for LLM nodes (`request_key` is its key).
         raw: The LLM's raw reply text, for LLM nodes that got one.
         error: Why the node has no value, when it failed (an `LLMError` for a
-            failed call, text for a failed function or a failed input).
+            failed call, text for a failed function, tool or input; a tool's
+            text holds the message of what it raised).
     """
 
     node: str
@@ -73,6 +74,18 @@ def _node_run(
 
 
 @attrs.frozen
+class RecordedGraph:
+    """The graph one sample's run of a system recorded, and the params it ran with.
+
+    A system written as Python has a graph per sample; its trace carries this, and
+    backward and the optimizer stages read the sample's graph and params from it.
+    """
+
+    graph: Any = attrs.field(repr=False)
+    params: Any = attrs.field(repr=False)
+
+
+@attrs.frozen
 class Trace:
     """Every node's run for one sample, in topological order.
 
@@ -83,6 +96,8 @@ class Trace:
         runs: `NodeRun` per node name, in topological order.
         params: The digest of the params that produced it (`Params.digest`; None for a
             trace built by hand), which `backward` checks. Not compared, hashed or shown.
+        recording: For a system recorded per sample, the sample's graph and the params it
+            ran with (None for a static graph's trace). Not compared, hashed or shown.
     """
 
     sample: SampleId
@@ -90,6 +105,7 @@ class Trace:
     output: str
     runs: FrozenMap[str, NodeRun] = attrs.field(converter=to_frozen_map)
     params: str | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    recording: RecordedGraph | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
     def __getitem__(self, node: str) -> NodeRun:
         """`node`'s run; a `KeyError` naming the trace's nodes when it has none."""

@@ -4,7 +4,9 @@ A `Program` asks for LLM replies and continues with them; `semgrad.effects`
 answers the requests. Build one with `ask`, `pure`, `bind`, `map_`, `gather`,
 `traverse` or the `@program` generator decorator; interpreters take a program
 apart with `combinator` (a `Bound` bind or a `Gathered` gather). The forward and
-backward machines are the programs `forward` and `backward` run.
+backward machines are the programs `forward` and `backward` run. A system recorded per
+sample is a `SystemRef`; `run_system` is its forward (one `SystemCall`, answered by the
+effects layer with a `Trace` whose `RecordedGraph` holds the sample's graph and params).
 
 Examples:
     >>> from semgrad.core.programs import gather, pure
@@ -13,7 +15,7 @@ Examples:
 """
 
 from ._backward import BackwardMachine, BackwardPlan, plan_backward
-from ._forward import ForwardMachine
+from ._forward import ForwardMachine, llm_call
 from ._program import (
     Bound,
     Done,
@@ -29,6 +31,8 @@ from ._program import (
     pure,
     traverse,
 )
+from ._system import SystemCall, SystemRef, graph_of, merged_params, occurrences, run_system
+from ._trace import RecordedGraph
 
 __all__ = [
     "BackwardMachine",
@@ -38,14 +42,22 @@ __all__ = [
     "ForwardMachine",
     "Gathered",
     "Program",
+    "RecordedGraph",
+    "SystemCall",
+    "SystemRef",
     "Token",
     "ask",
     "bind",
     "combinator",
     "gather",
+    "graph_of",
+    "llm_call",
     "map_",
+    "merged_params",
+    "occurrences",
     "plan_backward",
     "program",
     "pure",
+    "run_system",
     "traverse",
 ]

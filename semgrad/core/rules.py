@@ -18,10 +18,12 @@ from ._rules import (
     PassThrough,
     PerEdge,
     Rule,
+    ToolAware,
     neighbor_aware,
     numeric,
     pass_through,
     per_edge,
+    tool_aware,
 )
 from ._textgrad import TextGrad
 from ._textgrad import textgrad as textgrad_backward
@@ -37,6 +39,7 @@ __all__ = [
     "Rule",
     "Summarize",
     "TextGrad",
+    "ToolAware",
     "Total",
     "concat",
     "concat_texts",
@@ -46,6 +49,7 @@ __all__ = [
     "per_edge",
     "summarize",
     "textgrad_backward",
+    "tool_aware",
     "total",
 ]
 

@@ -15,20 +15,29 @@ from ._limit import limited
 from ._loop import run_loop, uvloop_available, uvloop_enabled
 from ._memo import memoized
 from ._protocol import LLM, AsyncLLM, SyncLLM, is_async_llm
+from ._record import Context, NodeFailed, Recording, RecordingError, record
 from ._retry import RetryPolicy, retrying
 from ._routing import by_engine
 from ._runner import Runner, RunStatistics, run, run_sync
 from ._state_types import register_state_type, registered_state_types
+from ._system import PythonSystem, system
+from ._systems import as_trainable
+from ._tools import ToolCache
 from ._trace import traced
 
 __all__ = [
     "LLM",
+    "NodeFailed",
+    "PythonSystem",
+    "Recording",
+    "RecordingError",
     "AccountingReport",
     "Accounts",
     "Amount",
     "AsyncLLM",
     "Budget",
     "CheckpointError",
+    "Context",
     "FitProgress",
     "FitResult",
     "IterationRecord",
@@ -37,8 +46,10 @@ __all__ = [
     "RunStatistics",
     "Runner",
     "SyncLLM",
+    "ToolCache",
     "UsageRow",
     "accounted",
+    "as_trainable",
     "budgeted",
     "by_engine",
     "cached",
@@ -48,6 +59,7 @@ __all__ = [
     "limited",
     "mark_answered",
     "memoized",
+    "record",
     "recorded",
     "register_state_type",
     "registered_state_types",
@@ -56,6 +68,7 @@ __all__ = [
     "run",
     "run_loop",
     "run_sync",
+    "system",
     "traced",
     "uvloop_available",
     "uvloop_enabled",

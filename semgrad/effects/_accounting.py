@@ -144,6 +144,11 @@ class Amount:
         input_tokens, output_tokens: Tokens the replies of the billed calls reported.
         cache_hits: Requests a cache (or a run's journal) answered: no call, no tokens.
         memo_hits: Requests an in-run memo answered: no call, no tokens.
+        tool_calls: Calls of a tool by a system written as Python (``ctx.tool``), on the
+            tool's own line (engine and purpose ``"tool"``, model: the tool's name): never LLM
+            calls, so never in `calls`. A call retried counts once; one answered from a cache
+            counts as a cache hit instead.
+        tool_errors: Of those, tool calls that failed (raised, or ran out of time) after their retries.
     """
 
     calls: int = 0
@@ -152,6 +157,8 @@ class Amount:
     output_tokens: int = 0
     cache_hits: int = 0
     memo_hits: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
 
     def __add__(self, other: Amount) -> Amount:
         return Amount(
@@ -161,6 +168,8 @@ class Amount:
             self.output_tokens + other.output_tokens,
             self.cache_hits + other.cache_hits,
             self.memo_hits + other.memo_hits,
+            self.tool_calls + other.tool_calls,
+            self.tool_errors + other.tool_errors,
         )
 
     @property
@@ -170,6 +179,8 @@ class Amount:
 
 
 _AMOUNT_FIELDS = tuple(f.name for f in attrs.fields(Amount))
+#: Fields an accounts line written before tools were counted lacks (read as 0).
+_LATER_AMOUNT_FIELDS = frozenset({"tool_calls", "tool_errors"})
 _LINE_FIELDS = tuple(f.name for f in attrs.fields(Line))
 
 
@@ -291,6 +302,8 @@ class Accounts:
             raise ValueError(f"{source}: accounts must be a list of lines, got {type(value).__name__}")
         accounts = cls()
         for entry in value:
+            if isinstance(entry, dict) and not _LATER_AMOUNT_FIELDS & set(entry):
+                entry = {**entry, **dict.fromkeys(_LATER_AMOUNT_FIELDS, 0)}  # written before tools were counted
             if not (isinstance(entry, dict) and set(entry) == set(_LINE_FIELDS) | set(_AMOUNT_FIELDS)):
                 raise ValueError(f"{source}: an accounts line must have exactly the fields of a Line and an Amount")
             if not all(isinstance(entry[k], str) and len(entry[k]) <= 1000 for k in _LINE_FIELDS):

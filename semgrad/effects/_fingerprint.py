@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from ..core import Example, FrozenMap, Graph, Params
+from ..core._system import SystemRef
 
 __all__ = ["PARTS", "describe", "differing_parts", "run_fingerprint"]
 
@@ -102,7 +103,7 @@ def _digest(text: str) -> str:
 
 
 def run_fingerprint(
-    graph: Graph,
+    graph: Graph | SystemRef,
     params: Params,
     train: Iterable[Example],
     validation: Iterable[Example],

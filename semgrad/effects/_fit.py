@@ -35,6 +35,7 @@ import attrs
 
 from ..core import Example, FrozenMap, Graph, LLMRequest, Loss, Params, Program, Score, Trace, as_examples, gather
 from ..core._scoring import check_loss
+from ..core._system import SystemRef, merged_params
 from ..core.calls import engine_options
 from ..core.optim import Step, Transform, evaluate, mean_score
 from ..core.optim._combining import checked_update
@@ -46,6 +47,7 @@ from ._fit_budget import STOP_KINDS, Budget, BudgetGuard, as_budget
 from ._fit_state import FitResult, FitState, IterationRecord
 from ._loop import run_loop
 from ._runner import Runner
+from ._systems import as_trainable
 from ._trace import FitSpans
 
 __all__ = ["STOP_KINDS", "Budget", "FitProgress", "FitResult", "IterationRecord", "fit", "fit_sync"]
@@ -93,7 +95,7 @@ class _Stopped(Exception):
 class _Run:
     """What stays fixed during one `fit` call."""
 
-    graph: Graph
+    graph: Graph | SystemRef
     optimizer: Transform
     train: tuple[Example, ...]
     validation: tuple[Example, ...]
@@ -143,7 +145,7 @@ class _Loop:
 
 
 async def fit(
-    graph: Graph,
+    graph: Graph | Any,
     params: Params,
     optimizer: Transform,
     *,
@@ -182,7 +184,12 @@ async def fit(
       on it; every iteration forwards the training set afresh.
 
     Args:
-        graph, params: The system and its starting values.
+        graph, params: The system and its starting values. `graph` is a `Graph`, or a system
+            recorded per sample (``@semgrad.system``): each item's forward then runs and records
+            it, and backward and the optimizer read each trace's own graph. A parameter the
+            system's code meets that `params` does not hold joins the run's params (initial
+            and current) the first time a forward meets it, with the starting value the code
+            gives it.
         optimizer: A transform such as `optim.neighbor_sgd(k=2)`.
         train, validation: `Example`s or dicts ``{"inputs": {...}, "target": ...}``.
         llm: A sync or async LLM. A plain (sync) one is called inline on the event
@@ -232,21 +239,24 @@ async def fit(
     train_set, validation_set = _examples("train", train), _examples("validation", validation)
     _check_items(train_set, validation_set, loss, iterations)
     guard = BudgetGuard(llm, as_budget(budget))
+    structure, systems = as_trainable(graph)
     run = _Run(
-        graph=graph,
+        graph=structure,
         optimizer=optimizer,
         train=train_set,
         validation=validation_set,
         loss=loss or normalized_match(),
         options=engine_options(options),
         iterations=iterations,
-        runner=Runner(guard, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply),
+        runner=Runner(guard, max_concurrency=max_concurrency, timeout=timeout, on_reply=on_reply, systems=systems),
         guard=guard,
         checkpoint=checkpoint if checkpoint is not None else resume,
         types=checkpoint_state_types(state_types),
         on_progress=on_progress,
     )
-    loop = _Loop(_first_state(run, params, resume))
+    loop = await _first_loop(run, params, resume)
+    if isinstance(loop, FitResult):
+        return loop
     if tracer is None:
         return await _iterate(run, loop)
     with FitSpans(tracer, iterations, "held-out" if validation_set else "official") as spans:
@@ -307,13 +317,34 @@ def _examples(name: str, items: Any) -> tuple[Example, ...]:
         raise type(exc)(f"{name}: {exc}") from None
 
 
-def _first_state(run: _Run, params: Params, resume: str | os.PathLike[str] | None) -> FitState:
-    """A new run's state, or the one the checkpoint `resume` holds (checked to belong to this run)."""
+async def _first_loop(run: _Run, params: Params, resume: str | os.PathLike[str] | None) -> _Loop | FitResult:
+    """Where the loop starts. A new run of a system recorded per sample first makes its first training
+    forward, so that the parameters its code meets are known to the optimizer's ``init`` (the forward is
+    handed on to the first iteration, which counts its calls); a budget that stops it ends the run there."""
+    if resume is not None or not isinstance(run.graph, SystemRef) or run.iterations == 0:
+        return _Loop(_first_state(run, params, resume))
+    run.progress(1, "forward")
+    try:
+        first = await run.call(run.forward(params, run.train))
+    except _Stopped as stop:
+        return _first_state(run, params, None).result(run.runner.statistics(), stop.kind)
+    found = merged_params(params, (trace for trace, _ in first))
+    return _Loop(_first_state(run, params, None, found), forward=first)
+
+
+def _first_state(
+    run: _Run, params: Params, resume: str | os.PathLike[str] | None, found: Params | None = None
+) -> FitState:
+    """A new run's state (from `found`, the params a system's first forward extended `params` to, when
+    given), or the one the checkpoint `resume` holds (checked to belong to this run). The run's
+    fingerprint is of `params` as given, so a resumed system's run matches it."""
     belongs = run_fingerprint(run.graph, params, run.train, run.validation, run.optimizer, run.loss, run.options)
     if resume is None:
-        state = FitState.start(run.graph, params, run.optimizer, belongs)
+        state = FitState.start(run.graph, found if found is not None else params, run.optimizer, belongs)
     else:
-        state = FitState.load(resume, run.graph, params, run.optimizer, belongs, run.types)
+        state = FitState.load(
+            resume, run.graph, params, run.optimizer, belongs, run.types, extends=isinstance(run.graph, SystemRef)
+        )
     if run.checkpoint is not None:
         encode(state, run.types)  # a state no checkpoint can hold is refused now, not after the first iteration's calls
     return state
@@ -329,6 +360,8 @@ async def _resumed_forward(run: _Run, loop: _Loop) -> _Loop:
     if not run.validation and 0 < state.iteration < run.iterations and state.history[-1].accepted is not None:
         run.progress(state.iteration + 1, "forward (resumed)")
         loop = attrs.evolve(loop, forward=await run.call(run.forward(state.params, run.train)))
+    if state.iteration == 0 and loop.forward is not None:  # a system's first forward: iteration 1 counts it
+        return loop
     return attrs.evolve(loop, calls_before=run.calls())
 
 
@@ -339,14 +372,17 @@ async def _seed_gate(run: _Run, loop: _Loop) -> _Loop:
     if not (state.iteration == 0 and run.validation and state.initial_score is None):
         return loop
     run.progress(0, "scoring initial params")
-    first: Forward | None = None
-    if run.iterations > 0:
+    first: Forward | None = loop.forward
+    if first is not None:  # a system's first training forward is made already
+        initial = await run.call(run.forward(state.initial_params, run.validation))
+    elif run.iterations > 0:
         initial, first = await run.call(
             gather(run.forward(state.initial_params, run.validation), run.forward(state.initial_params, run.train))
         )
     else:
         initial = await run.call(run.forward(state.initial_params, run.validation))
     score = mean_score(initial)
+    state = _discovered(_discovered(state, initial), first or ())
     return attrs.evolve(loop, state=attrs.evolve(state, initial_score=score, best_score=score), forward=first)
 
 
@@ -358,6 +394,7 @@ async def _train_forward(run: _Run, loop: _Loop) -> _Loop:
     forward = loop.forward
     if forward is None:
         forward = await run.call(run.forward(state.params, run.train))
+    state = _discovered(state, forward)
     if not run.validation and state.initial_score is None:
         score = mean_score(forward)
         state = attrs.evolve(state, initial_score=score, best_score=score)
@@ -389,6 +426,22 @@ async def _optimize(run: _Run, loop: _Loop) -> _Loop:
         state.save(run.checkpoint, run.types)
     run.progress(state.iteration, "done", score)  # the state counts it done: its number
     return _Loop(state, None if run.validation else _reused_forward(step, forward), calls)
+
+
+def _discovered(state: FitState, forward: Forward) -> FitState:
+    """`state` with the parameters a system's recorded runs met first in `forward` added to its params
+    (current, initial and best alike: their value is the starting one the system's code gave them)."""
+    traces = [trace for trace, _ in forward]
+    params = merged_params(state.params, traces)
+    if params is state.params:
+        return state
+    best = state.best_params
+    return attrs.evolve(
+        state,
+        params=params,
+        initial_params=merged_params(state.initial_params, traces),
+        best_params=None if best is None else merged_params(best, traces),
+    )
 
 
 def _spent(before: Mapping[str, int], now: Mapping[str, int]) -> FrozenMap[str, int]:

@@ -19,6 +19,7 @@ import attrs
 from .._files import remove_stale_temporaries
 from ..core import FrozenMap, Graph, Params
 from ..core._prompts import render_examples
+from ..core._system import SystemRef
 from ..core.optim import StageReport, Step, Transform, apply_updates
 from ._checkpoint import CheckpointError, _field_types, read_checkpoint, write_checkpoint
 from ._fingerprint import PARTS, differing_parts
@@ -130,7 +131,9 @@ class FitState:
     belongs_to: FrozenMap[str, str] = FrozenMap()
 
     @classmethod
-    def start(cls, graph: Graph, params: Params, optimizer: Transform, belongs: FrozenMap[str, str]) -> FitState:
+    def start(
+        cls, graph: Graph | SystemRef, params: Params, optimizer: Transform, belongs: FrozenMap[str, str]
+    ) -> FitState:
         """The state of a new run, before its first iteration."""
         return cls(
             graph=graph.fingerprint,
@@ -145,13 +148,19 @@ class FitState:
     def load(
         cls,
         path: str | os.PathLike[str],
-        graph: Graph,
+        graph: Graph | SystemRef,
         params: Params,
         optimizer: Transform | None = None,
         belongs: FrozenMap[str, str] | None = None,
         types: Mapping[str, type] = FrozenMap(),
+        *,
+        extends: bool = False,
     ) -> FitState:
-        """The run state in a checkpoint, checked against the run about to continue (refused: `CheckpointError`)."""
+        """The run state in a checkpoint, checked against the run about to continue (refused: `CheckpointError`).
+
+        With `extends` (a system recorded per sample, whose run adds the parameters its code meets), the
+        checkpoint's initial params may hold more than `params`, and must hold those as given.
+        """
         remove_stale_temporaries(path)  # a writer killed during its last write left one
         data = read_checkpoint(path, types)
         state = data.get("state")
@@ -159,7 +168,11 @@ class FitState:
             raise CheckpointError(f"checkpoint {path} holds no run state; remove the file to start the run over")
         if state.graph != graph.fingerprint:
             raise CheckpointError(f"{path} was written for another graph (fingerprint {state.graph})")
-        if state.initial_params != params:
+        if (
+            any(state.initial_params.get(name) != parameter for name, parameter in params.items())
+            if extends
+            else state.initial_params != params
+        ):
             raise CheckpointError(f"{path} was written for a run that started from other params")
         if belongs is not None and not state.belongs_to:
             raise CheckpointError(

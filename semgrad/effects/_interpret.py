@@ -27,6 +27,7 @@ from returns.result import Failure
 
 from ..core import LLMError, LLMFailure, LLMRequest, Program, ProtocolError, Reply
 from ..core._requests import _response, _success
+from ..core._system import SystemCall
 from ..core.calls import as_reply
 from ..core.programs import Bound, Gathered, combinator
 
@@ -42,6 +43,7 @@ class Driven(Protocol):
 
     llm: Callable[[LLMRequest], Any]
     max_concurrency: int | None
+    systems: Any
     timeout: float | None
     _in_flight: int
     _peak: int
@@ -139,6 +141,10 @@ def _drive_machine(runner: Driven, taken: list[Program[Any]]) -> Any:
         if not queue:
             raise ProtocolError("the program is waiting for replies but has asked for none")
         token, request = pop()
+        if type(request) is SystemCall:  # a system's run: the runner takes the async path for those
+            raise ProtocolError(
+                f"the program asks to run a system ({request!r}); run it with a Runner given systems= (fit does)"
+            )
         runner._in_flight += 1
         try:
             result = llm(request)

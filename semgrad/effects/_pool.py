@@ -42,10 +42,11 @@ from types import CoroutineType
 from typing import Any
 
 import anyio
-from returns.result import Failure
+from returns.result import Failure, Success
 
 from ..core import LLMRequest, Program, ProtocolError, Reply
 from ..core._requests import _response, _success
+from ..core._system import SystemCall
 from ..core.calls import as_reply
 from ..core.programs import Done, Gathered, combinator
 from ._interpret import Driven, error_of, innermost
@@ -260,6 +261,15 @@ class WorkerPool:
                 request = queued.request
                 if (queue or self.unpulled) and not self.pending:
                     self._fill()  # the next request gets a worker of its own if this call suspends
+                if type(request) is SystemCall:  # a system's run, recorded in the effects layer: not a call
+                    try:
+                        trace = await runner.run_system(request)
+                    except Exception as exc:  # the user's code failed, or the run grew past its bound
+                        self._fail(exc)
+                        break
+                    self._deliver(queued, Success(trace))
+                    trace = None
+                    continue
                 # The call, inline (a coroutine per call costs more than the bookkeeping).
                 runner._in_flight += 1
                 if runner._in_flight > runner._peak:

@@ -24,15 +24,19 @@ alive grow with what is in flight, not with what is done.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio
 import attrs
-from returns.result import Success
+from returns.result import Failure, Success
 
-from ..core import FrozenMap, LLMRequest, Program, Reply
+from ..core import FrozenMap, LLMRequest, Program, Reply, Trace
+from ..core._system import SystemCall
+from ..core.calls import as_reply
 from ._accounting import Accounts, Amount, Line
-from ._interpret import drive_sync, not_a_program
+from ._interpret import drive_sync, error_of, not_a_program
 from ._loop import run_loop
 from ._loop_tasks import LoopTasks
 from ._loop_tasks import asyncio_loop as _asyncio_loop  # a module global: tests run the task-group path through it
@@ -43,6 +47,10 @@ __all__ = ["RunStatistics", "Runner", "run", "run_sync"]
 
 T = TypeVar("T")
 OnReply = Callable[[LLMRequest, Reply], None]
+#: How a runner answers a `SystemCall`: ``await systems(call, runner)`` records the system's run on the
+#: call's item and returns its `Trace`, making its LLM calls through `runner` (``await runner.ask(request)``,
+#: or ``await runner.run(program)``), so that the runner counts them as it counts its own.
+Systems = Callable[[SystemCall, "Runner"], Awaitable[Trace]]
 
 
 @attrs.frozen
@@ -66,6 +74,9 @@ class RunStatistics:
         memo_hits: Requests an in-run memo (``memoized``) answered from memory: no
             call, so counted here and in none of the counts above (nor told to
             ``on_reply``).
+        tool_calls: Tool calls of systems written as Python (``ctx.tool``), apart from
+            the LLM calls above: in none of their counts.
+        tool_errors: Of those, the tool calls that failed.
     """
 
     calls: int = 0
@@ -78,6 +89,8 @@ class RunStatistics:
     calls_by_engine: FrozenMap[str, int] = FrozenMap()
     tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
     memo_hits: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
 
     @classmethod
     def from_accounts(cls, accounts: Accounts, peak_in_flight: int = 0) -> RunStatistics:
@@ -87,9 +100,11 @@ class RunStatistics:
         engines: dict[str, int] = {}
         kinds: dict[str, int] = {}
         engine_tokens: dict[str, tuple[int, int]] = {}
-        calls = errors = tokens_in = tokens_out = memo_hits = 0
+        calls = errors = tokens_in = tokens_out = memo_hits = tool_calls = tool_errors = 0
         for line, amount in accounts.lines.items():
             memo_hits += amount.memo_hits
+            tool_calls += amount.tool_calls
+            tool_errors += amount.tool_errors
             if amount.calls:
                 calls += amount.calls
                 purposes[line.purpose] = purposes.get(line.purpose, 0) + amount.calls
@@ -113,6 +128,8 @@ class RunStatistics:
             FrozenMap(engines),
             FrozenMap(engine_tokens),
             memo_hits,
+            tool_calls,
+            tool_errors,
         )
 
 
@@ -135,6 +152,9 @@ class Runner:
             retryable ``LLMError(kind="timeout")`` reply (None: no limit).
         on_reply: Called with each request and its reply, in arrival order
             (progress bars, logs).
+        systems: How to answer the `SystemCall` of a program that runs a system recorded
+            per sample (`Systems`; `fit` gives it for a system). A runner given one runs every
+            program on the async path, a plain LLM's calls inline as always.
 
     Examples:
         >>> from semgrad.backends import fake
@@ -156,6 +176,7 @@ class Runner:
         max_concurrency: int | None = None,
         timeout: float | None = None,
         on_reply: OnReply | None = None,
+        systems: Systems | None = None,
     ) -> None:
         if not callable(llm):  # a typo would otherwise fail every call, and look like a weak model
             raise TypeError(f"Runner needs an LLM (a callable), got {type(llm).__name__}")
@@ -167,13 +188,16 @@ class Runner:
         self.max_concurrency = max_concurrency
         self.timeout = timeout
         self.on_reply = on_reply
-        self._async = is_async_llm(llm)
+        self.systems = systems
+        self._async = is_async_llm(llm) or systems is not None
         # The one count: a row per `Line` -- (engine, purpose, model, error kind) -> [calls, errors, input
         # tokens, output tokens] -- in the order of their first calls, and the memo hits per line apart;
         # `accounts` and `statistics` are read from it. A plain dict of lists, not `Accounts.add` per call:
         # that builds a frozen map per call (~4 us against ~0.4 us here, measured), and every call is counted.
         self._lines: dict[tuple[str, str, str, str], list[int]] = {}
         self._memo_hits: dict[tuple[str, str, str, str], int] = {}
+        # Tool calls of systems written as Python (`count_tool`): (tool, error kind) -> [calls, errors, cache hits].
+        self._tools: dict[tuple[str, str], list[int]] = {}
         self._in_flight = self._peak = 0
 
     def accounts(self) -> Accounts:
@@ -185,7 +209,29 @@ class Runner:
         for key, hits in self._memo_hits.items():  # after the calls' lines: their order is that of the first calls
             line = Line(*key)
             lines[line] = attrs.evolve(lines[line], memo_hits=hits) if line in lines else Amount(memo_hits=hits)
+        for (tool, error), (calls, errors, hits) in self._tools.items():
+            lines[Line("tool", "tool", tool, error)] = Amount(cache_hits=hits, tool_calls=calls, tool_errors=errors)
         return Accounts(FrozenMap(lines))
+
+    def count_tool(self, tool: str, *, error: str = "", cache_hit: bool = False) -> None:
+        """Count one tool call of a system written as Python (see `semgrad.effects.record`): on the
+        line ``Line("tool", "tool", tool, error)``, a tool call (failed when `error` names its kind),
+        or a cache hit when a cache answered it -- never an LLM call.
+
+        Examples:
+            >>> runner = Runner(lambda request: "unused")
+            >>> runner.count_tool("lookup"); runner.count_tool("lookup", error="timeout")
+            >>> s = runner.statistics(); (s.calls, s.tool_calls, s.tool_errors)
+            (0, 2, 1)
+        """
+        row = self._tools.get((tool, error))
+        if row is None:
+            row = self._tools[(tool, error)] = [0, 0, 0]
+        if cache_hit:
+            row[2] += 1
+            return
+        row[0] += 1
+        row[1] += 1 if error else 0
 
     def statistics(self) -> RunStatistics:
         """A frozen snapshot of the counts so far (read from `accounts`)."""
@@ -243,6 +289,37 @@ class Runner:
 
     async def _run_taken(self, taken: list[Program[T]]) -> T:
         return await self.run(taken.pop())
+
+    async def run_system(self, call: SystemCall) -> Trace:
+        """The recorded trace of `call` (what a worker does with a `SystemCall`): the runner's `systems`
+        records it, each LLM call made through `ask`."""
+        if self.systems is None:
+            raise TypeError(
+                f"the program runs system {call.system.name!r}; give the Runner systems= (fit does for a system)"
+            )
+        return await self.systems(call, self)
+
+    async def ask(self, request: LLMRequest) -> Reply:
+        """One call of the runner's LLM, counted, deadlined and told to `on_reply` as a worker's call is
+        (a failure is a `Failure` reply, never an exception)."""
+        self._in_flight += 1
+        if self._in_flight > self._peak:
+            self._peak = self._in_flight
+        try:
+            result = self.llm(request)
+            if inspect.isawaitable(result):
+                if self.timeout is None:
+                    result = await result
+                else:
+                    with anyio.fail_after(self.timeout):
+                        result = await result
+            reply: Reply = as_reply(result)
+        except Exception as exc:  # cancellation is a BaseException: it propagates
+            reply = Failure(error_of(exc, self.timeout))
+        finally:
+            self._in_flight -= 1
+        self._finished(request, reply)
+        return reply
 
     def _finished(self, request: LLMRequest, reply: Reply) -> None:
         lines = self._lines

@@ -109,8 +109,10 @@ def canonical_spec(spec: str) -> str:
     return f"{target}:{name}"
 
 
-def load_system(spec: str) -> tuple[Graph, Params]:
-    """Import the file or module `spec` names and call its function; return ``(graph, params)``.
+def load_system(spec: str) -> tuple[Any, Params]:
+    """Import the file or module `spec` names and call its function; return ``(graph, params)``. A system
+    written as Python (``@semgrad.system``) is not called: it is returned as it is, with no params yet (its
+    run meets them).
 
     Call this only with a spec the user typed: it runs their code. Inside
     `systems_loaded_once` (the ``semgrad`` command and each sweep run use it) a
@@ -130,7 +132,7 @@ def load_system(spec: str) -> tuple[Graph, Params]:
     return loaded[key]
 
 
-def _load(spec: str) -> tuple[Graph, Params]:
+def _load(spec: str) -> tuple[Any, Params]:
     from ._errors import SetupError
     from ._user_code import call_user, load_function, short_spec
 
@@ -141,12 +143,24 @@ def _load(spec: str) -> tuple[Graph, Params]:
     except SetupError as exc:
         raise SystemSpecError(str(exc)) from None
     target, name = parse_system_spec(spec)
+    if _is_python_system(build):  # @semgrad.system: recorded per item, its parameters met as it runs
+        return build, Params({})  # type: ignore[return-value]
     built = call_user(short_spec(spec, "build"), build)
     if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph)):
         raise SystemSpecError(f"{target}:{name}() must return (graph, params) as GraphBuilder.build does")
     if not isinstance(built[1], Params):
         raise SystemSpecError(f"{target}:{name}() must return (graph, params); the second item is not Params")
     return built
+
+
+def _is_python_system(value: Any) -> bool:
+    """Whether `value` is a system written as Python (``@semgrad.system``), which is trained as it is."""
+    from ..core.programs import SystemRef
+    from ..effects import PythonSystem
+
+    if isinstance(value, PythonSystem):
+        return True
+    return isinstance(getattr(value, "ref", None), SystemRef) and callable(getattr(value, "run", None))
 
 
 def read_items(path: str | Path, *, max_items: int = MAX_ITEMS) -> tuple[Example, ...]:
@@ -295,7 +309,8 @@ def custom_task(config: Any) -> Task:
         )
     graph, params = load_system(config.task)
     items = read_items(config.data, max_items=config.items_limit)
-    missing = sorted({name for name in graph.inputs if any(name not in e.inputs for e in items)})
+    needed = graph.inputs if isinstance(graph, Graph) else ()  # a system's inputs are its function's arguments
+    missing = sorted({name for name in needed if any(name not in e.inputs for e in items)})
     if missing:
         raise SystemSpecError(f"{config.data}: some items lack the graph's input(s) {', '.join(missing)}")
     try:
@@ -335,8 +350,15 @@ def custom_loss(config: Any) -> Loss:
 class _CustomSimulated(SimulatedLLM):
     """The simulated LLM for your own graph: its output node is the one that answers, and it judges."""
 
-    def __init__(self, answers: dict[str, str], graph: Graph, numeric: bool, seed: int) -> None:
-        super().__init__(answers, seed=seed, graph=graph)
+    def __init__(
+        self,
+        answers: dict[str, str],
+        graph: Graph | None,
+        numeric: bool,
+        seed: int,
+        final_nodes: tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(answers, seed=seed, graph=graph, final_nodes=final_nodes)
         self.numeric = numeric
 
     def __call__(self, request: LLMRequest) -> str:
@@ -362,10 +384,33 @@ def custom_simulated_llm(config: Any, tasks: tuple[Task, ...]) -> Callable[[LLMR
     (task,) = tasks
     graph, _ = task.build()
     parts = task.split
-    item = graph.inputs[0] if graph.inputs else None
+    final_nodes = None
+    if not isinstance(graph, Graph):  # a system written as Python: its recorded run names the answering node
+        final_nodes = _answering_component(graph, parts.train[0]) if parts.train else None
+        graph = None
+    item = graph.inputs[0] if graph is not None and graph.inputs else None
     answers = {
         str(e.inputs.get(item, next(iter(e.inputs.values())))): str(e.target)
         for e in parts.train + parts.validation + parts.test
         if e.inputs
     }
-    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed)
+    return _CustomSimulated(answers, graph, config.metric == "numeric", config.seed, final_nodes)
+
+
+def _answering_component(system: Any, example: Example) -> tuple[str, ...] | None:
+    """The component whose call answers in `system`'s run of `example` against a hash fake (the output node's,
+    when it is an LLM node; else None: the simulated LLM's default names). Run in a thread of its own, so that
+    it needs no event loop of the caller's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..backends.fake import HashLLM
+    from ..core.programs import run_system
+    from ..effects import Runner, as_trainable
+
+    structure, systems = as_trainable(system)
+    program = run_system(structure, Params({}), example)  # type: ignore[arg-type]
+    with ThreadPoolExecutor(1) as pool:
+        trace = pool.submit(Runner(HashLLM("simulated"), systems=systems).run_sync, program).result()
+    recorded = trace.recording.graph
+    output = recorded[recorded.output]
+    return (getattr(output, "component", output.name),) if output.kind == "llm" else None

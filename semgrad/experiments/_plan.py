@@ -35,7 +35,7 @@ import attrs
 from ..backends.fake import HashLLM, reply_forward
 from ..core import Example, FrozenMap, Graph, LLMRequest, LLMResponse, Params
 from ..core.optim import evaluate
-from ..effects import Runner, fit, run_loop
+from ..effects import Runner, as_trainable, fit, run_loop
 from ..tasks import Task
 from ._config import RunConfig, make_optimizer
 from ._prices import estimate_cost
@@ -80,8 +80,12 @@ class RunPlan:
         calls_by_phase: At most this many calls by (phase, engine, purpose); phases are `PHASES`.
         tokens_by_engine: Estimated (input, output) tokens by engine (role).
         cost_usd: The estimated cost (0 offline; None when a model has no price).
-        preflight_calls: The preflight's calls (one per LLM node of the first task's graph).
+        preflight_calls: The preflight's calls (one per LLM node of the first task's graph; for a system
+            written as Python, the calls its run of the first training item made against the counting fake).
         scaled: The (task, split) evaluations planned from a sample and scaled (their tokens extrapolated).
+        estimate: True when a task is a system written as Python: its calls are those of the branches and
+            loops its runs took against the counting fake, an estimate, not a bound (a real run may take
+            others; a budget, ``--max-calls``, stays a hard cap).
     """
 
     config: RunConfig
@@ -91,6 +95,7 @@ class RunPlan:
     cost_usd: float | None
     preflight_calls: int
     scaled: tuple[tuple[str, str], ...] = ()
+    estimate: bool = False
 
     @property
     def calls(self) -> FrozenMap[tuple[str, str], int]:
@@ -194,16 +199,30 @@ def plan(
     check_protocol(config, loaded)
     counter = counter if counter is not None else _Counter(output_tokens)
     scaled = run_loop(_drive, config, loaded, counter)
-    graph, _ = loaded[0].build()
+    graph, params = loaded[0].build()
+    recorded = not isinstance(graph, Graph)
     return RunPlan(
         config,
         loaded,
         FrozenMap(sorted(counter.calls.items())),
         FrozenMap(sorted(counter.by_engine.items())),
         _cost(config, counter.by_engine, prices),
-        sum(1 for node in graph.nodes.values() if node.kind == "llm"),
+        run_loop(_recorded_preflight, config, loaded[0], counter.output_tokens)
+        if recorded
+        else sum(1 for node in graph.nodes.values() if node.kind == "llm"),
         tuple(scaled),
+        estimate=recorded or any(not isinstance(t.build()[0], Graph) for t in loaded[1:]),
     )
+
+
+async def _recorded_preflight(config: RunConfig, task: Task, output_tokens: Mapping[str, int]) -> int:
+    """The calls of a system's preflight (one recorded run of the first training item) against a counting fake."""
+    graph, params = task.build()
+    one = _Counter(output_tokens)
+    structure, systems = as_trainable(graph)
+    item = task.split.train[:1]
+    await Runner(one, systems=systems).run(evaluate(structure, params, item, task_loss(config, task)))
+    return sum(one.calls.values())
 
 
 async def _drive(config: RunConfig, tasks: Sequence[Task], counter: _Counter) -> list[tuple[str, str]]:
@@ -250,9 +269,10 @@ async def _evaluate(
         return False
     loss = task_loss(config, task)
     options = config.sampling()["forward"]
-    runner = Runner(counter, max_concurrency=config.concurrency)
+    structure, systems = as_trainable(graph)
+    runner = Runner(counter, max_concurrency=config.concurrency, systems=systems)
     if len(examples) <= SAMPLE:
-        await runner.run(evaluate(graph, params, examples, loss, options=options))
+        await runner.run(evaluate(structure, params, examples, loss, options=options))
         return False
     most: dict[tuple[str, str, str], int] = {}
     tokens: dict[str, tuple[int, int]] = {}
@@ -260,7 +280,9 @@ async def _evaluate(
         one = _Counter(counter.output_tokens)
         one.phase = counter.phase
         item = examples[i * len(examples) // SAMPLE]
-        await Runner(one, max_concurrency=1).run(evaluate(graph, params, (item,), loss, options=options))
+        await Runner(one, max_concurrency=1, systems=systems).run(
+            evaluate(structure, params, (item,), loss, options=options)
+        )
         for key, n in one.calls.items():
             most[key] = max(most.get(key, 0), n)
         for engine, (used_in, used_out) in one.by_engine.items():

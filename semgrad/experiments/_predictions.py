@@ -10,7 +10,7 @@ from ..core import Example, Score, Trace
 __all__ = ["predictions_json"]
 
 #: The kinds of node whose value a prediction keeps (inputs are its ``inputs``; params are the run's params).
-_SHOWN = ("llm", "function")
+_SHOWN = ("llm", "function", "tool")
 
 
 def _plain(value: Any) -> Any:
@@ -55,6 +55,14 @@ def predictions_json(examples: Sequence[Example], results: Sequence[tuple[Trace,
             "correct": score.correct,
             "score": score.value,
         }
+        recording = trace.recording
+        if recording is not None:  # a system written as Python: the graph this item's run recorded
+            graph = recording.graph
+            entry["graph"] = {
+                "nodes": [{"name": n.name, "kind": n.kind, "role": n.role} for n in graph.nodes.values()],
+                "edges": [[i, n.name] for n in graph.nodes.values() for i in n.inputs],
+                "output": graph.output,
+            }
         if trace.errors:
             entry["errors"] = [f"{node}: {getattr(error, 'kind', error)}" for node, error in trace.errors]
         found.append(entry)

@@ -19,7 +19,8 @@ from .._files import write_text_atomically
 from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
-from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
+from ..core.programs import run_system
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, as_trainable, fit, run_loop
 from ..effects._routing import call
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
@@ -163,8 +164,13 @@ async def preflight(llm: Any, task: Task, options: Any = None, *, timeout: float
     """
     graph, params = task.build()
     example = task.split.train[0]
-    runner = Runner(llm, timeout=timeout)
-    trace = await runner.run(forward(graph, params, example.inputs, sample="preflight", options=options))
+    structure, systems = as_trainable(graph)
+    runner = Runner(llm, timeout=timeout, systems=systems)
+    if systems is None:
+        trace = await runner.run(forward(graph, params, example.inputs, sample="preflight", options=options))
+    else:  # a system written as Python: one recorded run of the first training item
+        item = attrs.evolve(example, id="preflight")
+        trace = await runner.run(run_system(structure, params, item, options=options))  # type: ignore[arg-type]
     # A call the run's budget refused says nothing about the backend: the run stops on its budget instead.
     errors = [e for _, e in trace.errors if not isinstance(e, str) and e.kind != "budget"]
     if errors:
@@ -482,8 +488,13 @@ class _Run:
         """Score the final params on each split and the initial ones on the test split (a finished split of an
         earlier process of this run is read from the ledger, not asked again)."""
         config, stack, ledger = self.config, self.stack, self.ledger
+        structure, systems = as_trainable(graph)
         runner = Runner(
-            stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=self.on_reply
+            stack.llm,
+            max_concurrency=config.concurrency,
+            timeout=_runner_timeout(config),
+            on_reply=self.on_reply,
+            systems=systems,
         )
         loss = task_loss(config, task)
         scored = _Scored(stopped)
@@ -497,7 +508,7 @@ class _Run:
             if scored.carry(ledger, task.name, split, p, examples) or not examples or scored.stopped:
                 continue
             refused = stack.budget.refused
-            evaluated = await runner.run(evaluate(graph, p, examples, loss, options=config.sampling()["forward"]))
+            evaluated = await runner.run(evaluate(structure, p, examples, loss, options=config.sampling()["forward"]))
             if stack.budget.refused > refused or stack.halted:  # the split is incomplete: not a score
                 scored.stopped = "budget" if stack.halted is None else "halted"
             else:
@@ -562,11 +573,18 @@ def _task_json(
         "errors": counters["errors"],
         "errors_by_kind": dict(counters["errors_by_kind"]),
         "params": {"initial": dict(params.texts()), "final": dict(result.params.texts())},
-        "graph": _graph_json(graph),
+        "graph": _graph_json(graph) if isinstance(graph, Graph) else _system_json(graph),
         "published": _published(task),
         "predictions": scored.predictions,
         "predictions_split": "test",
     }
+
+
+def _system_json(system: Any) -> dict[str, Any]:
+    """The ``graph`` entry of a system written as Python: no one graph (each test prediction carries the graph its
+    run recorded), its name and that it is recorded per sample."""
+    ref, _ = as_trainable(system)
+    return {"nodes": [], "edges": [], "output": None, "system": getattr(ref, "name", ""), "recorded": True}
 
 
 def _transient_failures(evaluated: Sequence[tuple[Any, Any]]) -> int:

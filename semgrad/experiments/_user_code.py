@@ -186,11 +186,18 @@ def load_function(spec: str, default: str, what: str) -> Callable[..., Any]:
     target, name = _parse(spec, default)
     module = _import(target, spec)
     function = getattr(module, name, None)
-    if not callable(function):
+    if not (callable(function) or _a_system(function)):
         raise SetupError(f"{target} has no function {name!r} ({what} is FILE.py:FUNCTION or MODULE:FUNCTION)")
     if loaded is not None:
         loaded[key] = function
     return function  # type: ignore[no-any-return]
+
+
+def _a_system(value: Any) -> bool:
+    """Whether `value` is a system written as Python (``@semgrad.system``, or a value with ``ref`` and ``run``)."""
+    from ..effects import PythonSystem
+
+    return isinstance(value, PythonSystem) or callable(getattr(value, "run", None))
 
 
 def short_spec(spec: str, default: str) -> str:

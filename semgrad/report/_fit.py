@@ -66,7 +66,8 @@ def fit_results(fit_result: Any, *, graph: Any = None, name: str = "fit") -> dic
         # does not say which, so it is shown as the gate score (below), never as a validation accuracy
         "accuracy": {"train": None, "validation": None, "test": None, "initial_test": None},
         "params": {"initial": dict(fit_result.initial_params.texts()), "final": dict(fit_result.params.texts())},
-        "graph": graph_json(graph) if graph is not None else None,
+        # A system written as Python has no one graph (each sample's run recorded its own): none is drawn.
+        "graph": graph_json(graph) if graph is not None and hasattr(graph, "nodes") else None,
         "published": None,
         **errors_json(stats),
     }

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._format import DASH, as_list, as_mapping, as_text, count, esc, isolate, number
 
-__all__ = ["errors_json", "errors_line", "predictions_table", "shown_predictions", "total_errors"]
+__all__ = ["errors_json", "errors_line", "predictions_table", "recorded_graphs", "shown_predictions", "total_errors"]
 
 #: Above this many rows, the predictions table starts collapsed.
 _OPEN_ROWS = 200
@@ -144,6 +144,39 @@ def predictions_table(task: Mapping[str, Any], task_id: str, *, limit: int = SHO
         f"</summary>{_shown_note(shown, entries)}"
         f'<table class="predictions" id="{task_id}-predictions"><thead><tr>{head}</tr></thead>'
         f"<tbody>{rows}</tbody></table></details>"
+    )
+
+
+def recorded_graphs(task: Mapping[str, Any], task_id: str, *, limit: int = SHOWN_EACH) -> str:
+    """The graphs a system written as Python recorded, one per prediction that carries one (at most `limit`,
+    chosen as the predictions table chooses its rows), each drawn with its sample's id; "" when none has one.
+
+    Examples:
+        >>> graph = {"nodes": [{"name": "q", "kind": "input"}, {"name": "answer", "kind": "llm"}],
+        ...          "edges": [["q", "answer"]], "output": "answer"}
+        >>> html = recorded_graphs({"predictions": [{"sample": 7, "graph": graph, "correct": False}]}, "task-0")
+        >>> 'id="task-0-recorded-0"' in html, "sample 7" in html, 'data-node="answer"' in html
+        (True, True, True)
+        >>> recorded_graphs({"predictions": [{"sample": 7}]}, "task-0")
+        ''
+    """
+    from ._graph import graph_svg
+
+    entries = [as_mapping(e) for e in as_list(task.get("predictions"))]
+    having = [i for i, e in enumerate(entries) if as_mapping(e.get("graph")).get("nodes")]
+    if not having:
+        return ""
+    shown = [having[i] for i in shown_predictions([entries[i] for i in having], limit)]
+    figures = "".join(
+        f'<figure class="recorded-graph">{graph_svg(entries[i].get("graph"), element_id=f"{task_id}-recorded-{n}")}'
+        f"<figcaption>sample {isolate(entries[i].get('sample'))} \u00b7 "
+        f"{'correct' if entries[i].get('correct') is True else 'wrong'}</figcaption></figure>"
+        for n, i in enumerate(shown)
+    )
+    return (
+        f'<h3>Recorded graphs</h3><details class="recorded-graphs"><summary>The graph each of '
+        f"{count(len(shown))} of {count(len(having))} samples' runs recorded (your system is Python: the nodes "
+        f"that ran, per sample)</summary>{figures}</details>"
     )
 
 

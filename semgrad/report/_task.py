@@ -10,7 +10,7 @@ from ._diff import diff_html
 from ._format import DASH, as_list, as_mapping, as_text, count, esc, isolate, isolate_html, number, percent
 from ._gate import gate_labels
 from ._lineage import lineage_section
-from ._predictions import SHOWN_ALONE, SHOWN_EACH, errors_line, predictions_table
+from ._predictions import SHOWN_ALONE, SHOWN_EACH, errors_line, predictions_table, recorded_graphs
 
 __all__ = ["chart_points", "mean_points", "task_section"]
 
@@ -240,6 +240,7 @@ def task_section(task: Mapping[str, Any], index: int, *, several: bool) -> str:
         f"{lineage_section(task)}"
         f"<h3>Updates and the gradients that drove them</h3>{_updates(task_id, task)}"
         f"{predictions_table(task, task_id, limit=SHOWN_EACH if several else SHOWN_ALONE)}"
+        f"{recorded_graphs(task, task_id)}"
     )
     if several:
         body = f"<details><summary>Parameters, iterations and gradients</summary>{body}</details>"

@@ -21,6 +21,7 @@ from .._graph import Graph, Params
 from .._program import Program, pure
 from .._requests import SampleId
 from .._scoring import Loss, Score
+from .._system import SystemRef, graph_of, params_of
 from .._trace import Trace
 
 __all__ = [
@@ -97,7 +98,8 @@ class Step:
     `fit` fills the first block; stages fill the rest.
 
     Attributes:
-        graph: The system's structure.
+        graph: The system's structure: a `Graph`, or a `SystemRef` for a system recorded per
+            sample (each trace then carries its own graph: read it with `graph_of`).
         iteration: The iterations completed before this step (0 for the first): a count, which seeds the
             stages' draws; the iteration is number ``iteration + 1`` in its `IterationRecord`, the CLI and
             the report.
@@ -129,7 +131,7 @@ class Step:
             of asking for the stage that was skipped.
     """
 
-    graph: Graph
+    graph: Graph | SystemRef
     iteration: int = 0
     train: tuple[Example, ...] = ()
     traces: tuple[Trace, ...] = ()
@@ -152,6 +154,14 @@ class Step:
     report: tuple[StageReport, ...] = ()
     options: FrozenMap[str, FrozenMap[str, Any]] = attrs.field(factory=FrozenMap, converter=to_frozen_map)
     skipped: bool = False
+
+    def graph_of(self, index: int) -> Graph:
+        """The graph the training trace at `index` ran on (its own, for a system recorded per sample)."""
+        return graph_of(self.graph, self.traces[index])
+
+    def params_of(self, index: int, params: Params) -> Params:
+        """The params the training trace at `index` was made with (`params`, for a static graph)."""
+        return params_of(params, self.traces[index])
 
     def trainable(self, params: Params) -> tuple[str, ...]:
         """Trainable parameters the current stage may touch, in order."""

@@ -250,7 +250,8 @@ def optoprime_update(
             new = attrs.evolve(step, proposals=FrozenMap()).noted("optoprime_update", "nothing to optimize")
             return pure((new, state))
         asking = merged_options(merged_options(step.options.get(engine), own), options)
-        request = render_optoprime(step.graph, params, names, runs, engine=engine, options=asking)
+        # A system recorded per sample has a graph per trace: the first selected sample's is shown.
+        request = render_optoprime(step.graph_of(selected[0]), params, names, runs, engine=engine, options=asking)
 
         def read(reply: Any) -> tuple[Step, EmptyState]:
             if not isinstance(reply, Success):

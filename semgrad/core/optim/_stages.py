@@ -26,6 +26,7 @@ from .._requests import LLMRequest, LLMResponse, request_key
 from .._rules import Rule, neighbor_aware
 from .._sampling import merged_options
 from .._scoring import Loss, Score, check_loss
+from .._system import SystemRef, occurrences, run_system
 from .._trace import Trace
 from ._base import EmptyState, InstructionExample, ParamGradient, Proposal, Step, Transform, apply_updates, require
 from ._bounds import MIN_ALPHA, paired_lower_bound
@@ -275,8 +276,11 @@ def backpropagate(rule: Rule | None = None, *, reuse: bool = False) -> Transform
     def update(step: Step, state: Any, params: Params) -> Program[tuple[Step, Any]]:
         selected = require(step, "selected", "backward", "select_error_samples()")
         used = _with_options(rule if rule is not None else neighbor_aware(), step.options.get("backward"))
+        # Each sample backpropagates on the graph its forward ran on, with the params it ran with (one
+        # graph for all under a static graph; its own recorded graph for a system recorded per sample).
         programs = [
-            backward_program(step.graph, params, step.traces[i], step.scores[i].feedback, used) for i in selected
+            backward_program(step.graph_of(i), step.params_of(i, params), step.traces[i], step.scores[i].feedback, used)
+            for i in selected
         ]
         known = state.replies if reuse else FrozenMap()
 
@@ -306,24 +310,34 @@ def _with_options(rule: Rule, options: Any) -> Rule:
     return attrs.evolve(rule, **changes) if changes and attrs.has(type(rule)) else rule
 
 
-def _examples(step: Step, node: str, grads: Gradients | None) -> tuple[InstructionExample, ...]:
+def _examples(step: Step, name: str, params: Params, grads: Gradients | None) -> tuple[InstructionExample, ...]:
+    """The examples of instruction `name`: per selected sample (in selection order), one per node of the
+    sample's graph that ran with it (one for a static graph; each occurrence of a loop, in order, for a
+    recorded one) and reaches its output. A sample whose graph has no such node -- a branch it did not
+    take -- gives none, and a node only some samples reach is still shown the ones that did."""
     examples = []
     for i in step.selected or ():
         trace, score = step.traces[i], step.scores[i]
-        run = trace[node]
-        if node == step.graph.output:
-            feedback: Any = score.feedback
-        elif grads is None:
-            feedback = ""
-        else:
-            # A node whose step found no feedback to start from (every partial for it failed) has a
-            # feedback row of None: it was told nothing, and the sample is no example of it.
-            told = [f.value for f in grads.feedback_for(node) if f.sample == trace.sample and f.value is not None]
-            texts = [p.text for p in grads.for_node(node) if p.sample == trace.sample]
-            if not told and not texts:
+        graph = step.graph_of(i)
+        for node in occurrences(graph, name, params):
+            if graph[node].kind != "llm" or not graph.reaches_output(node):
+                # A node that does not reach the output gets no examples: nothing it does changes the
+                # score (with gradients it is told nothing; without them it would be rewritten blind).
                 continue
-            feedback = told[0] if told else concat_texts(texts)
-        examples.append(InstructionExample(trace.sample, run.inputs, run.value, feedback))
+            run = trace[node]
+            if node == graph.output:
+                feedback: Any = score.feedback
+            elif grads is None:
+                feedback = ""
+            else:
+                # A node whose step found no feedback to start from (every partial for it failed) has a
+                # feedback row of None: it was told nothing, and the sample is no example of it.
+                told = [f.value for f in grads.feedback_for(node) if f.sample == trace.sample and f.value is not None]
+                texts = [p.text for p in grads.for_node(node) if p.sample == trace.sample]
+                if not told and not texts:
+                    continue
+                feedback = told[0] if told else concat_texts(texts)
+            examples.append(InstructionExample(trace.sample, run.inputs, run.value, feedback))
     return tuple(examples)
 
 
@@ -367,17 +381,12 @@ def aggregate(
         result = {}
         for name in step.trainable(params):
             param = params[name]
-            # A node that does not reach the output gets no examples: nothing it does changes the
-            # score (with gradients it is told nothing; without them it would be rewritten blind).
-            found = (
-                _examples(step, param.node, grads)
-                if examples and param.node and step.graph.reaches_output(param.node)
-                else ()
-            )
+            found = _examples(step, name, params, grads) if examples and param.node else ()
+            as_output = [i for i in step.selected or () if step.graph_of(i).output == name]
             if not feedback:
                 found, texts = tuple(attrs.evolve(e, feedback=None) for e in found), []
-            elif name == step.graph.output:
-                texts = [step.scores[i].feedback for i in step.selected or ()]
+            elif as_output:  # a free parameter that is itself the output: the seed feedback
+                texts = [step.scores[i].feedback for i in as_output]
             else:
                 texts = _received(grads, name) if grads is not None else []
             joined = concat_texts(texts, max_chars=max_chars)
@@ -554,7 +563,7 @@ def one_at_a_time(*, seed: int = 0) -> Transform:
 
 
 def evaluate(
-    graph: Graph,
+    graph: Graph | SystemRef,
     params: Params,
     examples: Sequence[Example],
     loss: Loss,
@@ -563,7 +572,9 @@ def evaluate(
 ) -> Program[tuple[tuple[Trace, Score], ...]]:
     """Forward and score each example; each sample is scored the moment its trace exists.
 
-    `options` are the forward requests' sampling options.
+    `options` are the forward requests' sampling options. `graph` may be a `SystemRef` (a system
+    recorded per sample): each item is then one `run_system` request, answered by the effects
+    layer with the item's recorded trace.
 
     Raises:
         TypeError: When an item of `examples` is not an `Example` (``as_examples(items)``
@@ -579,7 +590,10 @@ def evaluate(
             )
 
     def one(example: Example) -> Program[tuple[Trace, Score]]:
-        trace = forward(graph, params, example.inputs, sample=example.id, options=options)
+        if isinstance(graph, SystemRef):
+            trace = run_system(graph, params, example, options=options)
+        else:
+            trace = forward(graph, params, example.inputs, sample=example.id, options=options)
         return bind(trace, lambda t: score(example, t))
 
     def score(example: Example, trace: Trace) -> Program[tuple[Trace, Score]]:

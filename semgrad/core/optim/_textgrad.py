@@ -120,12 +120,14 @@ def sample_batch(k: int = TEXTGRAD_BATCH, *, seed: int = 0) -> Transform:
 
 
 def _context_block(step: Step, params: Params, params_role: str, partial: Partial, index: int) -> str:
-    trace = next((t for t in step.traces if t.sample == partial.sample), None)
-    spec = step.graph.nodes.get(partial.source)
-    if trace is None or spec is None or spec.kind != "llm" or partial.source not in trace.runs:
+    where = next((i for i, t in enumerate(step.traces) if t.sample == partial.sample), None)
+    trace = None if where is None else step.traces[where]
+    graph = None if where is None else step.graph_of(where)  # the sample's own, for a system recorded per sample
+    spec = None if graph is None else graph.nodes.get(partial.source)
+    if trace is None or graph is None or spec is None or spec.kind != "llm" or partial.source not in trace.runs:
         return f"<gradient {index}>\n{partial.text}\n</gradient {index}>"
     run = trace[partial.source]
-    shown = tuple((name, step.graph[name].role, value) for name, value in run.inputs)
+    shown = tuple((name, graph[name].role, value) for name, value in run.inputs)
     return GRADIENT_BLOCK.format(
         index=index,
         instruction=params.value(spec.instruction),  # type: ignore[arg-type]
