@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import attrs
 
 from ..core import FrozenMap, LLMRequest, LLMResponse, Message
-from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
 from ._batch import AnthropicBatches
+from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
 from ._http import HTTPBackend, setting
 
 __all__ = ["AnthropicCodec", "AnthropicMessages", "anthropic"]

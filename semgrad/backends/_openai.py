@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
 from ._batch import OpenAIBatches
+from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
 from ._http import HTTPBackend, setting
 
 __all__ = ["OpenAICodec", "OpenAICompatible", "openai_compatible"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
+from ..effects._batching import BatchPolicy
 from ..effects._routing import call
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
@@ -34,7 +36,7 @@ from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, estimate_cost, run_cost
 from ._results import RunSummary
-from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
+from ._run_stack import MAX_ERROR_SHARE, Batching, RunStack, error_share, failures, kinds_text
 from ._run_tasks import check_protocol, load_run_tasks, loss_for, metric_name, task_loss
 
 if TYPE_CHECKING:
@@ -126,8 +128,21 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     )
 
 
-def run_stack(config: RunConfig, backend: Any, journal: Journal | None = None) -> RunStack:
-    """The one middleware stack a run's every phase calls through (see `RunStack`)."""
+def run_stack(
+    config: RunConfig, backend: Any, journal: Journal | None = None, ledger: Ledger | None = None
+) -> RunStack:
+    """The one middleware stack a run's every phase calls through (see `RunStack`); with ``--batch``, its
+    batches are kept in `ledger` as soon as they exist, and those it already names are picked up.
+
+    Raises:
+        SetupError: ``--batch`` on a backend without a batch API.
+    """
+    batch = None
+    if config.batch:
+        policy = BatchPolicy(first_poll=config.batch_poll, longest_poll=max(60.0, config.batch_poll))
+        known = ledger.batch_records() if ledger is not None else ()
+        on_created = ledger.batch_created if ledger is not None else None
+        batch = Batching(config.batch, policy, known, on_created, _say)
     return RunStack(
         backend,
         journal=journal,
@@ -137,7 +152,12 @@ def run_stack(config: RunConfig, backend: Any, journal: Journal | None = None) -
         concurrency=config.concurrency,
         cache=config.cache,
         timeout=config.timeout,
+        batch=batch,
     )
+
+
+def _say(message: str) -> None:
+    print(f"semgrad: {message}", file=sys.stderr)
 
 
 def _runner_timeout(config: RunConfig) -> float | None:
@@ -235,7 +255,7 @@ def run_experiment(
         ledger = Ledger.load(out) if resume else Ledger(out)
         journal = Journal.open(out, resume=resume)
         ledger.absorb(journal)  # the calls a killed process made after its last save reach the totals
-        stack = run_stack(config, backend, journal)
+        stack = run_stack(config, backend, journal, ledger)
         if hasattr(on_reply, "watch"):
             on_reply.watch(stack.llm)  # type: ignore[union-attr]
         # A backend the run built shares one connection pool over every call (each would open its own
@@ -448,6 +468,7 @@ class _Run:
     async def train(self, task: Task, graph: Graph, params: Params, ckpt: Path) -> FitResult:
         """`fit` the task's params through the run's stack, checkpointing to `ckpt`."""
         config = self.config
+        self.stack.batching = self.stack.batched_in("train")
 
         def progress(event: FitProgress) -> None:
             if event.phase == "done":
@@ -469,7 +490,7 @@ class _Run:
             checkpoint=ckpt,
             resume=ckpt if self.resume and ckpt.exists() else None,
             on_progress=progress,
-            max_concurrency=config.concurrency,
+            max_concurrency=None if self.stack.batching else config.concurrency,
             timeout=_runner_timeout(config),
             options=config.sampling(),
             on_reply=self.on_reply,
@@ -482,8 +503,12 @@ class _Run:
         """Score the final params on each split and the initial ones on the test split (a finished split of an
         earlier process of this run is read from the ledger, not asked again)."""
         config, stack, ledger = self.config, self.stack, self.ledger
+        stack.batching = stack.batched_in("eval")  # a batch's calls must be in flight together: no runner limit
         runner = Runner(
-            stack.llm, max_concurrency=config.concurrency, timeout=_runner_timeout(config), on_reply=self.on_reply
+            stack.llm,
+            max_concurrency=None if stack.batching else config.concurrency,
+            timeout=_runner_timeout(config),
+            on_reply=self.on_reply,
         )
         loss = task_loss(config, task)
         scored = _Scored(stopped)
@@ -506,6 +531,7 @@ class _Run:
                     test = scored.predictions if split == "test" else None
                     ledger.evaluated(task.name, split, p, score, test, examples)
             self.keep(task)
+        stack.batching = False
         return scored
 
 

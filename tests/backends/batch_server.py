@@ -6,8 +6,9 @@ OpenAI's: ``POST /v1/files`` (multipart, ``purpose=batch``), ``POST /v1/batches`
 plain calls too (``/v1/chat/completions``, ``/v1/messages``: a run's preflight and training).
 
 A batch moves validating -> in_progress -> (after `polls_to_end` status polls) completed (OpenAI) or ended
-(Anthropic), unless `hold` is set (it stays in progress), `expire` says so (it expires: its lines not run
-fail as expired), or it is cancelled. `line_fault` picks, per line, an HTTP status for it (a partial failure).
+(Anthropic), unless `hold` is set (it stays in progress; the batches before `hold_from` run all the same),
+`expire` says so (it expires: its lines not run fail as expired), or it is cancelled. `line_fault` picks,
+per line, an HTTP status for it (a partial failure).
 Every line the server runs is counted in `billed` (by custom id): a line run twice is a batch paid twice.
 """
 
@@ -59,6 +60,7 @@ class BatchProvider:
         self.calls = 0  # plain (non-batch) calls
         self.polls_to_end = 2
         self.hold = False
+        self.hold_from = 1  # with `hold`: batches from this one on (1: the first created) stay in progress
         self.expire: set[str] = set()  # batch ids that expire instead of completing
         self.expire_next = 0  # the next this many batches created expire
         self.line_fault: Callable[[str, dict[str, Any]], int | None] = lambda custom_id, body: None
@@ -99,7 +101,9 @@ class BatchProvider:
             if self.expire_next:
                 self.expire_next -= 1
                 self.expire.add(batch_id)
-            batch = {"id": batch_id, "kind": kind, "lines": lines, "state": "validating", "polls": 0, "results": {}}
+            n = len(self.batches) + 1
+            batch = {"id": batch_id, "n": n, "kind": kind, "lines": lines, "state": "validating", "polls": 0}
+            batch["results"] = {}
             self.batches[batch_id] = batch
             return batch
 
@@ -110,7 +114,7 @@ class BatchProvider:
             batch["polls"] += 1
             if batch["state"] == "validating":
                 batch["state"] = "in_progress"
-            elif batch["state"] == "in_progress" and not self.hold and batch["polls"] >= self.polls_to_end:
+            elif batch["state"] == "in_progress" and not self._held(batch) and batch["polls"] >= self.polls_to_end:
                 if batch_id in self.expire:
                     self._run(batch, half=True)
                     batch["state"] = "expired"
@@ -120,6 +124,9 @@ class BatchProvider:
             elif batch["state"] == "cancelling":
                 batch["state"] = "cancelled"
             return batch
+
+    def _held(self, batch: dict[str, Any]) -> bool:
+        return self.hold and batch["n"] >= self.hold_from
 
     def cancel(self, batch_id: str) -> dict[str, Any]:
         """Cancel a batch: the lines not run never will be."""
