@@ -139,7 +139,8 @@ def run_stack(
     """
     batch = None
     if config.batch:
-        policy = BatchPolicy(first_poll=config.batch_poll, longest_poll=max(60.0, config.batch_poll))
+        poll = config.batch_poll
+        policy = BatchPolicy(first_poll=poll, longest_poll=max(60.0, poll), settle=min(0.25, poll))
         known = ledger.batch_records() if ledger is not None else ()
         on_created = ledger.batch_created if ledger is not None else None
         batch = Batching(config.batch, policy, known, on_created, _say)
