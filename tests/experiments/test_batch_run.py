@@ -148,3 +148,33 @@ def test_the_plan_prices_the_batched_phases_at_half(tmp_path: Path):
     evaluated = sum(token_cost((1.0, 2.0), i, o) for i, o in ev.batch_tokens_by_engine.values())
     assert 0 < evaluated < full.cost_usd
     assert ev.cost_usd == pytest.approx(full.cost_usd - (1 - BATCH_DISCOUNT) * evaluated)
+
+
+def test_the_dry_run_and_the_summary_say_what_goes_as_batches(tmp_path, capsys):
+    """semgrad run --batch eval --dry-run says the evaluation goes as batches at half price, and its estimated
+    cost is below the same run's without --batch; the end-of-run summary counts the batch calls."""
+    from semgrad.cli import main
+    from semgrad.cli._run_summary import print_summary
+
+    common = ["run", "bbh:navigate", "--data-dir", str(data_dir()), "--backend", "openai-compatible", "--model",
+              "gpt-4o-mini", "--base-url", "http://127.0.0.1:1/v1", "--train", "4", "--test", "4", "--iterations",
+              "1", "--dry-run"]  # fmt: skip
+    costs = []
+    for extra in ([], ["--batch", "eval"]):
+        assert main([*common, *extra]) == 0
+        shown = capsys.readouterr().out
+        costs.append(float(next(x for x in shown.splitlines() if x.startswith("estimated cost")).split("$")[1]))
+    assert "(--batch eval: the final evaluation's calls go as provider batches, priced at half" in shown
+    assert costs[1] < costs[0]
+    config = RunConfig("bbh:navigate", data_dir=str(data_dir()), backend="openai-compatible", model="m", train=2,
+                       test=2, iterations=1, batch="eval", batch_poll=0.001)  # fmt: skip
+    provider = BatchProvider().start()
+    try:
+        llm = openai_compatible(provider.url + "/v1", model="m", api_key="sk-test")
+        summary = run_experiment(config, tmp_path / "run", llm=llm, check_backend=False)
+    finally:
+        provider.stop()
+    capsys.readouterr()
+    print_summary(summary, tmp_path / "run")
+    lines = sum(len(b["lines"]) for b in provider.batches.values())
+    assert f"{lines} of the calls went as provider batches (--batch), priced at half" in capsys.readouterr().out
