@@ -136,7 +136,7 @@ def has_batch_api(llm: Any) -> bool:
 def is_batch_reply(response: Any) -> bool:
     """Whether a batch answered `response` (its usage says so)."""
     usage = getattr(response, "usage", None)
-    return bool(usage) and usage.get(BATCH_USAGE) == 1
+    return isinstance(usage, Mapping) and usage.get(BATCH_USAGE) == 1
 
 
 @attrs.frozen

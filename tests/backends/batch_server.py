@@ -63,6 +63,7 @@ class BatchProvider:
         self.hold_from = 1  # with `hold`: batches from this one on (1: the first created) stay in progress
         self.expire: set[str] = set()  # batch ids that expire instead of completing
         self.expire_next = 0  # the next this many batches created expire
+        self.hostile_id: str | None = None  # a batch id to answer with instead of the real one
         self.line_fault: Callable[[str, dict[str, Any]], int | None] = lambda custom_id, body: None
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -252,11 +253,11 @@ def _answer(p: BatchProvider, method: str, path: str, body: bytes, content_type:
         data = json.loads(body)
         rows = [json.loads(line) for line in p.files[data["input_file_id"]].splitlines() if line.strip()]
         batch = p.create("openai", [(row["custom_id"], row["body"]) for row in rows])
-        return 200, p.openai_status(batch)
+        return 200, {**p.openai_status(batch), **({"id": p.hostile_id} if p.hostile_id else {})}
     if method == "POST" and path == "/v1/messages/batches":
         rows = json.loads(body)["requests"]
         batch = p.create("anthropic", [(row["custom_id"], row["params"]) for row in rows])
-        return 200, p.anthropic_status(batch)
+        return 200, {**p.anthropic_status(batch), **({"id": p.hostile_id} if p.hostile_id else {})}
     match = re.fullmatch(r"/v1(/messages)?/batches/(batch_\d+)(/cancel|/results)?", path)
     if match and match.group(2) in p.batches:
         anthropic, batch_id, tail = bool(match.group(1)), match.group(2), match.group(3)

@@ -3,9 +3,13 @@ batch, partial failures reported by kind, expiry and cancellation, and a batch p
 
 from __future__ import annotations
 
+import itertools
+
 import anyio
 import anyio.lowlevel
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semgrad.backends import anthropic, openai_compatible
 from semgrad.core import GraphBuilder, LLMRequest, Message, forward, gather
@@ -234,3 +238,26 @@ def test_a_process_cancelled_during_a_batch_is_picked_up_by_the_next_without_pay
     assert batch_provider.created == 2
     assert set(batch_provider.billed.values()) == {1} and len(batch_provider.billed) == 6
     assert all(t.output_value for t in traces)
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_an_id_from_the_server_that_is_not_a_plain_id_is_refused(batch_provider: BatchProvider, kind: str):  # noqa: F811
+    """A server that names its batch '../../files' gets no request to that path: the calls fail as malformed."""
+    batch_provider.hostile_id = "../../files"
+    clock = Clock()
+    layer = batched(backend(batch_provider, kind), BatchPolicy(first_poll=1, settle=0), sleep=clock.sleep, clock=clock)
+    outcomes = _four(layer)
+    assert {o.error.kind for o in outcomes} == {"malformed"}
+    assert "not a plain id" in outcomes[0].error.message
+    assert not any("files/" in route and route.startswith("GET") for route in batch_provider.routes)
+
+
+@settings(max_examples=50)
+@given(st.floats(0, 100), st.floats(1, 4), st.floats(0, 600))
+def test_the_waits_between_polls_grow_to_their_cap(first, factor, longest):
+    """The waits start at first_poll, never shrink while below the cap, and never pass longest_poll (unless the
+    first is longer)."""
+    waits = list(itertools.islice(BatchPolicy(first_poll=first, factor=factor, longest_poll=longest).waits(), 30))
+    assert waits[0] == first
+    assert all(b >= a or b == longest for a, b in itertools.pairwise(waits))
+    assert all(w <= max(first, longest) for w in waits)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semgrad.backends import openai_compatible
+from semgrad.backends import anthropic, openai_compatible
 from semgrad.core import LLMError, LLMFailure, LLMRequest, LLMResponse, Message
 from semgrad.effects import Accounts
 from semgrad.effects._accounting import BATCH_DISCOUNT, token_cost
@@ -110,15 +110,19 @@ def test_the_budget_is_reserved_before_a_batch_is_sent(batch_provider):  # noqa:
     assert stack.tally.counters["batch_calls"] == 3 and batch_provider.calls == 0
 
 
-@pytest.mark.parametrize("phases", ["eval", "all"])
-def test_batch_eval_sends_the_final_evaluation_and_all_every_phase(tmp_path, batch_provider, phases):  # noqa: F811
+@pytest.mark.parametrize(("phases", "kind"), [("eval", "openai"), ("all", "openai"), ("eval", "anthropic")])
+def test_batch_eval_sends_the_final_evaluation_and_all_every_phase(tmp_path, batch_provider, phases, kind):  # noqa: F811
     """--batch eval: training calls are plain calls, the final evaluation's all batch calls; --batch all: no plain
-    call at all. The results count the batch calls, and the batch ids are in the ledger."""
+    call at all (OpenAI's protocol and Anthropic's). The results count the batch calls, the ids are in the ledger."""
+    backend = "openai-compatible" if kind == "openai" else "anthropic"
     config = RunConfig(
-        "bbh:navigate", data_dir=str(data_dir()), backend="openai-compatible", model="m", train=3, test=3,
+        "bbh:navigate", data_dir=str(data_dir()), backend=backend, model="m", train=3, test=3,
         iterations=1, batch=phases, batch_poll=0.001,
     )  # fmt: skip
-    llm = openai_compatible(batch_provider.url + "/v1", model="m", api_key="sk-test")
+    if kind == "openai":
+        llm = openai_compatible(batch_provider.url + "/v1", model="m", api_key="sk-test")
+    else:
+        llm = anthropic("m", base_url=batch_provider.url, api_key="sk-ant-test")
     run_experiment(config, tmp_path / "run", llm=llm, check_backend=False)
     counters = json.loads((tmp_path / "run" / "results.json").read_text("utf-8"))["counters"]
     lines = sum(len(b["lines"]) for b in batch_provider.batches.values())
