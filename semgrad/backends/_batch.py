@@ -146,6 +146,13 @@ class _BatchTransport:
             raise LLMFailure(LLMError(error.kind, f"batch API {method} {path}: {error.message}", error.retryable))
         return content
 
+    async def probe_batches(self) -> None:
+        """Ask the batch API for its latest batch (one cheap GET): an LLMFailure when the server has none (a
+        vLLM or Ollama server answers 404), before a run pays for anything it would then not evaluate."""
+        await self._exchange("GET", self._list_path)
+
+    _list_path = "/batches?limit=1"
+
     @property
     def batch_provider(self) -> str:
         """The provider the batches are kept under (a ledger's records name it)."""
@@ -223,6 +230,8 @@ class OpenAIBatches(_BatchTransport):
 
 class AnthropicBatches(_BatchTransport):
     """Anthropic's Message Batches for an `semgrad.backends.anthropic` backend (mixed into it)."""
+
+    _list_path = "/v1/messages/batches?limit=1"
 
     async def submit_batch(self, lines: Sequence[tuple[str, LLMRequest]]) -> str:
         """Create a batch of the lines; its id."""

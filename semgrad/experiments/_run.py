@@ -18,7 +18,7 @@ import attrs
 
 from .._files import write_text_atomically
 from .._lock import hold_folder
-from ..core import Example, Graph, Params, forward
+from ..core import Example, Graph, LLMFailure, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
 from ..effects._batching import BatchPolicy
@@ -433,6 +433,7 @@ class _Run:
         try:
             try:
                 await preflight(llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config))
+                await self._probe_batches()
             except SetupError:
                 if self.config.llm:
                     from ._user_code import raise_if_user_code
@@ -443,6 +444,20 @@ class _Run:
             self.ledger.add(None, self.stack.tally.take())
             self.ledger.save()
         self.stack.tally.watch_afresh()
+
+    async def _probe_batches(self) -> None:
+        """With ``--batch``, one cheap request to the provider's batch API: a server without one (a local vLLM)
+        stops the run now, before training is paid for, not at its evaluation."""
+        probe = getattr(self.stack.batcher.inner, "probe_batches", None) if self.stack.batcher else None
+        if probe is None:
+            return
+        try:
+            await probe()
+        except LLMFailure as failure:
+            raise SetupError(
+                f"--batch: the provider's batch API cannot be reached ({failure.error.message}); drop --batch for a "
+                "server without one (vLLM, Ollama, llama.cpp)"
+            ) from None
 
     def keep(self, task: Task) -> None:
         """The counts so far go to the ledger, beside fit's checkpoint."""

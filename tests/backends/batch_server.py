@@ -258,6 +258,8 @@ def _answer(p: BatchProvider, method: str, path: str, body: bytes, content_type:
         rows = json.loads(body)["requests"]
         batch = p.create("anthropic", [(row["custom_id"], row["params"]) for row in rows])
         return 200, {**p.anthropic_status(batch), **({"id": p.hostile_id} if p.hostile_id else {})}
+    if method == "GET" and path in ("/v1/batches?limit=1", "/v1/messages/batches?limit=1"):
+        return 200, {"data": [], "has_more": False}
     match = re.fullmatch(r"/v1(/messages)?/batches/(batch_\d+)(/cancel|/results)?", path)
     if match and match.group(2) in p.batches:
         anthropic, batch_id, tail = bool(match.group(1)), match.group(2), match.group(3)

@@ -14,12 +14,12 @@ from semgrad.experiments import RunConfig, run_experiment
 from semgrad.experiments._errors import SetupError
 from tests.backends.batch_server import BatchProvider, batch_provider  # noqa: F401
 
-from ._servers import DATA, results, run_args, semgrad, start, wait_for
+from ._servers import DATA, results, run_args, semgrad, server, start, wait_for  # noqa: F401
 
 BATCH = ("--batch", "eval", "--batch-poll", "0.05", "-q")
 
 
-def _kill_during_a_batch(server: BatchProvider, out: Path, nth: int) -> None:
+def _kill_during_a_batch(server: BatchProvider, out: Path, nth: int) -> None:  # noqa: F811
     """Start the run with the server holding its `nth` batch (and later ones) in progress; SIGKILL it once that
     batch exists."""
     server.hold, server.hold_from = True, nth
@@ -92,3 +92,13 @@ def test_batch_on_a_backend_without_a_batch_api_is_refused_clearly(tmp_path):
     )
     assert shown.returncode != 0 and "--batch needs a provider with a batch API" in shown.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_batch_against_a_server_without_a_batch_api_stops_before_training(tmp_path, server):  # noqa: F811
+    """--batch against an OpenAI-compatible server without /batches (a local vLLM, say) stops at the preflight with
+    one line naming --batch, exit 1, before any training call is paid for."""
+    result = semgrad(*run_args(server.url, tmp_path / "run", "--batch", "eval", "-q"))
+    assert result.returncode == 1, result.stderr
+    assert "--batch: the provider's batch API cannot be reached" in result.stderr
+    assert all(body.get("messages") for _, _, body in server.requests)
+    assert len(server.requests) <= 3  # the preflight's forward only
