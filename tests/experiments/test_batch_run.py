@@ -113,7 +113,8 @@ def test_the_budget_is_reserved_before_a_batch_is_sent(batch_provider):  # noqa:
 @pytest.mark.parametrize(("phases", "kind"), [("eval", "openai"), ("all", "openai"), ("eval", "anthropic")])
 def test_batch_eval_sends_the_final_evaluation_and_all_every_phase(tmp_path, batch_provider, phases, kind):  # noqa: F811
     """--batch eval: training calls are plain calls, the final evaluation's all batch calls; --batch all: no plain
-    call at all (OpenAI's protocol and Anthropic's). The results count the batch calls, the ids are in the ledger."""
+    call at all (OpenAI's protocol and Anthropic's). The results and the report count the batch calls, the ids are
+    in the ledger."""
     backend = "openai-compatible" if kind == "openai" else "anthropic"
     config = RunConfig(
         "bbh:navigate", data_dir=str(data_dir()), backend=backend, model="m", train=3, test=3,
@@ -133,6 +134,8 @@ def test_batch_eval_sends_the_final_evaluation_and_all_every_phase(tmp_path, bat
     else:
         assert batch_provider.calls > 0
     assert Ledger.load(tmp_path / "run").batch_records()[0].id == next(iter(batch_provider.batches))
+    report = (tmp_path / "run" / "report.html").read_text("utf-8")
+    assert "Batch calls" in report and f"{lines:,} (priced at half in the cost)" in report
 
 
 def test_the_plan_prices_the_batched_phases_at_half(tmp_path: Path):
