@@ -185,3 +185,16 @@ def test_the_dry_run_and_the_summary_say_what_goes_as_batches(tmp_path, capsys):
     print_summary(summary, tmp_path / "run")
     lines = sum(len(b["lines"]) for b in provider.batches.values())
     assert f"{lines} of the calls went as provider batches (--batch), priced at half" in capsys.readouterr().out
+
+
+def test_batch_may_be_switched_on_or_off_when_a_run_is_resumed(tmp_path):
+    """--batch and --batch-poll change how a run's calls are sent, not what it computes: a resumed run may add,
+    change or drop them."""
+    from semgrad.experiments._resume import resumed_config
+
+    saved = RunConfig("gsm8k", backend="openai-compatible", model="m")
+    assert resumed_config(saved, {"batch": "eval", "batch_poll": 1.0}, tmp_path).batch == "eval"
+    batched_run = attrs.evolve(saved, batch="all")
+    assert resumed_config(batched_run, {"batch": None}, tmp_path).batch is None
+    assert RunConfig.from_json(batched_run.to_json()) == batched_run
+    assert batched_run.differs_from(saved) == []
