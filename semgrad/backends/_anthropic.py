@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import attrs
 
 from ..core import FrozenMap, LLMRequest, LLMResponse, Message
+from ._batch import AnthropicBatches
 from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
 from ._http import HTTPBackend, setting
 
@@ -124,8 +125,9 @@ class AnthropicCodec(Codec):
         raise malformed(f"{answered} replied with no text (stop_reason {stop!r})")
 
 
-class AnthropicMessages(HTTPBackend):
-    """An async LLM over the Anthropic Messages API; see `anthropic`."""
+class AnthropicMessages(AnthropicBatches, HTTPBackend):
+    """An async LLM over the Anthropic Messages API; see `anthropic`. It offers Message Batches too
+    (`AnthropicBatches`), for `semgrad.effects`' ``batched``."""
 
     provider = "anthropic"
     factory = "anthropic"

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
+from ._batch import OpenAIBatches
 from ._codec import KEY, Codec, jsonable, malformed, refused, truncated, usage_counts
 from ._http import HTTPBackend, setting
 
@@ -128,8 +129,12 @@ class OpenAICodec(Codec):
         raise malformed(f"{answered} replied with no text (finish_reason {finish!r})")
 
 
-class OpenAICompatible(HTTPBackend):
-    """An async LLM over an OpenAI-compatible ``/chat/completions`` endpoint; see `openai_compatible`."""
+class OpenAICompatible(OpenAIBatches, HTTPBackend):
+    """An async LLM over an OpenAI-compatible ``/chat/completions`` endpoint; see `openai_compatible`.
+
+    It offers OpenAI's Batch API too (`OpenAIBatches`: ``/files`` and ``/batches``), for `semgrad.effects`'
+    ``batched``; a server without one (vLLM, Ollama) answers its first request with a 404.
+    """
 
     provider = "openai_compatible"
     factory = "openai_compatible"

@@ -65,5 +65,7 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         metric=metric,
         criteria=getattr(args, "criteria", None),
         max_items=args.max_items,
+        batch=getattr(args, "batch", None),
+        batch_poll=getattr(args, "batch_poll", 5.0),
         llm=canonical_code_spec(llm, "make") if llm else None,
     )

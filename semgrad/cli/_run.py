@@ -156,6 +156,9 @@ def _show_plan(config: Any, prices: Any, planned: Any, *, dry: bool) -> None:
         )
     if config.backend not in ("simulated", "custom"):  # your own LLM (--llm) has no price of ours
         print(f"(cost from {prices.describe()})")
+    if config.batch:
+        phases = "the final evaluation's calls" if config.batch == "eval" else "every call"
+        print(f"(--batch {config.batch}: {phases} go as provider batches, priced at half; answered within 24 hours)")
 
 
 def _dry_run(config: Any, prices: Any, planned: Any) -> int:

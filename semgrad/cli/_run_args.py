@@ -137,6 +137,20 @@ def _add_budget(run: argparse.ArgumentParser) -> None:
         help="a JSON price table {model: [usd_per_1M_in, usd_per_1M_out]} (default: the dated table shipped "
         "in semgrad/data/prices.json)",
     )
+    run.add_argument(
+        "--batch",
+        choices=("eval", "all"),
+        help="send the final evaluation (all: every phase) through the provider's batch API, one batch per "
+        "dependency level, at half price; answered within 24 hours (OpenAI's API, Anthropic). A killed run "
+        "resumed with --resume picks up its batches instead of paying again",
+    )
+    run.add_argument(
+        "--batch-poll",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds before a batch's first status poll; the waits grow from there up to a minute",
+    )
 
 
 def _add_checks(run: argparse.ArgumentParser) -> None:

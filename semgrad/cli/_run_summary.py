@@ -36,6 +36,9 @@ def print_summary(summary: RunSummary | Mapping[str, Any], out: Path) -> None:
         print(_task_line(task))
     if len(summary.tasks) > 1 or summary.unscored_tasks:
         _print_averages(summary)
+    batch_calls = summary.counters.get("batch_calls", 0) if isinstance(summary.counters, Mapping) else 0
+    if batch_calls:
+        print(f"{batch_calls} of the calls went as provider batches (--batch), priced at half")
     print(f"Wrote {out / 'results.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
 
 

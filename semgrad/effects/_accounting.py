@@ -28,6 +28,7 @@ from ._limit import estimate_tokens
 from ._routing import call, identity_of
 
 __all__ = [
+    "BATCH_DISCOUNT",
     "AccountingReport",
     "Accounts",
     "Amount",
@@ -149,6 +150,9 @@ class Amount:
             calls, so never in `calls`. A call retried counts once; one answered from a cache
             counts as a cache hit instead.
         tool_errors: Of those, tool calls that failed (raised, or ran out of time) after their retries.
+        batch_calls: Of the calls, those a provider's batch answered (``batched``).
+        batch_input_tokens, batch_output_tokens: Of the tokens, those of the batch calls: priced at
+            `BATCH_DISCOUNT` of the table's rates.
     """
 
     calls: int = 0
@@ -159,6 +163,9 @@ class Amount:
     memo_hits: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    batch_calls: int = 0
+    batch_input_tokens: int = 0
+    batch_output_tokens: int = 0
 
     def __add__(self, other: Amount) -> Amount:
         return Amount(
@@ -170,7 +177,20 @@ class Amount:
             self.memo_hits + other.memo_hits,
             self.tool_calls + other.tool_calls,
             self.tool_errors + other.tool_errors,
+            self.batch_calls + other.batch_calls,
+            self.batch_input_tokens + other.batch_input_tokens,
+            self.batch_output_tokens + other.batch_output_tokens,
         )
+
+    def cost(self, price: tuple[float, float]) -> float:
+        """USD for these tokens at `price`, the batch calls' at `BATCH_DISCOUNT` of it.
+
+        Examples:
+            >>> Amount(calls=2, input_tokens=2_000_000, batch_calls=1, batch_input_tokens=1_000_000).cost((1.0, 0.0))
+            1.5
+        """
+        full = token_cost(price, self.input_tokens, self.output_tokens)
+        return full - (1 - BATCH_DISCOUNT) * token_cost(price, self.batch_input_tokens, self.batch_output_tokens)
 
     @property
     def hits(self) -> int:
@@ -181,6 +201,11 @@ class Amount:
 _AMOUNT_FIELDS = tuple(f.name for f in attrs.fields(Amount))
 #: Fields an accounts line written before tools were counted lacks (read as 0).
 _LATER_AMOUNT_FIELDS = frozenset({"tool_calls", "tool_errors"})
+#: The amount's fields an older ``to_json`` wrote without (read as 0).
+_NEWER_FIELDS = ("batch_calls", "batch_input_tokens", "batch_output_tokens")
+
+#: What a batch call costs, as a share of the same call's price (OpenAI's Batch API, Anthropic's Message Batches).
+BATCH_DISCOUNT = 0.5
 _LINE_FIELDS = tuple(f.name for f in attrs.fields(Line))
 
 
@@ -249,6 +274,8 @@ class Accounts:
             return self.add(line, Amount(memo_hits=1))
         usage = getattr(response, "usage", None) or {}
         used = _count(usage.get("input_tokens", 0)), _count(usage.get("output_tokens", 0))
+        if usage.get("batch") == 1:  # a provider's batch answered it (`semgrad.effects._batching.BATCH_USAGE`)
+            return self.add(line, Amount(1, 0, *used, 0, 0, 1, *used))
         return self.add(line, Amount(calls=1, input_tokens=used[0], output_tokens=used[1]))
 
     def total(self) -> Amount:
@@ -284,7 +311,7 @@ class Accounts:
             price = price_of(prices, model)
             if price is None:
                 return None
-            total += token_cost(price, amount.input_tokens, amount.output_tokens)
+            total += amount.cost(price)
         return total
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -304,6 +331,8 @@ class Accounts:
         for entry in value:
             if isinstance(entry, dict) and not _LATER_AMOUNT_FIELDS & set(entry):
                 entry = {**entry, **dict.fromkeys(_LATER_AMOUNT_FIELDS, 0)}  # written before tools were counted
+            if isinstance(entry, dict) and not set(_NEWER_FIELDS) & set(entry):
+                entry = {**entry, **dict.fromkeys(_NEWER_FIELDS, 0)}  # written before batch calls were kept
             if not (isinstance(entry, dict) and set(entry) == set(_LINE_FIELDS) | set(_AMOUNT_FIELDS)):
                 raise ValueError(f"{source}: an accounts line must have exactly the fields of a Line and an Amount")
             if not all(isinstance(entry[k], str) and len(entry[k]) <= 1000 for k in _LINE_FIELDS):
@@ -399,7 +428,7 @@ def accounting_report(accounts: Accounts, prices: Prices | None = None) -> Accou
 def _usage_row(key: tuple[str, str], amount: Amount, prices: Prices | None) -> UsageRow:
     price = price_of(prices, key[1]) if prices is not None else None
     tokens = amount.input_tokens, amount.output_tokens
-    cost = token_cost(price, *tokens) if price is not None else None
+    cost = amount.cost(price) if price is not None else None
     return UsageRow(key[0], key[1], amount.calls, amount.errors, *tokens, cost)
 
 

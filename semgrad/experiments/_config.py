@@ -38,6 +38,8 @@ METRIC_NAMES = ("exact", "normalized", "numeric", "judge")
 #: "official": the gate scores candidates on the training items and that forward is reused
 #: (the official code's loop); "heldout": the gate scores them on a disjoint validation split.
 PROTOCOLS = ("official", "heldout")
+#: What ``--batch`` may send as provider batches: the final evaluation, or every phase.
+BATCH_PHASES = ("eval", "all")
 #: The paper's baselines as their packages run them (see `semgrad.core.optim`).
 BASELINES = ("textgrad", "optoprime", "copro", "gepa")
 #: The Pareto searches: GEPA's (a baseline) and ours, driven by semantic gradients; ``--minibatch`` and
@@ -202,11 +204,19 @@ class RunConfig:
     #: loaded only when typed.
     llm: str | None = None
 
+    #: ``--batch``: "eval" sends the final evaluation as provider batches (half price, answered within a
+    #: day), "all" training too; None: every call is made at once. `batch_poll`: seconds before a batch's
+    #: first status poll (the waits grow from there, up to a minute or `batch_poll`).
+    batch: str | None = attrs.field(default=None, validator=attrs.validators.optional(_choice(BATCH_PHASES, "--batch")))
+    batch_poll: float = attrs.field(default=5.0, validator=_at_least(0, strictly=True))
+
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (
         "iterations",
         "concurrency",
         "timeout",
+        "batch",
+        "batch_poll",
         "cache",
         "max_calls",
         "max_tokens",
@@ -265,6 +275,11 @@ class RunConfig:
                 )
         elif self.criteria and self.metric != "judge":
             raise ValueError("--criteria is for --metric judge")
+        if self.batch and self.backend == "simulated":
+            raise ValueError(
+                "--batch needs a provider with a batch API (--backend openai-compatible on OpenAI's API, or "
+                "anthropic); the simulated backend has none: drop --batch"
+            )
 
     @param.validator
     def _check_param(self, attribute: Any, value: str | None) -> None:

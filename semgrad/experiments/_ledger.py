@@ -14,6 +14,10 @@ ledger records how many lines of the run's journal (``journal.jsonl``, see
 lines past that mark (`Ledger.absorb`); only calls in flight at the kill go
 uncounted.
 
+With ``--batch`` it also keeps every provider batch the run created (``batches``: provider, id and the
+ids of its lines), written the moment the batch exists: a killed process's batches are picked up by the
+resumed one (`semgrad.effects._batching.batched`'s ``known``), never paid for again.
+
 It is written with `semgrad.effects._checkpoint.write_checkpoint` (atomically)
 and read with its decoder; then every field is checked, and anything
 unexpected is refused with one line naming the file.
@@ -30,12 +34,15 @@ from typing import Any
 
 from ..core import Example, Params
 from ..effects import CheckpointError
+from ..effects._batching import BatchRecord
 from ..effects._checkpoint import encode, read_checkpoint, write_checkpoint
 from ._run_stack import add_counters, counters_of, empty_counters
 
 __all__ = ["Ledger", "params_digest"]
 
 SPLITS = ("train", "validation", "test", "initial_test")
+#: The most batches a ledger may name (a run makes a few per evaluation split and level).
+MAX_BATCHES = 100_000
 
 
 def params_digest(params: Params, examples: Sequence[Example] = ()) -> str:
@@ -58,20 +65,25 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
-#: The counters' keys before hits and tokens by model were kept (a ledger written then still loads).
-_OLD_KEYS = frozenset(empty_counters()) - {"hits", "tokens_by_model"}
+#: The counters' keys before batch calls were kept, and before hits and tokens by model were (a ledger written
+#: then still loads).
+_BATCH_KEYS = frozenset({"batch_calls", "batch_tokens_by_model"})
+_OLD_KEYS = (
+    frozenset(empty_counters()) - _BATCH_KEYS,
+    frozenset(empty_counters()) - _BATCH_KEYS - {"hits", "tokens_by_model"},
+)
 
 
 def _check_counters(value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) not in (set(empty_counters()), _OLD_KEYS):
+    if not isinstance(value, dict) or set(value) not in (set(empty_counters()), *_OLD_KEYS):
         return False
-    if not all(_is_count(value[k]) for k in ("calls", "errors", "input_tokens", "output_tokens")):
+    if not all(_is_count(value.get(k, 0)) for k in ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")):
         return False
     for key in ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits"):
         inner = value.get(key, {})
         if not isinstance(inner, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in inner.items()):
             return False
-    for key in ("tokens_by_engine", "tokens_by_model"):
+    for key in ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model"):
         tokens = value.get(key, {})
         if not (
             isinstance(tokens, dict)
@@ -175,6 +187,8 @@ class Ledger:
         }
         #: Lines of the run's journal whose calls these counters hold (the calls past it: see `absorb`).
         self.journal: int = int((data or {}).get("journal", 0))
+        #: The provider batches the run created (`BatchRecord.to_json`'s form), oldest first.
+        self.batches: list[dict[str, Any]] = list((data or {}).get("batches") or [])
         self.journal_source: Any = None  # the run's `Journal`: `save` records its lines
         # Each task's entry in `encode`'s form, as last saved; a task that changed since is left out. A run
         # saves after every iteration and split, and a task's predictions are most of the file: encoding
@@ -195,8 +209,11 @@ class Ledger:
         data = content.get("ledger")
         ok = (
             isinstance(data, dict)
-            and set(data) in ({"preflight", "tasks"}, {"preflight", "tasks", "journal"})
+            and {"preflight", "tasks"} <= set(data) <= {"preflight", "tasks", "journal", "batches"}
             and _is_count(data.get("journal", 0))
+            and isinstance(data.get("batches", []), list)
+            and len(data.get("batches", [])) <= MAX_BATCHES
+            and all(BatchRecord.from_json(b) is not None for b in data.get("batches", []))
             and _check_counters(data["preflight"])
             and isinstance(data["tasks"], dict)
             and all(isinstance(k, str) and _check_task(v) for k, v in data["tasks"].items())
@@ -226,6 +243,16 @@ class Ledger:
             self.add(task, counters_of(accounts))
         self.journal = journal.lines
         self.journal_source = journal
+
+    def batch_records(self) -> tuple[BatchRecord, ...]:
+        """The batches the run created (for the run's stack to pick up)."""
+        found = (BatchRecord.from_json(b) for b in self.batches)
+        return tuple(record for record in found if record is not None)
+
+    def batch_created(self, record: BatchRecord) -> None:
+        """Keep a batch the run just created, and write the ledger now: a kill from here on loses nothing."""
+        self.batches.append(record.to_json())
+        self.save()
 
     def counters(self, task: str) -> dict[str, Any]:
         """A task's counters over every process so far."""
@@ -285,5 +312,8 @@ class Ledger:
             if name not in self._encoded:
                 self._encoded[name] = encode(entry)
         tasks = {"$dict": [[name, self._encoded[name]] for name in self.tasks]}
-        ledger = {"$dict": [["preflight", encode(self.preflight)], ["tasks", tasks], ["journal", self.journal]]}
+        entries = [["preflight", encode(self.preflight)], ["tasks", tasks], ["journal", self.journal]]
+        if self.batches:
+            entries.append(["batches", encode(self.batches)])
+        ledger = {"$dict": entries}
         write_checkpoint(self.path, {}, encoded={"ledger": ledger})

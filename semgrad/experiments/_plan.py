@@ -36,6 +36,7 @@ from ..backends.fake import HashLLM, reply_forward
 from ..core import Example, FrozenMap, Graph, LLMRequest, LLMResponse, Params
 from ..core.optim import evaluate
 from ..effects import Runner, as_trainable, fit, run_loop
+from ..effects._accounting import BATCH_DISCOUNT
 from ..tasks import Task
 from ._config import RunConfig, make_optimizer
 from ._prices import estimate_cost
@@ -86,6 +87,8 @@ class RunPlan:
         estimate: True when a task is a system written as Python: its calls are those of the branches and
             loops its runs took against the counting fake, an estimate, not a bound (a real run may take
             others; a budget, ``--max-calls``, stays a hard cap).
+        batch_tokens_by_engine: Of `tokens_by_engine`, those of the calls ``--batch`` sends as provider
+            batches (priced at half in `cost_usd`).
     """
 
     config: RunConfig
@@ -96,6 +99,7 @@ class RunPlan:
     preflight_calls: int
     scaled: tuple[tuple[str, str], ...] = ()
     estimate: bool = False
+    batch_tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
 
     @property
     def calls(self) -> FrozenMap[tuple[str, str], int]:
@@ -148,14 +152,15 @@ class _Counter:
         self.by_engine: dict[str, tuple[int, int]] = {}
         self.keep = keep
         self.requests: dict[str, list[LLMRequest]] = {}  # the first `keep` requests per purpose
+        self.batched: tuple[str, ...] = ()  # the phases whose calls go as provider batches (``--batch``)
+        self.batch_by_engine: dict[str, tuple[int, int]] = {}  # their tokens, of `by_engine`'s
 
     def __call__(self, request: LLMRequest) -> LLMResponse:
         key = (self.phase, request.engine, request.purpose)
         self.calls[key] = self.calls.get(key, 0) + 1
         size = self.output_tokens.get(request.purpose, 200)
         used_in = sum(estimate_tokens(m.content) for m in request.messages)
-        before = self.by_engine.get(request.engine, (0, 0))
-        self.by_engine[request.engine] = (before[0] + used_in, before[1] + size)
+        self._count(request.engine, used_in, size)
         if self.keep:
             kept = self.requests.setdefault(request.purpose, [])
             if len(kept) < self.keep:
@@ -170,8 +175,12 @@ class _Counter:
         for key, n in calls.items():
             self.calls[key] = self.calls.get(key, 0) + n
         for engine, (used_in, used_out) in tokens.items():
-            before = self.by_engine.get(engine, (0, 0))
-            self.by_engine[engine] = (before[0] + used_in, before[1] + used_out)
+            self._count(engine, used_in, used_out)
+
+    def _count(self, engine: str, used_in: int, used_out: int) -> None:
+        for tokens in (self.by_engine, self.batch_by_engine) if self.phase in self.batched else (self.by_engine,):
+            before = tokens.get(engine, (0, 0))
+            tokens[engine] = (before[0] + used_in, before[1] + used_out)
 
 
 def plan(
@@ -198,6 +207,7 @@ def plan(
     loaded = tuple(tasks) if tasks is not None else load_run_tasks(config)
     check_protocol(config, loaded)
     counter = counter if counter is not None else _Counter(output_tokens)
+    counter.batched = {"eval": ("evaluate",), "all": PHASES}.get(config.batch or "", ())
     scaled = run_loop(_drive, config, loaded, counter)
     graph, params = loaded[0].build()
     recorded = not isinstance(graph, Graph)
@@ -206,12 +216,13 @@ def plan(
         loaded,
         FrozenMap(sorted(counter.calls.items())),
         FrozenMap(sorted(counter.by_engine.items())),
-        _cost(config, counter.by_engine, prices),
+        _cost(config, counter.by_engine, prices, counter.batch_by_engine),
         run_loop(_recorded_preflight, config, loaded[0], counter.output_tokens)
         if recorded
         else sum(1 for node in graph.nodes.values() if node.kind == "llm"),
         tuple(scaled),
         estimate=recorded or any(not isinstance(t.build()[0], Graph) for t in loaded[1:]),
+        batch_tokens_by_engine=FrozenMap(sorted(counter.batch_by_engine.items())),
     )
 
 
@@ -297,8 +308,14 @@ async def _evaluate(
 
 
 def _cost(
-    config: RunConfig, by_engine: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
+    config: RunConfig,
+    by_engine: Mapping[str, tuple[int, int]],
+    prices: Mapping[str, tuple[float, float]] | None,
+    batch_by_engine: Mapping[str, tuple[int, int]] | None = None,
 ) -> float | None:
+    """The estimated cost: every token at the table's rates, those of batch calls at `BATCH_DISCOUNT` of them."""
     if config.backend == "simulated":
         return 0.0  # offline: nothing to pay
-    return estimate_cost(config, by_engine, prices)
+    full = estimate_cost(config, by_engine, prices)
+    batch = estimate_cost(config, batch_by_engine, prices) if batch_by_engine else 0.0
+    return None if full is None or batch is None else full - (1 - BATCH_DISCOUNT) * batch

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from .._files import read_regular_text, unreadable
-from ..effects._accounting import price_of, token_cost
+from ..effects._accounting import BATCH_DISCOUNT, price_of, token_cost
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -141,6 +141,7 @@ def estimate_cost(config: Any, tokens_by_role: Mapping[str, tuple[int, int]], pr
 def run_cost(config: Any, counters: Mapping[str, Any], prices: Prices | None) -> float | None:
     """USD for a run's billed tokens, each priced by the model that answered (``tokens_by_model``); by the
     model each role was configured with when some reply named no model (or an older ledger kept none).
+    The tokens of batch calls (``batch_tokens_by_model``) cost `BATCH_DISCOUNT` of that.
 
     Examples:
         >>> from semgrad.experiments import RunConfig
@@ -148,9 +149,25 @@ def run_cost(config: Any, counters: Mapping[str, Any], prices: Prices | None) ->
         ...             "output_tokens": 0, "tokens_by_engine": {"forward": [2_000_000, 0]}}
         >>> run_cost(RunConfig("gsm8k", model="other"), counters, {"m": (0.5, 2.0), "other": (9.0, 9.0)})
         1.0
+        >>> run_cost(RunConfig("gsm8k"), {**counters, "batch_tokens_by_model": {"m-2024-01-01": [2_000_000, 0]}},
+        ...          {"m": (0.5, 2.0)})  # the same calls made as a batch: half
+        0.5
     """
     if not prices:
         return None
+    full = _full_cost(config, counters, prices)
+    if full is None:
+        return None
+    for model, (used_in, used_out) in (counters.get("batch_tokens_by_model") or {}).items():
+        price = price_of(prices, model or config.model or "")
+        if price is None:
+            return None
+        full -= (1 - BATCH_DISCOUNT) * token_cost(price, used_in, used_out)
+    return full
+
+
+def _full_cost(config: Any, counters: Mapping[str, Any], prices: Prices) -> float | None:
+    """`run_cost` with every call at the table's rates (no batch discount)."""
     by_model = counters.get("tokens_by_model") or {}
     named = sum(used[0] + used[1] for model, used in by_model.items() if model)
     if named == int(counters.get("input_tokens", 0)) + int(counters.get("output_tokens", 0)):

@@ -59,7 +59,7 @@ __all__ = ["load_saved_config", "resumed_config"]
 #: The largest config.json read back (real ones are a kilobyte or two).
 CONFIG_BYTES = 2**20
 #: May change freely on resume: how the run runs, not what it computes.
-_FREE = ("concurrency", "timeout", "cache", "simulated_latency", "max_items")
+_FREE = ("concurrency", "timeout", "cache", "simulated_latency", "max_items", "batch", "batch_poll")
 #: May only grow on resume (None means no limit, the largest).
 _GROW = ("iterations", "max_calls", "max_tokens")
 

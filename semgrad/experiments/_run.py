@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,10 +18,11 @@ import attrs
 
 from .._files import write_text_atomically
 from .._lock import hold_folder
-from ..core import Example, Graph, Params, forward
+from ..core import Example, Graph, LLMFailure, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..core.programs import run_system
 from ..effects import CheckpointError, FitProgress, FitResult, Runner, as_trainable, fit, run_loop
+from ..effects._batching import BatchPolicy
 from ..effects._routing import call
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
@@ -35,7 +37,7 @@ from ._ledger import Ledger
 from ._predictions import predictions_json
 from ._prices import DEFAULT_MODELS, estimate_cost, run_cost
 from ._results import RunSummary
-from ._run_stack import MAX_ERROR_SHARE, RunStack, error_share, failures, kinds_text
+from ._run_stack import MAX_ERROR_SHARE, Batching, RunStack, error_share, failures, kinds_text
 from ._run_tasks import check_protocol, load_run_tasks, loss_for, metric_name, task_loss
 
 if TYPE_CHECKING:
@@ -127,8 +129,22 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
     )
 
 
-def run_stack(config: RunConfig, backend: Any, journal: Journal | None = None) -> RunStack:
-    """The one middleware stack a run's every phase calls through (see `RunStack`)."""
+def run_stack(
+    config: RunConfig, backend: Any, journal: Journal | None = None, ledger: Ledger | None = None
+) -> RunStack:
+    """The one middleware stack a run's every phase calls through (see `RunStack`); with ``--batch``, its
+    batches are kept in `ledger` as soon as they exist, and those it already names are picked up.
+
+    Raises:
+        SetupError: ``--batch`` on a backend without a batch API.
+    """
+    batch = None
+    if config.batch:
+        poll = config.batch_poll
+        policy = BatchPolicy(first_poll=poll, longest_poll=max(60.0, poll), settle=min(0.25, poll))
+        known = ledger.batch_records() if ledger is not None else ()
+        on_created = ledger.batch_created if ledger is not None else None
+        batch = Batching(config.batch, policy, known, on_created, _say)
     return RunStack(
         backend,
         journal=journal,
@@ -138,7 +154,12 @@ def run_stack(config: RunConfig, backend: Any, journal: Journal | None = None) -
         concurrency=config.concurrency,
         cache=config.cache,
         timeout=config.timeout,
+        batch=batch,
     )
+
+
+def _say(message: str) -> None:
+    print(f"semgrad: {message}", file=sys.stderr)
 
 
 def _runner_timeout(config: RunConfig) -> float | None:
@@ -241,7 +262,7 @@ def run_experiment(
         ledger = Ledger.load(out) if resume else Ledger(out)
         journal = Journal.open(out, resume=resume)
         ledger.absorb(journal)  # the calls a killed process made after its last save reach the totals
-        stack = run_stack(config, backend, journal)
+        stack = run_stack(config, backend, journal, ledger)
         if hasattr(on_reply, "watch"):
             on_reply.watch(stack.llm)  # type: ignore[union-attr]
         # A backend the run built shares one connection pool over every call (each would open its own
@@ -418,6 +439,7 @@ class _Run:
         try:
             try:
                 await preflight(llm, task, self.config.sampling()["forward"], timeout=_runner_timeout(self.config))
+                await self._probe_batches()
             except SetupError:
                 if self.config.llm:
                     from ._user_code import raise_if_user_code
@@ -428,6 +450,20 @@ class _Run:
             self.ledger.add(None, self.stack.tally.take())
             self.ledger.save()
         self.stack.tally.watch_afresh()
+
+    async def _probe_batches(self) -> None:
+        """With ``--batch``, one cheap request to the provider's batch API: a server without one (a local vLLM)
+        stops the run now, before training is paid for, not at its evaluation."""
+        probe = getattr(self.stack.batcher.inner, "probe_batches", None) if self.stack.batcher else None
+        if probe is None:
+            return
+        try:
+            await probe()
+        except LLMFailure as failure:
+            raise SetupError(
+                f"--batch: the provider's batch API cannot be reached ({failure.error.message}); drop --batch for a "
+                "server without one (vLLM, Ollama, llama.cpp)"
+            ) from None
 
     def keep(self, task: Task) -> None:
         """The counts so far go to the ledger, beside fit's checkpoint."""
@@ -454,6 +490,7 @@ class _Run:
     async def train(self, task: Task, graph: Graph, params: Params, ckpt: Path) -> FitResult:
         """`fit` the task's params through the run's stack, checkpointing to `ckpt`."""
         config = self.config
+        self.stack.batching = self.stack.batched_in("train")
 
         def progress(event: FitProgress) -> None:
             if event.phase == "done":
@@ -475,7 +512,7 @@ class _Run:
             checkpoint=ckpt,
             resume=ckpt if self.resume and ckpt.exists() else None,
             on_progress=progress,
-            max_concurrency=config.concurrency,
+            max_concurrency=None if self.stack.batching else config.concurrency,
             timeout=_runner_timeout(config),
             options=config.sampling(),
             on_reply=self.on_reply,
@@ -489,9 +526,10 @@ class _Run:
         earlier process of this run is read from the ledger, not asked again)."""
         config, stack, ledger = self.config, self.stack, self.ledger
         structure, systems = as_trainable(graph)
+        stack.batching = stack.batched_in("eval")  # a batch's calls must be in flight together: no runner limit
         runner = Runner(
             stack.llm,
-            max_concurrency=config.concurrency,
+            max_concurrency=None if stack.batching else config.concurrency,
             timeout=_runner_timeout(config),
             on_reply=self.on_reply,
             systems=systems,
@@ -517,6 +555,7 @@ class _Run:
                     test = scored.predictions if split == "test" else None
                     ledger.evaluated(task.name, split, p, score, test, examples)
             self.keep(task)
+        stack.batching = False
         return scored
 
 

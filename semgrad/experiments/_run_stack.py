@@ -16,6 +16,11 @@ construction::
 * the run's journal (`semgrad.experiments._journal`) when the run has a folder:
   every finished call is appended to ``journal.jsonl``, and a resumed run's
   identical requests are answered from it;
+* with ``--batch``, a switch below the budget sends the calls of the phases that may wait (the final
+  evaluation; with ``all``, training too: `RunStack.batching`) to `semgrad.effects._batching.batched`, one
+  provider batch per dependency level, at half price; those calls skip the concurrency limit and the
+  per-attempt deadline (a batch may take hours) but keep the budget (reserved per call before the batch is
+  sent) and the retries (a failed line goes into a later batch);
 * the tally, on top, keeps the run's `semgrad.effects.Accounts` (calls, tokens
   and errors by kind, purpose, engine and model; a reply the cache or the journal
   answered is a hit there, never a call, and costs no tokens) and *halts* the run
@@ -33,14 +38,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
 from ..effects import Accounts, budgeted, cached, limited, memoized, retrying
+from ..effects._batching import BatchPolicy, BatchRecord, batched, has_batch_api
 from ..effects._routing import Middleware, call, identity_of
+from ._errors import SetupError
 
 __all__ = [
     "FAIL_FAST_CALLS",
     "MAX_ERROR_SHARE",
+    "Batching",
     "RunStack",
     "add_counters",
     "counters_of",
@@ -58,17 +67,19 @@ MAX_ERROR_SHARE = 0.1
 _NOT_FAILURES = ("budget", "halted")
 
 _MAPS = ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits")
-_PAIRS = ("tokens_by_engine", "tokens_by_model")
-_INTS = ("calls", "errors", "input_tokens", "output_tokens")
+_PAIRS = ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model")
+_INTS = ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")
 
 
 def empty_counters() -> dict[str, Any]:
     """Counters with nothing counted yet: ``calls`` are billed calls (failed ones included); ``hits``
-    the requests a cache or the journal (``"cache"``) or a memo (``"memo"``) answered, apart.
+    the requests a cache or the journal (``"cache"``) or a memo (``"memo"``) answered, apart; ``batch_calls``
+    and ``batch_tokens_by_model`` the calls a provider's batch answered and their tokens (of ``calls`` and
+    ``tokens_by_model``), priced at half.
 
     Examples:
         >>> sorted(empty_counters())[:3]
-        ['calls', 'calls_by_engine', 'calls_by_purpose']
+        ['batch_calls', 'batch_tokens_by_model', 'calls']
     """
     return {
         "calls": 0,
@@ -81,6 +92,8 @@ def empty_counters() -> dict[str, Any]:
         "errors": 0,
         "errors_by_kind": {},
         "hits": {},
+        "batch_calls": 0,
+        "batch_tokens_by_model": {},
     }
 
 
@@ -109,6 +122,11 @@ def counters_of(accounts: Accounts) -> dict[str, Any]:
             for key, name in (("tokens_by_engine", line.engine), ("tokens_by_model", line.model)):
                 before = c[key].get(name, [0, 0])
                 c[key][name] = [before[0] + amount.input_tokens, before[1] + amount.output_tokens]
+        if amount.batch_calls:
+            c["batch_calls"] += amount.batch_calls
+            before = c["batch_tokens_by_model"].get(line.model, [0, 0])
+            used = [before[0] + amount.batch_input_tokens, before[1] + amount.batch_output_tokens]
+            c["batch_tokens_by_model"][line.model] = used
         for kind, n in (("cache", amount.cache_hits), ("memo", amount.memo_hits)):
             if n:
                 c["hits"][kind] = c["hits"].get(kind, 0) + n
@@ -301,6 +319,39 @@ class _Deadline(Middleware):
         return f"deadline({self.inner!r}, {self.timeout!r})"
 
 
+class _Switch(Middleware):
+    """`inner`, or `batch` while the run's stack is batching (`RunStack.batching`); answers as `inner`."""
+
+    def __init__(self, inner: Any, batch: Any, stack: RunStack) -> None:
+        self.inner, self.batch, self.stack = inner, batch, stack
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        response: LLMResponse = await call(self.batch if self.stack.batching else self.inner, request)
+        return response
+
+    def __repr__(self) -> str:
+        return f"switch({self.inner!r}, batch={self.batch!r})"
+
+
+@attrs.frozen
+class Batching:
+    """How a run sends batches (``--batch``).
+
+    Attributes:
+        phases: ``"eval"`` (the final evaluation) or ``"all"`` (training too).
+        policy: How they are polled.
+        known: The batches earlier processes of the run created (from its ledger).
+        on_created: Told each batch as soon as it is created (the run keeps it in its ledger).
+        say: Told of failed lines by kind, in one line per batch.
+    """
+
+    phases: str
+    policy: BatchPolicy = BatchPolicy()
+    known: tuple[BatchRecord, ...] = ()
+    on_created: Any = None
+    say: Any = None
+
+
 class RunStack:
     """The middleware stack of one run (see the module doc); use `llm` for every call of every phase.
 
@@ -313,6 +364,10 @@ class RunStack:
         cache: An SQLite file for `cached` (None: no cache).
         fail_fast: Halt when this many first calls all failed.
         journal: The run's `Journal` (None: no journal).
+        batch: How to send batches (``--batch``; None: never).
+
+    Raises:
+        SetupError: `batch` is given for a backend without a batch API.
 
     Examples:
         >>> import anyio
@@ -341,16 +396,36 @@ class RunStack:
         fail_fast: int = FAIL_FAST_CALLS,
         timeout: float | None = None,
         journal: Any = None,
+        batch: Batching | None = None,
     ) -> None:
+        #: Whether the calls go as batches now (the phases `batch` names set it; never without `batch`).
+        self.batching = False
+        self.batcher: Any = None
+        if batch is not None:
+            if not has_batch_api(backend):
+                raise SetupError(
+                    f"--batch needs a provider with a batch API (openai-compatible on OpenAI's API, anthropic); "
+                    f"{type(backend).__name__} has none: drop --batch"
+                )
+            self.batcher = batched(backend, batch.policy, known=batch.known, on_created=batch.on_created, say=batch.say)
+            backend = _Switch(backend, self.batcher, self)
+        self.batch = batch
         self.budget = budgeted(backend, max_calls=max_calls, max_tokens=max_tokens)
         llm: Any = self.budget
         if real:
             llm = limited(retrying(_Deadline(llm, timeout) if timeout else llm), max_concurrency=concurrency)
+        if batch is not None:  # a batch's calls skip the limit and the deadline, and keep the budget and retries
+            llm = _Switch(llm, retrying(self.budget), self)
         self.cache = cached(llm, path=cache) if cache else None
         llm = self.cache or llm
         self.journal = journal
         self.tally = _Tally(journal.wrap(llm) if journal is not None else llm, fail_fast)
         self.llm: Any = self.tally
+
+    def batched_in(self, phase: str) -> bool:
+        """Whether `phase` (``"eval"``, ``"train"``) sends its calls as batches: the final evaluation with any
+        ``--batch``, training with ``--batch all``."""
+        return self.batch is not None and (phase == "eval" or self.batch.phases == "all")
 
     def memoized(self) -> Any:
         """The run's LLM behind an in-run memo (the official protocol's): its answers are counted as memo hits

@@ -307,12 +307,24 @@ def _tokens_text(results: Mapping[str, Any], tokens: Mapping[str, Any]) -> str:
 
 def _usage_rows(results: Mapping[str, Any]) -> list[Row]:
     calls, tokens = as_mapping(results.get("calls")), as_mapping(results.get("tokens"))
-    return [
-        ("Calls by purpose", _counts(calls.get("by_purpose")) + _unsent(results), ""),
-        ("Calls by role", _counts(calls.get("by_role")), ""),
-        ("Tokens", _tokens_text(results, tokens), ""),
-        ("Cost", esc(money(results.get("cost_usd"))), ""),
-    ] + _hits_row(results)
+    return (
+        [
+            ("Calls by purpose", _counts(calls.get("by_purpose")) + _unsent(results), ""),
+            ("Calls by role", _counts(calls.get("by_role")), ""),
+            ("Tokens", _tokens_text(results, tokens), ""),
+            ("Cost", esc(money(results.get("cost_usd"))), ""),
+        ]
+        + _hits_row(results)
+        + _batch_row(results)
+    )
+
+
+def _batch_row(results: Mapping[str, Any]) -> list[Row]:
+    """The calls a provider's batch answered (``--batch``): counted in the calls, priced at half in the cost."""
+    n = as_mapping(results.get("counters")).get("batch_calls")
+    if type(n) is not int or n <= 0:
+        return []
+    return [("Batch calls", esc(f"{count(n)} (priced at half in the cost)"), "")]
 
 
 def _hits_row(results: Mapping[str, Any]) -> list[Row]:
