@@ -275,7 +275,17 @@ class Accounts:
         usage = getattr(response, "usage", None) or {}
         used = _count(usage.get("input_tokens", 0)), _count(usage.get("output_tokens", 0))
         if usage.get("batch") == 1:  # a provider's batch answered it (`semgrad.effects._batching.BATCH_USAGE`)
-            return self.add(line, Amount(1, 0, *used, 0, 0, 1, *used))
+            return self.add(
+                line,
+                Amount(
+                    calls=1,
+                    input_tokens=used[0],
+                    output_tokens=used[1],
+                    batch_calls=1,
+                    batch_input_tokens=used[0],
+                    batch_output_tokens=used[1],
+                ),
+            )
         return self.add(line, Amount(calls=1, input_tokens=used[0], output_tokens=used[1]))
 
     def total(self) -> Amount:

@@ -209,7 +209,16 @@ class Journal:
             usage = entry.get("usage", {})
             used = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
             batch = usage.get("batch") == 1  # a provider's batch answered it: its tokens are priced at half
-            amount = Amount(1, 1 if error else 0, *used, 0, 0, int(batch), *(used if batch else (0, 0)))
+            batched = used if batch else (0, 0)
+            amount = Amount(
+                calls=1,
+                errors=1 if error else 0,
+                input_tokens=used[0],
+                output_tokens=used[1],
+                batch_calls=int(batch),
+                batch_input_tokens=batched[0],
+                batch_output_tokens=batched[1],
+            )
             line = Line(entry["engine"], entry["purpose"], entry["model"], error)
             by_task[entry["task"]] = by_task.get(entry["task"], Accounts()).add(line, amount)
         yield from by_task.items()
