@@ -64,4 +64,5 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         criteria=getattr(args, "criteria", None),
         max_items=args.max_items,
         llm=canonical_code_spec(llm, "make") if llm else None,
+        prompt_cache=getattr(args, "prompt_cache", "on") == "on",
     )

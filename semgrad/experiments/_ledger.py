@@ -58,12 +58,14 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
-#: The counters' keys before hits and tokens by model were kept (a ledger written then still loads).
-_OLD_KEYS = frozenset(empty_counters()) - {"hits", "tokens_by_model"}
+#: The counters' keys before hits and tokens by model were kept, and before cached tokens were (a ledger
+#: written then still loads).
+_OLD_KEYS = frozenset(empty_counters()) - {"hits", "tokens_by_model", "prompt_cache_by_model"}
+_BEFORE_CACHED = frozenset(empty_counters()) - {"prompt_cache_by_model"}
 
 
 def _check_counters(value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) not in (set(empty_counters()), _OLD_KEYS):
+    if not isinstance(value, dict) or set(value) not in (set(empty_counters()), _BEFORE_CACHED, _OLD_KEYS):
         return False
     if not all(_is_count(value[k]) for k in ("calls", "errors", "input_tokens", "output_tokens")):
         return False
@@ -71,7 +73,7 @@ def _check_counters(value: Any) -> bool:
         inner = value.get(key, {})
         if not isinstance(inner, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in inner.items()):
             return False
-    for key in ("tokens_by_engine", "tokens_by_model"):
+    for key in ("tokens_by_engine", "tokens_by_model", "prompt_cache_by_model"):
         tokens = value.get(key, {})
         if not (
             isinstance(tokens, dict)

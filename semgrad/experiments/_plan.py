@@ -34,11 +34,12 @@ import attrs
 
 from ..backends.fake import HashLLM, reply_forward
 from ..core import Example, FrozenMap, Graph, LLMRequest, LLMResponse, Params
+from ..core.calls import ENGINES
 from ..core.optim import evaluate
 from ..effects import Runner, fit, run_loop
 from ..tasks import Task
 from ._config import RunConfig, make_optimizer
-from ._prices import estimate_cost
+from ._prices import estimate_cost, prompt_cache
 from ._run_tasks import check_protocol, load_run_tasks, task_loss
 
 __all__ = ["OUTPUT_TOKENS", "PHASES", "SAMPLE", "RunPlan", "estimate_tokens", "plan"]
@@ -82,6 +83,9 @@ class RunPlan:
         cost_usd: The estimated cost (0 offline; None when a model has no price).
         preflight_calls: The preflight's calls (one per LLM node of the first task's graph).
         scaled: The (task, split) evaluations planned from a sample and scaled (their tokens extrapolated).
+        cached_by_engine: Of each engine's estimated input tokens, ``(read from, written to)`` the provider's
+            prompt cache: a system text an earlier request sent, at least the provider's shortest cached
+            prefix long (see `semgrad.experiments._prices.prompt_cache`).
     """
 
     config: RunConfig
@@ -91,6 +95,12 @@ class RunPlan:
     cost_usd: float | None
     preflight_calls: int
     scaled: tuple[tuple[str, str], ...] = ()
+    cached_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
+
+    @property
+    def cached_input_tokens(self) -> int:
+        """Estimated input tokens a provider serves from its prompt cache."""
+        return sum(used[0] for used in self.cached_by_engine.values())
 
     @property
     def calls(self) -> FrozenMap[tuple[str, str], int]:
@@ -143,6 +153,28 @@ class _Counter:
         self.by_engine: dict[str, tuple[int, int]] = {}
         self.keep = keep
         self.requests: dict[str, list[LLMRequest]] = {}  # the first `keep` requests per purpose
+        #: How each engine's provider caches prompts (`prompt_cache`), the system texts it has seen, and the
+        #: input tokens read from and written to its cache.
+        self.caching: Mapping[str, tuple[int, bool] | None] = {}
+        self.seen: dict[tuple[str, str], None] = {}
+        self.cached: dict[str, tuple[int, int]] = {}
+
+    def _cache(self, request: LLMRequest) -> None:
+        caching = self.caching.get(request.engine)
+        first = request.messages[0] if request.messages else None
+        if caching is None or first is None or first.role != "system":
+            return
+        tokens = estimate_tokens(first.content)
+        if tokens < caching[0]:
+            return
+        key = (request.engine, first.content)
+        read, written = self.cached.get(request.engine, (0, 0))
+        if key in self.seen:
+            read += tokens
+        else:
+            self.seen[key] = None
+            written += tokens if caching[1] else 0
+        self.cached[request.engine] = (read, written)
 
     def __call__(self, request: LLMRequest) -> LLMResponse:
         key = (self.phase, request.engine, request.purpose)
@@ -151,6 +183,7 @@ class _Counter:
         used_in = sum(estimate_tokens(m.content) for m in request.messages)
         before = self.by_engine.get(request.engine, (0, 0))
         self.by_engine[request.engine] = (before[0] + used_in, before[1] + size)
+        self._cache(request)
         if self.keep:
             kept = self.requests.setdefault(request.purpose, [])
             if len(kept) < self.keep:
@@ -160,19 +193,27 @@ class _Counter:
             text = reply_forward(request, "Answer: none of these", reasoning="lorem " * max(0, size - 4))
         return LLMResponse(text, {"input_tokens": 0, "output_tokens": 0}, "dry-run")
 
-    def add(self, calls: Mapping[tuple[str, str, str], int], tokens: Mapping[str, tuple[int, int]]) -> None:
-        """Count `calls` and `tokens` as if they had been asked."""
+    def add(
+        self,
+        calls: Mapping[tuple[str, str, str], int],
+        tokens: Mapping[str, tuple[int, int]],
+        cached: Mapping[str, tuple[int, int]] | None = None,
+    ) -> None:
+        """Count `calls` and `tokens` (of them `cached`: read from, written to a prompt cache) as if asked."""
         for key, n in calls.items():
             self.calls[key] = self.calls.get(key, 0) + n
         for engine, (used_in, used_out) in tokens.items():
             before = self.by_engine.get(engine, (0, 0))
             self.by_engine[engine] = (before[0] + used_in, before[1] + used_out)
+        for engine, (read, written) in (cached or {}).items():
+            before = self.cached.get(engine, (0, 0))
+            self.cached[engine] = (before[0] + read, before[1] + written)
 
 
 def plan(
     config: RunConfig,
     *,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
     tasks: Sequence[Task] | None = None,
     counter: _Counter | None = None,
@@ -193,6 +234,7 @@ def plan(
     loaded = tuple(tasks) if tasks is not None else load_run_tasks(config)
     check_protocol(config, loaded)
     counter = counter if counter is not None else _Counter(output_tokens)
+    counter.caching = {engine: prompt_cache(config, engine) for engine in ENGINES}
     scaled = run_loop(_drive, config, loaded, counter)
     graph, _ = loaded[0].build()
     return RunPlan(
@@ -200,9 +242,10 @@ def plan(
         loaded,
         FrozenMap(sorted(counter.calls.items())),
         FrozenMap(sorted(counter.by_engine.items())),
-        _cost(config, counter.by_engine, prices),
+        _cost(config, counter.by_engine, prices, counter.cached),
         sum(1 for node in graph.nodes.values() if node.kind == "llm"),
         tuple(scaled),
+        FrozenMap(sorted(counter.cached.items())),
     )
 
 
@@ -256,9 +299,10 @@ async def _evaluate(
         return False
     most: dict[tuple[str, str, str], int] = {}
     tokens: dict[str, tuple[int, int]] = {}
+    one = _Counter(counter.output_tokens)
+    one.phase, one.caching, one.seen = counter.phase, counter.caching, dict(counter.seen)
     for i in range(SAMPLE):
-        one = _Counter(counter.output_tokens)
-        one.phase = counter.phase
+        one.calls, one.by_engine = {}, {}
         item = examples[i * len(examples) // SAMPLE]
         await Runner(one, max_concurrency=1).run(evaluate(graph, params, (item,), loss, options=options))
         for key, n in one.calls.items():
@@ -270,13 +314,18 @@ async def _evaluate(
     counter.add(
         {key: n * len(examples) for key, n in most.items()},
         {engine: (math.ceil(i * scale), math.ceil(o * scale)) for engine, (i, o) in tokens.items()},
+        {engine: (math.ceil(r * scale), w) for engine, (r, w) in one.cached.items()},  # a write is made once
     )
+    counter.seen.update(one.seen)
     return True
 
 
 def _cost(
-    config: RunConfig, by_engine: Mapping[str, tuple[int, int]], prices: Mapping[str, tuple[float, float]] | None
+    config: RunConfig,
+    by_engine: Mapping[str, tuple[int, int]],
+    prices: Mapping[str, tuple[float, ...]] | None,
+    cached: Mapping[str, tuple[int, int]] | None = None,
 ) -> float | None:
     if config.backend == "simulated":
         return 0.0  # offline: nothing to pay
-    return estimate_cost(config, by_engine, prices)
+    return estimate_cost(config, by_engine, prices, cached)

@@ -123,6 +123,7 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         base_url=config.base_url,
         timeout=config.timeout,
         models=config.models(),
+        prompt_cache=config.prompt_cache,
     )
 
 
@@ -185,7 +186,7 @@ def run_experiment(
     llm: Any = None,
     on_progress: Callable[[str, FitProgress], None] | None = None,
     check_backend: bool = True,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     on_reply: Callable[[Any, Any], None] | None = None,
     enter_llm: bool = False,
     plan: RunPlan | None = None,
@@ -266,7 +267,7 @@ def _conclude(
     results: list[dict[str, Any]],
     ledger: Ledger,
     stack: RunStack,
-    prices: Mapping[str, tuple[float, float]] | None,
+    prices: Mapping[str, tuple[float, ...]] | None,
     tasks: Sequence[Task],
 ) -> RunSummary:
     """Write ``results.json`` and the report; raise `RunFailed` after writing when the run's calls failed."""
@@ -589,7 +590,7 @@ def _summary(
     results: list[dict[str, Any]],
     ledger: Ledger,
     stack: RunStack,
-    prices: Mapping[str, tuple[float, float]] | None,
+    prices: Mapping[str, tuple[float, ...]] | None,
     *,
     planned: Sequence[Task] = (),
 ) -> dict[str, Any]:
