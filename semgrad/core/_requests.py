@@ -234,8 +234,9 @@ class LLMResponse:
     ``cache_write_tokens`` (written to it), when the provider reports them.
 
     Examples:
-        >>> LLMResponse("4", {"input_tokens": 3}, "m", finish_reason="stop") == LLMResponse("4", {"input_tokens": 3}, "m")
-        True
+        >>> stopped = LLMResponse("4", {"input_tokens": 3}, "m", finish_reason="stop")
+        >>> stopped == LLMResponse("4", {"input_tokens": 3}, "m"), stopped.finish_reason
+        (True, 'stop')
     """
 
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
