@@ -19,7 +19,7 @@ from .._files import write_text_atomically
 from .._lock import hold_folder
 from ..core import Example, Graph, Params, forward
 from ..core.optim import evaluate, mean_score
-from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, fit, run_loop, traced
 from ..effects._routing import call
 from ..report import PUBLISHED, write_report
 from ..report import graph_json as _graph_json
@@ -191,6 +191,7 @@ def run_experiment(
     enter_llm: bool = False,
     plan: RunPlan | None = None,
     checked: bool = False,
+    tracer: Any = None,
 ) -> RunSummary:
     """Run a config end to end and write the run directory; return its `RunSummary` (``results.json``).
 
@@ -219,6 +220,8 @@ def run_experiment(
         plan: The run's `RunPlan` (of this very config) when the caller has it: the run takes
             its tasks instead of loading them again.
         checked: The caller has checked `run_dir` for this run (`check_run_dir`): not again.
+        tracer: An OpenTelemetry tracer (``semgrad run --otel``): the backend's calls are `traced` with it
+            and each task's `fit` opens its run, iteration and phase spans with it.
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
@@ -232,7 +235,8 @@ def run_experiment(
         if not checked:
             check_run_dir(config, out, resume)
         tasks = _planned_tasks(config, plan)
-        backend = llm if llm is not None else build_llm(config, tasks)
+        given = llm if llm is not None else build_llm(config, tasks)
+        backend = given if tracer is None else traced(given, tracer=tracer)
         ledger = Ledger.load(out) if resume else Ledger(out)
         journal = Journal.open(out, resume=resume)
         ledger.absorb(journal)  # the calls a killed process made after its last save reach the totals
@@ -241,8 +245,8 @@ def run_experiment(
             on_reply.watch(stack.llm)  # type: ignore[union-attr]
         # A backend the run built shares one connection pool over every call (each would open its own
         # connection, TLS handshake and all); one that was given is the caller's to enter.
-        entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
-        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply, existed=existed)
+        entered = given if (llm is None or enter_llm) and hasattr(given, "__aenter__") else None
+        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply, existed=existed, tracer=tracer)
         try:
             results = run_loop(run.everything, tasks, entered, check_backend)
         finally:
@@ -369,6 +373,7 @@ class _Run:
     on_progress: Callable[[str, FitProgress], None] | None
     on_reply: Callable[[Any, Any], None] | None
     existed: bool = True  # the folder was there before this run (a new run's failed preflight leaves it so)
+    tracer: Any = None  # `fit`'s spans (semgrad run --otel)
 
     async def everything(self, tasks: Sequence[Task], entered: Any, check_backend: bool) -> list[dict[str, Any]]:
         """Every task in turn, inside `entered` (the backend's connection pool, when the run enters it)."""
@@ -474,6 +479,7 @@ class _Run:
             timeout=_runner_timeout(config),
             options=config.sampling(),
             on_reply=self.on_reply,
+            tracer=self.tracer,
         )
         self.keep(task)
         _check_scores(result, ckpt)
