@@ -216,7 +216,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--markdown", metavar="REPORT", default=None, help="print REPORT's table as Markdown and exit (no run)"
     )
+    parser.add_argument(
+        "--cost",
+        action="store_true",
+        help="print the cost row (the official code's bill against semgrad's, needs the official code) and exit",
+    )
     args = parser.parse_args(argv)
+    if args.cost:
+        from .cost import main as cost_main
+
+        return cost_main()
     if args.markdown:
         saved = json.loads(Path(args.markdown).read_text(encoding="utf-8"))
         print(format_markdown(saved))

@@ -25,6 +25,7 @@ def test_the_guides_cover_the_three_uses_and_the_reply_formats():
     """docs/ has a page for embedding, testing with fakes, custom optimizers and reply formats, all linked from
     its index, and each page has Python code with output shown for it."""
     assert [p.name for p in GUIDES] == [
+        "cost.md",
         "embedding.md",
         "optimizers.md",
         "python-systems.md",

@@ -43,7 +43,21 @@ COMPLETION_TOKENS_HOSTS = ("api.openai.com", ".openai.azure.com")
 
 
 def _usage(data: Mapping[str, Any]) -> dict[str, int]:
-    return usage_counts(data.get("usage"), {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"})
+    """Input and output tokens, and the prompt tokens OpenAI served from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``, part of ``prompt_tokens``).
+
+    Examples:
+        >>> _usage({"usage": {"prompt_tokens": 2000, "completion_tokens": 5,
+        ...                   "prompt_tokens_details": {"cached_tokens": 1024}}})
+        {'input_tokens': 2000, 'output_tokens': 5, 'cached_input_tokens': 1024}
+    """
+    usage = data.get("usage")
+    found = usage_counts(usage, {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"})
+    details = usage.get("prompt_tokens_details") if isinstance(usage, Mapping) else None
+    cached = usage_counts(details, {"cached_input_tokens": "cached_tokens"})
+    if cached.get("cached_input_tokens"):
+        found["cached_input_tokens"] = min(cached["cached_input_tokens"], found.get("input_tokens", 0))
+    return found
 
 
 def _unchanged(text: str) -> str:
@@ -115,7 +129,7 @@ class OpenAICodec(Codec):
         if finish == "content_filter":  # whatever text came before the filter stopped it is not an answer
             raise refused(answered, "a content filter stopped the reply")
         if content and not content.isspace():  # whitespace alone is no text
-            return LLMResponse(content, _usage(data), answered)
+            return LLMResponse(content, _usage(data), answered, finish_reason=finish if isinstance(finish, str) else "")
         if finish == "length":
             details = (data.get("usage") or {}).get("completion_tokens_details") or {}
             raise truncated(answered, details.get("reasoning_tokens") if isinstance(details, Mapping) else None)

@@ -68,4 +68,5 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         batch=getattr(args, "batch", None),
         batch_poll=getattr(args, "batch_poll", 5.0),
         llm=canonical_code_spec(llm, "make") if llm else None,
+        prompt_cache=getattr(args, "prompt_cache", "on") == "on",
     )

@@ -129,6 +129,13 @@ def add_call_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     parser.add_argument("--cache", help="a SQLite file caching replies (re-runs make no repeated calls)")
+    parser.add_argument(
+        "--prompt-cache",
+        choices=("on", "off"),
+        default="on",
+        help="mark each request's stable prefix (its system text) for the provider's prompt cache: Anthropic "
+        "bills a cached read at a tenth of the input price (a write at 1.25 times); OpenAI caches by itself",
+    )
     add_max_items_flag(parser)
 
 

@@ -200,6 +200,7 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
         already=_calls_made(out) if args.resume else 0,
         simulated=config.backend == "simulated",
     )
+    tracer, stop_tracing = _tracing(args)
     try:
         summary = run_experiment(
             config,
@@ -212,6 +213,7 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
             llm=backend,
             enter_llm=backend is not None,
             checked=True,
+            tracer=tracer,
         )
     except KeyboardInterrupt:
         progress.close(finished=False)
@@ -220,8 +222,19 @@ def _execute(args: argparse.Namespace, config: Any, out: Path, planned: Any, pri
     except BaseException:
         progress.close(finished=False)  # the error's one line follows (main)
         raise
+    finally:
+        stop_tracing()  # the spans still buffered are exported before the command returns
     progress.close(finished=not summary.stopped)  # a stop is said below, with its reason
     return summary
+
+
+def _tracing(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``--otel``: an OTLP/HTTP tracer and the function that flushes it; else no tracer and nothing to flush."""
+    if not getattr(args, "otel", False):
+        return None, lambda: None
+    from ..experiments._otel import otel_tracer
+
+    return otel_tracer()
 
 
 def _calls_made(out: Path) -> int:

@@ -155,6 +155,12 @@ def _add_budget(run: argparse.ArgumentParser) -> None:
 
 def _add_checks(run: argparse.ArgumentParser) -> None:
     """What to see before anything is called, and when to ask first."""
+    run.add_argument(
+        "--otel",
+        action="store_true",
+        help="send OpenTelemetry spans of the run, its iterations, phases and every call over OTLP/HTTP, configured "
+        "by the OTEL_EXPORTER_OTLP_* variables (needs the otel extra)",
+    )
     run.add_argument("--dry-run", action="store_true", help="count the calls, tokens and cost; call nothing")
     run.add_argument(
         "--show-prompts",

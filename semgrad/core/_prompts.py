@@ -181,35 +181,33 @@ Feedback on that output, from the rest of the system:
 {feedback}
 </feedback>
 """
-NEIGHBOR_AWARE_USER = (
-    """A component of the system has this task:
+# Backward prompts are laid out stable-first: what depends only on the node (its task, the inputs
+# asked about, the reply form) comes before what each sample brings (the inputs' values, the output,
+# the feedback), so the requests of one node share a prefix a provider can serve from its prompt cache.
+NEIGHBOR_AWARE_USER = """A component of the system has this task:
 <task>
 {task}
 </task>
 
-It read these inputs:
-{inputs}
-
-"""
-    + _OUTPUT_AND_FEEDBACK
-    + """
 For each of these inputs: {targets}, explain how that input should change so that the output \
 improves. Take the other inputs into account: say what this input should add, fix or leave to \
 the others. Reply with one block per input, exactly in this form:
-{form}"""
-)
-PER_EDGE_USER = (
-    """A component of the system read this input, {name} ({role}):
+{form}
+
+It read these inputs:
+{inputs}
+
+""" + _OUTPUT_AND_FEEDBACK.rstrip("\n")
+PER_EDGE_USER = """A component of the system read an input, {name} ({role}). Explain how the input {name} should \
+change so that the output improves. Reply exactly in this form:
+{form}
+
+The input {name} ({role}):
 <input>
 {value}
 </input>
 
-"""
-    + _OUTPUT_AND_FEEDBACK
-    + """
-Explain how the input {name} should change so that the output improves. Reply exactly in this form:
-{form}"""
-)
+""" + _OUTPUT_AND_FEEDBACK.rstrip("\n")
 TOOL_BACKWARD_USER = """The system called a tool. What the tool does:
 <tool>
 {description}

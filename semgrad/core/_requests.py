@@ -223,6 +223,20 @@ class LLMResponse:
     is True when a cache (``effects.cached``, a run's journal) answered it from storage, in
     the same sense. Both are provenance, not content: two replies that differ only in them
     are equal (``cache_hit`` is left out of the repr too).
+
+    ``finish_reason`` is why the provider says the reply ended, as it says it (OpenAI's
+    ``finish_reason``: ``"stop"``, ``"length"``...; Anthropic's ``stop_reason``:
+    ``"end_turn"``, ``"max_tokens"``...), or "" when it said nothing. Provenance too: not
+    compared, not in the repr.
+
+    Usage keys: ``input_tokens`` (every prompt token), ``output_tokens``, and of the input
+    tokens ``cached_input_tokens`` (read from the provider's prompt cache) and
+    ``cache_write_tokens`` (written to it), when the provider reports them.
+
+    Examples:
+        >>> stopped = LLMResponse("4", {"input_tokens": 3}, "m", finish_reason="stop")
+        >>> stopped == LLMResponse("4", {"input_tokens": 3}, "m"), stopped.finish_reason
+        (True, 'stop')
     """
 
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -230,10 +244,11 @@ class LLMResponse:
     model: str = ""
     memo_hit: bool = attrs.field(default=False, eq=False)
     cache_hit: bool = attrs.field(default=False, eq=False, repr=False)
+    finish_reason: str = attrs.field(default="", eq=False, repr=False)
 
 
-_P_TEXT, _P_USAGE, _P_MODEL, _P_MEMO, _P_CACHE = slot_setters(
-    LLMResponse, "text", "usage", "model", "memo_hit", "cache_hit"
+_P_TEXT, _P_USAGE, _P_MODEL, _P_MEMO, _P_CACHE, _P_FINISH = slot_setters(
+    LLMResponse, "text", "usage", "model", "memo_hit", "cache_hit", "finish_reason"
 )
 
 
@@ -244,6 +259,7 @@ def _response(text: str) -> LLMResponse:
     _P_MODEL(response, "")
     _P_MEMO(response, False)
     _P_CACHE(response, False)
+    _P_FINISH(response, "")
     return response
 
 

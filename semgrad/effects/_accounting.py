@@ -40,7 +40,13 @@ __all__ = [
     "mark_answered",
 ]
 
-Prices = Mapping[str, tuple[float, float]]
+#: USD per million tokens by model: ``(input, output)``, or ``(input, output, cached_input, cache_write)``
+#: where the provider bills prompt tokens read from its cache, or written to it, at other rates.
+Prices = Mapping[str, tuple[float, ...]]
+
+#: The usage keys a reply's cached prompt tokens are reported under: tokens of ``input_tokens`` (which
+#: counts every prompt token) the provider read from its prompt cache, and tokens it wrote to it.
+CACHED_INPUT, CACHE_WRITE = "cached_input_tokens", "cache_write_tokens"
 
 
 @attrs.frozen
@@ -153,6 +159,10 @@ class Amount:
         batch_calls: Of the calls, those a provider's batch answered (``batched``).
         batch_input_tokens, batch_output_tokens: Of the tokens, those of the batch calls: priced at
             `BATCH_DISCOUNT` of the table's rates.
+        cached_input_tokens: Of `input_tokens`, those the provider read from its prompt cache (billed at
+            its cached-input rate).
+        cache_write_tokens: Of `input_tokens`, those the provider wrote to its prompt cache (Anthropic bills
+            them at its cache-write rate).
     """
 
     calls: int = 0
@@ -166,6 +176,8 @@ class Amount:
     batch_calls: int = 0
     batch_input_tokens: int = 0
     batch_output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Amount) -> Amount:
         return Amount(
@@ -180,17 +192,18 @@ class Amount:
             self.batch_calls + other.batch_calls,
             self.batch_input_tokens + other.batch_input_tokens,
             self.batch_output_tokens + other.batch_output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
-    def cost(self, price: tuple[float, float]) -> float:
-        """USD for these tokens at `price`, the batch calls' at `BATCH_DISCOUNT` of it.
+    def cost(self, price: tuple[float, ...]) -> float:
+        """USD for these tokens at `price` (see `amount_cost`).
 
         Examples:
             >>> Amount(calls=2, input_tokens=2_000_000, batch_calls=1, batch_input_tokens=1_000_000).cost((1.0, 0.0))
             1.5
         """
-        full = token_cost(price, self.input_tokens, self.output_tokens)
-        return full - (1 - BATCH_DISCOUNT) * token_cost(price, self.batch_input_tokens, self.batch_output_tokens)
+        return amount_cost(price, self)
 
     @property
     def hits(self) -> int:
@@ -199,10 +212,16 @@ class Amount:
 
 
 _AMOUNT_FIELDS = tuple(f.name for f in attrs.fields(Amount))
-#: Fields an accounts line written before tools were counted lacks (read as 0).
-_LATER_AMOUNT_FIELDS = frozenset({"tool_calls", "tool_errors"})
-#: The amount's fields an older ``to_json`` wrote without (read as 0).
-_NEWER_FIELDS = ("batch_calls", "batch_input_tokens", "batch_output_tokens")
+#: The counts an accounts line written before tools, batches or prompt caching were counted lacks (read as 0).
+_LATER_FIELDS = (
+    "tool_calls",
+    "tool_errors",
+    "batch_calls",
+    "batch_input_tokens",
+    "batch_output_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+)
 
 #: What a batch call costs, as a share of the same call's price (OpenAI's Batch API, Anthropic's Message Batches).
 BATCH_DISCOUNT = 0.5
@@ -273,20 +292,12 @@ class Accounts:
         if answered == "memo":
             return self.add(line, Amount(memo_hits=1))
         usage = getattr(response, "usage", None) or {}
-        used = _count(usage.get("input_tokens", 0)), _count(usage.get("output_tokens", 0))
+        amount = billed(usage)
         if usage.get("batch") == 1:  # a provider's batch answered it (`semgrad.effects._batching.BATCH_USAGE`)
-            return self.add(
-                line,
-                Amount(
-                    calls=1,
-                    input_tokens=used[0],
-                    output_tokens=used[1],
-                    batch_calls=1,
-                    batch_input_tokens=used[0],
-                    batch_output_tokens=used[1],
-                ),
+            amount = attrs.evolve(
+                amount, batch_calls=1, batch_input_tokens=amount.input_tokens, batch_output_tokens=amount.output_tokens
             )
-        return self.add(line, Amount(calls=1, input_tokens=used[0], output_tokens=used[1]))
+        return self.add(line, amount)
 
     def total(self) -> Amount:
         """The sum of every line."""
@@ -309,7 +320,7 @@ class Accounts:
         """Failed calls by error kind."""
         return {kind: a.errors for kind, a in self.by("error").items() if kind and a.errors}
 
-    def cost(self, prices: Mapping[str, tuple[float, float]] | None) -> float | None:
+    def cost(self, prices: Prices | None) -> float | None:
         """USD for the billed tokens, each line priced by the model that answered it; None without prices,
         or when a model that used tokens has no price (an unpriced model, not a guess)."""
         if not prices:
@@ -321,7 +332,7 @@ class Accounts:
             price = price_of(prices, model)
             if price is None:
                 return None
-            total += amount.cost(price)
+            total += amount_cost(price, amount)
         return total
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -339,10 +350,8 @@ class Accounts:
             raise ValueError(f"{source}: accounts must be a list of lines, got {type(value).__name__}")
         accounts = cls()
         for entry in value:
-            if isinstance(entry, dict) and not _LATER_AMOUNT_FIELDS & set(entry):
-                entry = {**entry, **dict.fromkeys(_LATER_AMOUNT_FIELDS, 0)}  # written before tools were counted
-            if isinstance(entry, dict) and not set(_NEWER_FIELDS) & set(entry):
-                entry = {**entry, **dict.fromkeys(_NEWER_FIELDS, 0)}  # written before batch calls were kept
+            if isinstance(entry, dict):  # a line written before some counts were kept lacks them: read as 0
+                entry = {**dict.fromkeys(_LATER_FIELDS, 0), **entry}
             if not (isinstance(entry, dict) and set(entry) == set(_LINE_FIELDS) | set(_AMOUNT_FIELDS)):
                 raise ValueError(f"{source}: an accounts line must have exactly the fields of a Line and an Amount")
             if not all(isinstance(entry[k], str) and len(entry[k]) <= 1000 for k in _LINE_FIELDS):
@@ -368,7 +377,7 @@ class Accounts:
 _SNAPSHOT = re.compile(r"(?:-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|preview))+")
 
 
-def price_of(prices: Prices, model: str) -> tuple[float, float] | None:
+def price_of(prices: Prices, model: str) -> tuple[float, ...] | None:
     """The price of `model`: an exact entry, else the entry it extends by a snapshot suffix only
     (a date, ``-latest``, ``-preview``), else None: an unpriced model, not a guess.
 
@@ -388,15 +397,62 @@ def price_of(prices: Prices, model: str) -> tuple[float, float] | None:
     return None
 
 
-def token_cost(price: tuple[float, float], tokens_in: int, tokens_out: int) -> float:
+def token_cost(
+    price: tuple[float, ...], tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0
+) -> float:
     """USD for `tokens_in` input and `tokens_out` output tokens at `price` (USD per million of each):
-    the one place the cost arithmetic is written.
+    the one place the cost arithmetic is written. Of `tokens_in`, `cached_in` were read from the provider's
+    prompt cache and `cache_write` written to it: they are billed at the price's third and fourth rates
+    (cached input, cache write) when it has them, else at its input rate.
 
     Examples:
         >>> token_cost((0.5, 2.0), 2_000_000, 1_000_000)
         3.0
+        >>> token_cost((1.0, 5.0, 0.1, 1.25), 3_000_000, 0, cached_in=1_000_000, cache_write=1_000_000)
+        2.35
     """
-    return (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+    cached_rate = price[2] if len(price) > 2 else price[0]
+    write_rate = price[3] if len(price) > 3 else price[0]
+    cached_in = min(cached_in, tokens_in)
+    cache_write = min(cache_write, tokens_in - cached_in)
+    plain = tokens_in - cached_in - cache_write
+    return (plain * price[0] + cached_in * cached_rate + cache_write * write_rate + tokens_out * price[1]) / 1e6
+
+
+def amount_cost(price: tuple[float, ...], amount: Amount) -> float:
+    """USD for `amount`'s billed tokens at `price` (see `token_cost`), the batch calls' tokens at
+    `BATCH_DISCOUNT` of their price.
+
+    Examples:
+        >>> half = Amount(calls=2, input_tokens=2_000_000, batch_calls=1, batch_input_tokens=1_000_000)
+        >>> amount_cost((1.0, 0.0), half)  # one of the two million input tokens went as a batch
+        1.5
+    """
+    full = token_cost(
+        price, amount.input_tokens, amount.output_tokens, amount.cached_input_tokens, amount.cache_write_tokens
+    )
+    return full - (1 - BATCH_DISCOUNT) * token_cost(price, amount.batch_input_tokens, amount.batch_output_tokens)
+
+
+def billed(usage: Mapping[str, Any]) -> Amount:
+    """One billed call with the tokens a reply's `usage` reports (odd counts read as 0): input and output
+    tokens, and of the input tokens those read from the provider's prompt cache or written to it.
+
+    Examples:
+        >>> a = billed({"input_tokens": 1500, "output_tokens": 20, "cached_input_tokens": 1024})
+        >>> a.calls, a.input_tokens, a.cached_input_tokens, a.cache_write_tokens
+        (1, 1500, 1024, 0)
+    """
+    tokens_in = _count(usage.get("input_tokens", 0))
+    cached = min(_count(usage.get(CACHED_INPUT, 0)), tokens_in)
+    written = min(_count(usage.get(CACHE_WRITE, 0)), tokens_in - cached)
+    return Amount(
+        calls=1,
+        input_tokens=tokens_in,
+        output_tokens=_count(usage.get("output_tokens", 0)),
+        cached_input_tokens=cached,
+        cache_write_tokens=written,
+    )
 
 
 def accounting_report(accounts: Accounts, prices: Prices | None = None) -> AccountingReport:
@@ -438,17 +494,18 @@ def accounting_report(accounts: Accounts, prices: Prices | None = None) -> Accou
 def _usage_row(key: tuple[str, str], amount: Amount, prices: Prices | None) -> UsageRow:
     price = price_of(prices, key[1]) if prices is not None else None
     tokens = amount.input_tokens, amount.output_tokens
-    cost = amount.cost(price) if price is not None else None
+    cost = amount_cost(price, amount) if price is not None else None
     return UsageRow(key[0], key[1], amount.calls, amount.errors, *tokens, cost)
 
 
-def _check_prices(prices: Prices) -> FrozenMap[str, tuple[float, float]]:
+def _check_prices(prices: Prices) -> FrozenMap[str, tuple[float, ...]]:
     for model, price in prices.items():
-        if not (isinstance(price, (tuple, list)) and len(price) == 2 and all(p >= 0 for p in price)):
+        if not (isinstance(price, (tuple, list)) and len(price) in (2, 4) and all(p >= 0 for p in price)):
             raise ValueError(
-                f"price for {model!r} must be (usd_per_1M_input, usd_per_1M_output), non-negative; got {price!r}"
+                f"price for {model!r} must be (usd_per_1M_input, usd_per_1M_output), non-negative, optionally "
+                f"followed by the cached-input and cache-write rates; got {price!r}"
             )
-    return FrozenMap({model: (float(p[0]), float(p[1])) for model, p in prices.items()})
+    return FrozenMap({model: tuple(float(p) for p in price) for model, price in prices.items()})
 
 
 def _configured_model(llm: Any, engine: str) -> str:
@@ -464,7 +521,7 @@ class _Accounted:
 
     is_async = True
 
-    def __init__(self, inner: Any, prices: FrozenMap[str, tuple[float, float]] | None) -> None:
+    def __init__(self, inner: Any, prices: FrozenMap[str, tuple[float, ...]] | None) -> None:
         self.inner = inner
         self.prices = prices
         self.accounts = Accounts()
@@ -498,7 +555,8 @@ def accounted(llm: Any, prices: Prices | None = None) -> Any:
 
     Args:
         llm: A sync or async LLM.
-        prices: ``{model: (usd_per_1M_input_tokens, usd_per_1M_output_tokens)}``.
+        prices: ``{model: (usd_per_1M_input_tokens, usd_per_1M_output_tokens)}``, optionally
+            followed by the cached-input and cache-write rates (see `token_cost`).
             A reply's model matches an exact entry, else the entry it extends by
             a snapshot suffix only (``"gpt-4o-mini"`` prices
             ``"gpt-4o-mini-2024-07-18"``, ``"o3"`` does not price ``"o3-pro"``;
@@ -646,11 +704,7 @@ class _Budgeted:
             return self.accounts.record(request, response)
         usage = getattr(response, "usage", None) or {}
         if "input_tokens" in usage or "output_tokens" in usage:
-            charged = Amount(
-                calls=1,
-                input_tokens=int(usage.get("input_tokens", 0)),
-                output_tokens=int(usage.get("output_tokens", 0)),
-            )
+            charged = billed(usage)
         else:  # no usage reported: the estimate stands (see `charged_tokens`)
             charged = Amount(calls=1, input_tokens=estimate)
         model = getattr(response, "model", "")

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest
-from ._accounting import Accounts, Amount, Line, failed_tokens
+from ._accounting import Accounts, Amount, Line, billed, failed_tokens
 from ._interpret import error_of
 from ._limit import estimate_tokens
 from ._protocol import is_async_llm
@@ -142,8 +142,7 @@ class BudgetGuard:
             return result
         usage, model = getattr(result, "usage", None) or {}, getattr(result, "model", "")
         if "input_tokens" in usage or "output_tokens" in usage:  # reported usage replaces the estimate
-            used = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-            self._add(request, Amount(calls=1, input_tokens=used[0], output_tokens=used[1]), model)
+            self._add(request, billed(usage), model)
         else:  # no usage reported: the estimate is charged (see `charged_tokens`)
             self.estimated += estimate
             self._add(request, Amount(calls=1), model)

@@ -35,7 +35,7 @@ from returns.result import Failure, Success
 from ..core import FrozenMap, LLMRequest, Program, Reply, Trace
 from ..core._system import SystemCall
 from ..core.calls import as_reply
-from ._accounting import Accounts, Amount, Line
+from ._accounting import CACHE_WRITE, CACHED_INPUT, Accounts, Amount, Line
 from ._interpret import drive_sync, error_of, not_a_program
 from ._loop import run_loop
 from ._loop_tasks import LoopTasks
@@ -191,7 +191,8 @@ class Runner:
         self.systems = systems
         self._async = is_async_llm(llm) or systems is not None
         # The one count: a row per `Line` -- (engine, purpose, model, error kind) -> [calls, errors, input
-        # tokens, output tokens] -- in the order of their first calls, and the memo hits per line apart;
+        # tokens, output tokens, cached input tokens, cache-write tokens] -- in the order of their first
+        # calls, and the memo hits per line apart;
         # `accounts` and `statistics` are read from it. A plain dict of lists, not `Accounts.add` per call:
         # that builds a frozen map per call (~4 us against ~0.4 us here, measured), and every call is counted.
         self._lines: dict[tuple[str, str, str, str], list[int]] = {}
@@ -203,7 +204,14 @@ class Runner:
     def accounts(self) -> Accounts:
         """The calls, errors, tokens and memo hits so far, by engine, purpose, model and error kind."""
         lines = {
-            Line(*key): Amount(calls=row[0], errors=row[1], input_tokens=row[2], output_tokens=row[3])
+            Line(*key): Amount(
+                calls=row[0],
+                errors=row[1],
+                input_tokens=row[2],
+                output_tokens=row[3],
+                cached_input_tokens=row[4],
+                cache_write_tokens=row[5],
+            )
             for key, row in self._lines.items()
         }
         for key, hits in self._memo_hits.items():  # after the calls' lines: their order is that of the first calls
@@ -331,17 +339,19 @@ class Runner:
                 return
             row = lines.get(key)
             if row is None:
-                row = lines[key] = [0, 0, 0, 0]
+                row = lines[key] = [0, 0, 0, 0, 0, 0]
             row[0] += 1
             usage = response.usage
             if usage.view if type(usage) is FrozenMap else usage:  # usually empty: skip the look-ups
                 row[2] += int(usage.get("input_tokens", 0))
                 row[3] += int(usage.get("output_tokens", 0))
+                row[4] += int(usage.get(CACHED_INPUT, 0))
+                row[5] += int(usage.get(CACHE_WRITE, 0))
         else:
             key = (request.engine, request.purpose, "", reply.failure().kind)
             row = lines.get(key)
             if row is None:
-                row = lines[key] = [0, 0, 0, 0]
+                row = lines[key] = [0, 0, 0, 0, 0, 0]
             row[0] += 1
             row[1] += 1
         if self.on_reply is not None:

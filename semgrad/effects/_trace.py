@@ -102,6 +102,16 @@ def _messages_json(request: LLMRequest) -> str:
     return json.dumps([{"role": m.role, "content": m.content} for m in request.messages], ensure_ascii=False)
 
 
+#: A reply's usage keys and the span attributes they go into (the GenAI conventions' names; cached prompt
+#: tokens as ``gen_ai.usage.cache_read.input_tokens`` and ``gen_ai.usage.cache_creation.input_tokens``).
+_USAGE_ATTRIBUTES = (
+    ("input_tokens", "gen_ai.usage.input_tokens"),
+    ("output_tokens", "gen_ai.usage.output_tokens"),
+    ("cached_input_tokens", "gen_ai.usage.cache_read.input_tokens"),
+    ("cache_write_tokens", "gen_ai.usage.cache_creation.input_tokens"),
+)
+
+
 class _Traced(Middleware):
     """An async LLM that opens one span around each call of its inner LLM."""
 
@@ -141,10 +151,10 @@ class _Traced(Middleware):
         if response.model:
             span.set_attribute("gen_ai.response.model", response.model)
         if answered is None:  # a hit made no call: its stored usage was billed once, by the call that made it
-            for key in ("input_tokens", "output_tokens"):
+            for key, name in _USAGE_ATTRIBUTES:
                 tokens = response.usage.get(key)
                 if type(tokens) is int:
-                    span.set_attribute(f"gen_ai.usage.{key}", tokens)
+                    span.set_attribute(name, tokens)
         finish = getattr(response, "finish_reason", None)
         if isinstance(finish, str) and finish:
             span.set_attribute("gen_ai.response.finish_reasons", (finish,))

@@ -199,7 +199,7 @@ def _check_compare_dir(root: Path, optimizers: Sequence[str]) -> None:
 
 
 def _planned_method(
-    cfg: RunConfig, tasks: Sequence[Task], prices: Mapping[str, tuple[float, float]] | None
+    cfg: RunConfig, tasks: Sequence[Task], prices: Mapping[str, tuple[float, ...]] | None
 ) -> MethodResult:
     """A method's row of a dry comparison: its plan's calls, tokens and cost (the tasks loaded once)."""
     planned = plan(cfg, prices=prices, tasks=tasks)
@@ -217,7 +217,7 @@ def _run_method(
     cfg: RunConfig,
     tasks: Sequence[Task],
     root: Path,
-    prices: Mapping[str, tuple[float, float]] | None,
+    prices: Mapping[str, tuple[float, ...]] | None,
     llm_factory: Callable[[RunConfig], Any] | None,
     progress: Callable[[str, FitProgress], None] | None,
     clock: Callable[[], float],
@@ -320,7 +320,7 @@ def compare(
     out: str | os.PathLike[str],
     *,
     dry_run_only: bool = False,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     llm_factory: Callable[[RunConfig], Any] | None = None,
     on_progress: Callable[[str, str, FitProgress], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,

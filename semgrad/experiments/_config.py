@@ -203,6 +203,9 @@ class RunConfig:
     #: The user's own LLM factory (``--llm FILE.py:make``, made absolute; the backend is then "custom"),
     #: loaded only when typed.
     llm: str | None = None
+    #: Mark each request's stable prefix (its system text) for the provider's prompt cache (Anthropic's
+    #: ``cache_control``; OpenAI caches prefixes by itself): ``--prompt-cache on|off``. It changes no reply.
+    prompt_cache: bool = True
 
     #: ``--batch``: "eval" sends the final evaluation as provider batches (half price, answered within a
     #: day), "all" training too; None: every call is made at once. `batch_poll`: seconds before a batch's
@@ -212,6 +215,7 @@ class RunConfig:
 
     #: Fields that may differ between a run and its resumption.
     RESUMABLE_CHANGES = (
+        "prompt_cache",
         "iterations",
         "concurrency",
         "timeout",

@@ -33,6 +33,8 @@ class DryRunReport:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None = None
+    #: Of the input tokens, those the provider is expected to serve from its prompt cache (priced so).
+    cached_input_tokens: int = 0
 
     @property
     def total_calls(self) -> int:
@@ -51,7 +53,8 @@ class DryRunReport:
         lines = [f"{'role':<10} {'purpose':<10} {'calls':>8}"]
         lines += [f"{engine:<10} {purpose:<10} {n:>8}" for (engine, purpose), n in self.calls.items()]
         lines.append(f"{'total':<21} {self.total_calls:>8}")
-        lines.append(f"estimated tokens: {self.input_tokens:,} in, {self.output_tokens:,} out")
+        cached = f" ({self.cached_input_tokens:,} of them from a prompt cache)" if self.cached_input_tokens else ""
+        lines.append(f"estimated tokens: {self.input_tokens:,} in{cached}, {self.output_tokens:,} out")
         lines.append(
             "estimated cost: "
             + (money(self.cost_usd) if self.cost_usd is not None else "unknown (a model has no price; --prices FILE)")
@@ -62,7 +65,7 @@ class DryRunReport:
 def dry_run(
     config: RunConfig,
     *,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
     counter: _Counter | None = None,
 ) -> DryRunReport:
@@ -84,13 +87,15 @@ def dry_run(
 
 def report_of(planned: RunPlan) -> DryRunReport:
     """A plan's calls, tokens and cost as a `DryRunReport`."""
-    return DryRunReport(planned.calls, planned.input_tokens, planned.output_tokens, planned.cost_usd)
+    return DryRunReport(
+        planned.calls, planned.input_tokens, planned.output_tokens, planned.cost_usd, planned.cached_input_tokens
+    )
 
 
 def dry_run_protocols(
     config: RunConfig,
     *,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
     known: DryRunReport | None = None,
 ) -> FrozenMap[str, DryRunReport]:

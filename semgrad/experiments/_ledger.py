@@ -65,17 +65,24 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
-#: The counters' keys before batch calls were kept, and before hits and tokens by model were (a ledger written
-#: then still loads).
+#: The counters' key sets a ledger written before batch calls, or cached tokens, or (before both) hits and tokens
+#: by model were kept holds (a ledger written then still loads).
 _BATCH_KEYS = frozenset({"batch_calls", "batch_tokens_by_model"})
-_OLD_KEYS = (
-    frozenset(empty_counters()) - _BATCH_KEYS,
-    frozenset(empty_counters()) - _BATCH_KEYS - {"hits", "tokens_by_model"},
+_CACHE_KEYS = frozenset({"prompt_cache_by_model"})
+_KEY_SETS = tuple(
+    frozenset(empty_counters()) - dropped
+    for dropped in (
+        frozenset(),
+        _BATCH_KEYS,
+        _CACHE_KEYS,
+        _BATCH_KEYS | _CACHE_KEYS,
+        _BATCH_KEYS | _CACHE_KEYS | {"hits", "tokens_by_model"},
+    )
 )
 
 
 def _check_counters(value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) not in (set(empty_counters()), *_OLD_KEYS):
+    if not isinstance(value, dict) or frozenset(value) not in _KEY_SETS:
         return False
     if not all(_is_count(value.get(k, 0)) for k in ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")):
         return False
@@ -83,7 +90,7 @@ def _check_counters(value: Any) -> bool:
         inner = value.get(key, {})
         if not isinstance(inner, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in inner.items()):
             return False
-    for key in ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model"):
+    for key in ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model", "prompt_cache_by_model"):
         tokens = value.get(key, {})
         if not (
             isinstance(tokens, dict)

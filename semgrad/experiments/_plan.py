@@ -34,12 +34,13 @@ import attrs
 
 from ..backends.fake import HashLLM, reply_forward
 from ..core import Example, FrozenMap, Graph, LLMRequest, LLMResponse, Params
+from ..core.calls import ENGINES
 from ..core.optim import evaluate
 from ..effects import Runner, as_trainable, fit, run_loop
 from ..effects._accounting import BATCH_DISCOUNT
 from ..tasks import Task
 from ._config import RunConfig, make_optimizer
-from ._prices import estimate_cost
+from ._prices import estimate_cost, prompt_cache
 from ._run_tasks import check_protocol, load_run_tasks, task_loss
 
 __all__ = ["OUTPUT_TOKENS", "PHASES", "SAMPLE", "RunPlan", "estimate_tokens", "plan"]
@@ -89,6 +90,9 @@ class RunPlan:
             others; a budget, ``--max-calls``, stays a hard cap).
         batch_tokens_by_engine: Of `tokens_by_engine`, those of the calls ``--batch`` sends as provider
             batches (priced at half in `cost_usd`).
+        cached_by_engine: Of each engine's estimated input tokens, ``(read from, written to)`` the provider's
+            prompt cache: a system text an earlier request sent, at least the provider's shortest cached
+            prefix long (see `semgrad.experiments._prices.prompt_cache`).
     """
 
     config: RunConfig
@@ -100,6 +104,12 @@ class RunPlan:
     scaled: tuple[tuple[str, str], ...] = ()
     estimate: bool = False
     batch_tokens_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
+    cached_by_engine: FrozenMap[str, tuple[int, int]] = FrozenMap()
+
+    @property
+    def cached_input_tokens(self) -> int:
+        """Estimated input tokens a provider serves from its prompt cache."""
+        return sum(used[0] for used in self.cached_by_engine.values())
 
     @property
     def calls(self) -> FrozenMap[tuple[str, str], int]:
@@ -154,6 +164,28 @@ class _Counter:
         self.requests: dict[str, list[LLMRequest]] = {}  # the first `keep` requests per purpose
         self.batched: tuple[str, ...] = ()  # the phases whose calls go as provider batches (``--batch``)
         self.batch_by_engine: dict[str, tuple[int, int]] = {}  # their tokens, of `by_engine`'s
+        #: How each engine's provider caches prompts (`prompt_cache`), the system texts it has seen, and the
+        #: input tokens read from and written to its cache.
+        self.caching: Mapping[str, tuple[int, bool] | None] = {}
+        self.seen: dict[tuple[str, str], None] = {}
+        self.cached: dict[str, tuple[int, int]] = {}
+
+    def _cache(self, request: LLMRequest) -> None:
+        caching = self.caching.get(request.engine)
+        first = request.messages[0] if request.messages else None
+        if caching is None or first is None or first.role != "system":
+            return
+        tokens = estimate_tokens(first.content)
+        if tokens < caching[0]:
+            return
+        key = (request.engine, first.content)
+        read, written = self.cached.get(request.engine, (0, 0))
+        if key in self.seen:
+            read += tokens
+        else:
+            self.seen[key] = None
+            written += tokens if caching[1] else 0
+        self.cached[request.engine] = (read, written)
 
     def __call__(self, request: LLMRequest) -> LLMResponse:
         key = (self.phase, request.engine, request.purpose)
@@ -161,6 +193,7 @@ class _Counter:
         size = self.output_tokens.get(request.purpose, 200)
         used_in = sum(estimate_tokens(m.content) for m in request.messages)
         self._count(request.engine, used_in, size)
+        self._cache(request)
         if self.keep:
             kept = self.requests.setdefault(request.purpose, [])
             if len(kept) < self.keep:
@@ -170,12 +203,20 @@ class _Counter:
             text = reply_forward(request, "Answer: none of these", reasoning="lorem " * max(0, size - 4))
         return LLMResponse(text, {"input_tokens": 0, "output_tokens": 0}, "dry-run")
 
-    def add(self, calls: Mapping[tuple[str, str, str], int], tokens: Mapping[str, tuple[int, int]]) -> None:
-        """Count `calls` and `tokens` as if they had been asked."""
+    def add(
+        self,
+        calls: Mapping[tuple[str, str, str], int],
+        tokens: Mapping[str, tuple[int, int]],
+        cached: Mapping[str, tuple[int, int]] | None = None,
+    ) -> None:
+        """Count `calls` and `tokens` (of them `cached`: read from, written to a prompt cache) as if asked."""
         for key, n in calls.items():
             self.calls[key] = self.calls.get(key, 0) + n
         for engine, (used_in, used_out) in tokens.items():
             self._count(engine, used_in, used_out)
+        for engine, (read, written) in (cached or {}).items():
+            before = self.cached.get(engine, (0, 0))
+            self.cached[engine] = (before[0] + read, before[1] + written)
 
     def _count(self, engine: str, used_in: int, used_out: int) -> None:
         for tokens in (self.by_engine, self.batch_by_engine) if self.phase in self.batched else (self.by_engine,):
@@ -186,7 +227,7 @@ class _Counter:
 def plan(
     config: RunConfig,
     *,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     output_tokens: Mapping[str, int] = OUTPUT_TOKENS,
     tasks: Sequence[Task] | None = None,
     counter: _Counter | None = None,
@@ -208,6 +249,7 @@ def plan(
     check_protocol(config, loaded)
     counter = counter if counter is not None else _Counter(output_tokens)
     counter.batched = {"eval": ("evaluate",), "all": PHASES}.get(config.batch or "", ())
+    counter.caching = {engine: prompt_cache(config, engine) for engine in ENGINES}
     scaled = run_loop(_drive, config, loaded, counter)
     graph, params = loaded[0].build()
     recorded = not isinstance(graph, Graph)
@@ -216,13 +258,14 @@ def plan(
         loaded,
         FrozenMap(sorted(counter.calls.items())),
         FrozenMap(sorted(counter.by_engine.items())),
-        _cost(config, counter.by_engine, prices, counter.batch_by_engine),
+        _cost(config, counter.by_engine, prices, counter.batch_by_engine, counter.cached),
         run_loop(_recorded_preflight, config, loaded[0], counter.output_tokens)
         if recorded
         else sum(1 for node in graph.nodes.values() if node.kind == "llm"),
         tuple(scaled),
         estimate=recorded or any(not isinstance(t.build()[0], Graph) for t in loaded[1:]),
         batch_tokens_by_engine=FrozenMap(sorted(counter.batch_by_engine.items())),
+        cached_by_engine=FrozenMap(sorted(counter.cached.items())),
     )
 
 
@@ -287,9 +330,10 @@ async def _evaluate(
         return False
     most: dict[tuple[str, str, str], int] = {}
     tokens: dict[str, tuple[int, int]] = {}
+    one = _Counter(counter.output_tokens)
+    one.phase, one.caching, one.seen = counter.phase, counter.caching, dict(counter.seen)
     for i in range(SAMPLE):
-        one = _Counter(counter.output_tokens)
-        one.phase = counter.phase
+        one.calls, one.by_engine = {}, {}
         item = examples[i * len(examples) // SAMPLE]
         await Runner(one, max_concurrency=1, systems=systems).run(
             evaluate(structure, params, (item,), loss, options=options)
@@ -303,19 +347,22 @@ async def _evaluate(
     counter.add(
         {key: n * len(examples) for key, n in most.items()},
         {engine: (math.ceil(i * scale), math.ceil(o * scale)) for engine, (i, o) in tokens.items()},
+        {engine: (math.ceil(r * scale), w) for engine, (r, w) in one.cached.items()},  # a write is made once
     )
+    counter.seen.update(one.seen)
     return True
 
 
 def _cost(
     config: RunConfig,
     by_engine: Mapping[str, tuple[int, int]],
-    prices: Mapping[str, tuple[float, float]] | None,
+    prices: Mapping[str, tuple[float, ...]] | None,
     batch_by_engine: Mapping[str, tuple[int, int]] | None = None,
+    cached: Mapping[str, tuple[int, int]] | None = None,
 ) -> float | None:
     """The estimated cost: every token at the table's rates, those of batch calls at `BATCH_DISCOUNT` of them."""
     if config.backend == "simulated":
         return 0.0  # offline: nothing to pay
-    full = estimate_cost(config, by_engine, prices)
+    full = estimate_cost(config, by_engine, prices, cached)
     batch = estimate_cost(config, batch_by_engine, prices) if batch_by_engine else 0.0
     return None if full is None or batch is None else full - (1 - BATCH_DISCOUNT) * batch

@@ -115,7 +115,7 @@ class RunProgress:
         stream: TextIO,
         *,
         planned: int | None = None,
-        prices: Mapping[str, tuple[float, float]] | None = None,
+        prices: Mapping[str, tuple[float, ...]] | None = None,
         quiet: bool = False,
         banner: str = "",
         fancy: bool | None = None,
@@ -134,7 +134,7 @@ class RunProgress:
         self.retrying: Any = None
         self.tally: Any = None  # the run's tally, once `watch` finds it: its accounts are what the line shows
         self.label = ""
-        self._prices: dict[str, tuple[float, float] | None] = {}
+        self._prices: dict[str, tuple[float, ...] | None] = {}
         self._shown = self.started
         self._bar: Any = None
         self._line = False
@@ -203,7 +203,8 @@ class RunProgress:
                 self.tokens_in += used_in
                 self.tokens_out += used_out
                 if self.prices is not None and (used_in or used_out):
-                    self._add_cost(response.model, used_in, used_out)
+                    cached = int(usage.get("cached_input_tokens", 0)), int(usage.get("cache_write_tokens", 0))
+                    self._add_cost(response.model, used_in, used_out, *cached)
         else:
             self.errors += 1
         if self.quiet or not self.fancy:
@@ -217,14 +218,14 @@ class RunProgress:
 
     __call__ = on_reply  # the object itself is a `Runner` ``on_reply`` hook
 
-    def _add_cost(self, model: str, used_in: int, used_out: int) -> None:
+    def _add_cost(self, model: str, used_in: int, used_out: int, cached_in: int = 0, cache_write: int = 0) -> None:
         if model not in self._prices:
             self._prices[model] = price_of(self.prices or {}, model)
         price = self._prices[model]
         if price is None:
             self.unpriced = True
         else:
-            self.cost += token_cost(price, used_in, used_out)
+            self.cost += token_cost(price, used_in, used_out, cached_in, cache_write)
 
     def on_progress(self, task: str, event: Any) -> None:
         """A phase of an iteration began (a `FitProgress` of `task`)."""

@@ -21,7 +21,7 @@ from .._lock import hold_folder
 from ..core import Example, Graph, LLMFailure, Params, forward
 from ..core.optim import evaluate, mean_score
 from ..core.programs import run_system
-from ..effects import CheckpointError, FitProgress, FitResult, Runner, as_trainable, fit, run_loop
+from ..effects import CheckpointError, FitProgress, FitResult, Runner, as_trainable, fit, run_loop, traced
 from ..effects._batching import BatchPolicy
 from ..effects._routing import call
 from ..report import PUBLISHED, write_report
@@ -126,6 +126,7 @@ def build_llm(config: RunConfig, tasks: Sequence[Task]) -> Any:
         base_url=config.base_url,
         timeout=config.timeout,
         models=config.models(),
+        prompt_cache=config.prompt_cache,
     )
 
 
@@ -212,11 +213,12 @@ def run_experiment(
     llm: Any = None,
     on_progress: Callable[[str, FitProgress], None] | None = None,
     check_backend: bool = True,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, tuple[float, ...]] | None = None,
     on_reply: Callable[[Any, Any], None] | None = None,
     enter_llm: bool = False,
     plan: RunPlan | None = None,
     checked: bool = False,
+    tracer: Any = None,
 ) -> RunSummary:
     """Run a config end to end and write the run directory; return its `RunSummary` (``results.json``).
 
@@ -245,6 +247,8 @@ def run_experiment(
         plan: The run's `RunPlan` (of this very config) when the caller has it: the run takes
             its tasks instead of loading them again.
         checked: The caller has checked `run_dir` for this run (`check_run_dir`): not again.
+        tracer: An OpenTelemetry tracer (``semgrad run --otel``): the backend's calls are `traced` with it
+            and each task's `fit` opens its run, iteration and phase spans with it.
 
     Raises:
         SetupError: The run cannot start (the preflight failed, among others).
@@ -258,7 +262,8 @@ def run_experiment(
         if not checked:
             check_run_dir(config, out, resume)
         tasks = _planned_tasks(config, plan)
-        backend = llm if llm is not None else build_llm(config, tasks)
+        given = llm if llm is not None else build_llm(config, tasks)
+        backend = given if tracer is None else traced(given, tracer=tracer)
         ledger = Ledger.load(out) if resume else Ledger(out)
         journal = Journal.open(out, resume=resume)
         ledger.absorb(journal)  # the calls a killed process made after its last save reach the totals
@@ -267,8 +272,8 @@ def run_experiment(
             on_reply.watch(stack.llm)  # type: ignore[union-attr]
         # A backend the run built shares one connection pool over every call (each would open its own
         # connection, TLS handshake and all); one that was given is the caller's to enter.
-        entered = backend if (llm is None or enter_llm) and hasattr(backend, "__aenter__") else None
-        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply, existed=existed)
+        entered = given if (llm is None or enter_llm) and hasattr(given, "__aenter__") else None
+        run = _Run(config, out, stack, ledger, resume, on_progress, on_reply, existed=existed, tracer=tracer)
         try:
             results = run_loop(run.everything, tasks, entered, check_backend)
         finally:
@@ -293,7 +298,7 @@ def _conclude(
     results: list[dict[str, Any]],
     ledger: Ledger,
     stack: RunStack,
-    prices: Mapping[str, tuple[float, float]] | None,
+    prices: Mapping[str, tuple[float, ...]] | None,
     tasks: Sequence[Task],
 ) -> RunSummary:
     """Write ``results.json`` and the report; raise `RunFailed` after writing when the run's calls failed."""
@@ -395,6 +400,7 @@ class _Run:
     on_progress: Callable[[str, FitProgress], None] | None
     on_reply: Callable[[Any, Any], None] | None
     existed: bool = True  # the folder was there before this run (a new run's failed preflight leaves it so)
+    tracer: Any = None  # `fit`'s spans (semgrad run --otel)
 
     async def everything(self, tasks: Sequence[Task], entered: Any, check_backend: bool) -> list[dict[str, Any]]:
         """Every task in turn, inside `entered` (the backend's connection pool, when the run enters it)."""
@@ -516,6 +522,7 @@ class _Run:
             timeout=_runner_timeout(config),
             options=config.sampling(),
             on_reply=self.on_reply,
+            tracer=self.tracer,
         )
         self.keep(task)
         _check_scores(result, ckpt)
@@ -646,7 +653,7 @@ def _summary(
     results: list[dict[str, Any]],
     ledger: Ledger,
     stack: RunStack,
-    prices: Mapping[str, tuple[float, float]] | None,
+    prices: Mapping[str, tuple[float, ...]] | None,
     *,
     planned: Sequence[Task] = (),
 ) -> dict[str, Any]:

@@ -67,7 +67,7 @@ MAX_ERROR_SHARE = 0.1
 _NOT_FAILURES = ("budget", "halted")
 
 _MAPS = ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits")
-_PAIRS = ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model")
+_PAIRS = ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model", "prompt_cache_by_model")
 _INTS = ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")
 
 
@@ -75,7 +75,8 @@ def empty_counters() -> dict[str, Any]:
     """Counters with nothing counted yet: ``calls`` are billed calls (failed ones included); ``hits``
     the requests a cache or the journal (``"cache"``) or a memo (``"memo"``) answered, apart; ``batch_calls``
     and ``batch_tokens_by_model`` the calls a provider's batch answered and their tokens (of ``calls`` and
-    ``tokens_by_model``), priced at half.
+    ``tokens_by_model``), priced at half; ``prompt_cache_by_model``: of each model's input tokens,
+    ``[read from, written to]`` the provider's prompt cache.
 
     Examples:
         >>> sorted(empty_counters())[:3]
@@ -87,6 +88,7 @@ def empty_counters() -> dict[str, Any]:
         "calls_by_engine": {},
         "tokens_by_engine": {},
         "tokens_by_model": {},
+        "prompt_cache_by_model": {},
         "input_tokens": 0,
         "output_tokens": 0,
         "errors": 0,
@@ -127,6 +129,12 @@ def counters_of(accounts: Accounts) -> dict[str, Any]:
             before = c["batch_tokens_by_model"].get(line.model, [0, 0])
             used = [before[0] + amount.batch_input_tokens, before[1] + amount.batch_output_tokens]
             c["batch_tokens_by_model"][line.model] = used
+        if amount.cached_input_tokens or amount.cache_write_tokens:
+            before = c["prompt_cache_by_model"].get(line.model, [0, 0])
+            c["prompt_cache_by_model"][line.model] = [
+                before[0] + amount.cached_input_tokens,
+                before[1] + amount.cache_write_tokens,
+            ]
         for kind, n in (("cache", amount.cache_hits), ("memo", amount.memo_hits)):
             if n:
                 c["hits"][kind] = c["hits"].get(kind, 0) + n

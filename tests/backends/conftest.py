@@ -41,6 +41,12 @@ class FakeProvider:
     def __init__(self) -> None:
         self.faults: deque[Fault] = deque()
         self.responder: Callable[[dict[str, Any]], str] = default_text
+        #: Prompt caching as the providers do it: OpenAI serves from its cache a system message it saw before
+        #: when it holds `cache_min_chars` characters or more (``prompt_tokens_details.cached_tokens``);
+        #: Anthropic caches a system block marked with ``cache_control`` and as long (a write the first
+        #: time, a read after). Tokens are characters / 4.
+        self.cache_min_chars = 4096
+        self.cached: set[str] = set()
         self.delay = 0.0
         self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
         self.arrivals: list[float] = []
@@ -107,10 +113,17 @@ class FakeProvider:
             self.in_flight -= 1
 
 
-def _openai_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
+def _openai_reply(body: dict[str, Any], text: str, provider: FakeProvider | None = None) -> dict[str, Any]:
     chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
-    usage = {"prompt_tokens": chars // 4 + 1, "completion_tokens": len(text) // 4 + 1}
+    usage: dict[str, Any] = {"prompt_tokens": chars // 4 + 1, "completion_tokens": len(text) // 4 + 1}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    first = (body.get("messages") or [{}])[0]
+    if provider is not None and first.get("role") == "system" and len(first["content"]) >= provider.cache_min_chars:
+        key = "openai\n" + first["content"]
+        with provider._lock:
+            hit = key in provider.cached
+            provider.cached.add(key)
+        usage["prompt_tokens_details"] = {"cached_tokens": len(first["content"]) // 4 if hit else 0}
     message = {"role": "assistant", "content": text}
     choice = {"index": 0, "message": message, "finish_reason": "stop"}
     return {
@@ -122,9 +135,20 @@ def _openai_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
     }
 
 
-def _anthropic_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
-    chars = len(body.get("system") or "") + sum(len(m["content"]) for m in body.get("messages", []))
+def _anthropic_reply(body: dict[str, Any], text: str, provider: FakeProvider | None = None) -> dict[str, Any]:
+    system = body.get("system") or ""
+    marked = ""
+    if isinstance(system, list):  # text blocks, one of them marked for the prompt cache
+        marked = "".join(b["text"] for b in system if b.get("cache_control"))
+        system = "".join(b["text"] for b in system)
+    chars = len(system) + sum(len(m["content"]) for m in body.get("messages", []))
     usage = {"input_tokens": chars // 4 + 1, "output_tokens": len(text) // 4 + 1}
+    if provider is not None and len(marked) >= provider.cache_min_chars:  # a shorter prefix is not cached
+        with provider._lock:
+            hit = "anthropic\n" + marked in provider.cached
+            provider.cached.add("anthropic\n" + marked)
+        usage["input_tokens"] -= len(marked) // 4
+        usage["cache_read_input_tokens" if hit else "cache_creation_input_tokens"] = len(marked) // 4
     content = [{"type": "text", "text": text}]
     return {
         "id": "msg_1",
@@ -195,7 +219,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.provider.delay:
             time.sleep(self.provider.delay)
         text = self.provider.responder(body)
-        reply = _openai_reply(body, text) if self.path.endswith("completions") else _anthropic_reply(body, text)
+        provider = self.provider
+        if self.path.endswith("completions"):
+            reply = _openai_reply(body, text, provider)
+        else:
+            reply = _anthropic_reply(body, text, provider)
         data = json.dumps(reply).encode()
         if fault == "drip":  # the whole reply, in 20 pieces 0.1 s apart: each read is quick, the call takes 2 s
             return self._send(200, {}, data, pieces=20)

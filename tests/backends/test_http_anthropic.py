@@ -37,7 +37,7 @@ async def test_system_goes_top_level_and_same_role_turns_merge(provider):
     await backend(provider)(REQUEST)
     path, headers, body = provider.requests[0]
     assert path == "/v1/messages"
-    assert body["system"] == "Be brief."
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
     assert body["messages"] == [{"role": "user", "content": "a\n\nb"}, {"role": "assistant", "content": "c"}]
     assert body["max_tokens"] == 1024
 

@@ -20,7 +20,9 @@ def test_the_bundled_table_is_dated_sourced_and_prices_the_default_models():
     """The shipped table names its date and source and prices both backends' default models."""
     table = bundled_prices()
     assert len(table.date) == 10 and table.date[4] == "-" and "http" in table.source
-    assert all(low >= 0 and high >= 0 for low, high in table.models.values())
+    assert all(len(rates) in (2, 4) and min(rates) >= 0 for rates in table.models.values())
+    for model, rates in table.models.items():  # cache rates: a read costs less than input, a write no less
+        assert len(rates) == 2 or rates[2] <= rates[0] <= rates[3], model
     assert all(price_of(table.models, model) for model in DEFAULT_MODELS.values())
 
 
@@ -35,9 +37,10 @@ def test_a_dated_model_name_takes_the_price_of_the_entry_it_dates(model, suffix)
 def test_a_newer_model_is_not_priced_as_the_older_model_its_name_extends():
     """Models whose names extend an older entry's at another price have their own entries (Opus 4.5 is not Opus 4)."""
     table = bundled_prices().models
-    assert price_of(table, "claude-opus-4-5-20251101") == (5.0, 25.0) != price_of(table, "claude-opus-4-1-20250805")
-    assert price_of(table, "gpt-5-mini-2025-08-07") == (0.25, 2.0) != price_of(table, "gpt-5-2025-08-07")
-    assert price_of(table, "claude-haiku-4-5-20251001") == (1.0, 5.0)
+    opus = price_of(table, "claude-opus-4-5-20251101")
+    assert opus == (5.0, 25.0, 0.5, 6.25) != price_of(table, "claude-opus-4-1-20250805")
+    assert price_of(table, "gpt-5-mini-2025-08-07") == (0.25, 2.0, 0.025, 0.25) != price_of(table, "gpt-5-2025-08-07")
+    assert price_of(table, "claude-haiku-4-5-20251001") == (1.0, 5.0, 0.1, 1.25)
 
 
 @pytest.mark.parametrize(
@@ -67,7 +70,7 @@ def test_a_dry_run_is_priced_by_the_bundled_table_or_a_given_file(tmp_path, syst
     config = _config(system_file, items_file)
     table = bundled_prices()
     plan = dry_run(config, prices=table.models)
-    low, high = table.models["gpt-4o-mini"]
+    low, high = table.models["gpt-4o-mini"][:2]  # its prompts are too short for a prompt cache
     assert plan.cost_usd == pytest.approx((plan.input_tokens * low + plan.output_tokens * high) / 1e6)
     mine = tmp_path / "prices.json"
     mine.write_text(json.dumps({"gpt-4o-mini": [100.0, 100.0]}))

@@ -342,3 +342,20 @@ def test_fit_spans_end_when_the_run_fails_and_leave_no_iteration_behind():
     assert [s.attributes["semgrad.phase"] for s in spans if s.name == "semgrad.phase"] == ["forward", "optimize"]
     anyio.run(traced(lambda request: "ok", tracer), _request())
     assert "semgrad.iteration" not in exporter.get_finished_spans()[-1].attributes
+
+
+def test_a_reply_s_finish_reason_and_cached_tokens_go_into_its_span():
+    """A reply's finish_reason becomes gen_ai.response.finish_reasons, and its cached and cache-write prompt
+    tokens the GenAI cache-usage attributes; a reply without them sets neither."""
+    exporter, tracer = _tracing()
+    usage = {"input_tokens": 5000, "output_tokens": 3, "cached_input_tokens": 4096, "cache_write_tokens": 0}
+    replies = iter([LLMResponse("4", usage, "m", finish_reason="end_turn"), LLMResponse("5")])
+    llm = traced(lambda request: next(replies), tracer)
+    anyio.run(llm, _request())
+    anyio.run(llm, _request())
+    first, second = exporter.get_finished_spans()
+    assert tuple(first.attributes["gen_ai.response.finish_reasons"]) == ("end_turn",)
+    assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 4096
+    assert first.attributes["gen_ai.usage.cache_creation.input_tokens"] == 0
+    assert "gen_ai.response.finish_reasons" not in second.attributes
+    assert "gen_ai.usage.cache_read.input_tokens" not in second.attributes
