@@ -46,12 +46,7 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         cache=args.cache,
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
-        simulated_latency=getattr(args, "simulated_latency", 0.0),
         breadth=args.breadth,
-        minibatch=getattr(args, "minibatch", 3),
-        max_metric_calls=getattr(args, "max_metric_calls", None),
-        gate_rule=getattr(args, "gate_rule", "sum"),
-        gate_alpha=getattr(args, "gate_alpha", 0.05),
         protocol=args.protocol,
         param=args.param,
         temperature=args.temperature,
@@ -63,10 +58,22 @@ def run_config(args: argparse.Namespace, *, optimizer: str | None = None) -> Any
         },
         data=data,
         metric=metric,
-        criteria=getattr(args, "criteria", None),
         max_items=args.max_items,
-        batch=getattr(args, "batch", None),
-        batch_poll=getattr(args, "batch_poll", 5.0),
         llm=canonical_code_spec(llm, "make") if llm else None,
-        prompt_cache=getattr(args, "prompt_cache", "on") == "on",
+        **_flags_of_run_only(args),
     )
+
+
+def _flags_of_run_only(args: argparse.Namespace) -> dict[str, Any]:
+    """The `RunConfig` fields of flags `run` has and `compare` may lack (those keep their defaults)."""
+    return {
+        "simulated_latency": getattr(args, "simulated_latency", 0.0),
+        "minibatch": getattr(args, "minibatch", 3),
+        "max_metric_calls": getattr(args, "max_metric_calls", None),
+        "gate_rule": getattr(args, "gate_rule", "sum"),
+        "gate_alpha": getattr(args, "gate_alpha", 0.05),
+        "criteria": getattr(args, "criteria", None),
+        "batch": getattr(args, "batch", None),
+        "batch_poll": getattr(args, "batch_poll", 5.0),
+        "prompt_cache": getattr(args, "prompt_cache", "on") == "on",
+    }

@@ -304,7 +304,7 @@ class NeighborAwarePrompt:
 
     Examples:
         >>> prompt = NeighborAwarePrompt.of("Solve it.", ["hint"], [("hint", "a step")])
-        >>> prompt.fill(["Add them."], "Answer: 8", "Wrong.").splitlines()[5:8]
+        >>> prompt.fill(["Add them."], "Answer: 8", "Wrong.").splitlines()[8:11]
         ['It read these inputs:', '[1] hint (a step):', 'Add them.']
     """
 
