@@ -13,8 +13,11 @@ providers, with each provider's own prompt-cache rule applied to both sides alik
 * semgrad's final evaluation at the batch rate (half price, ``--batch eval``).
 
 The share of prompt tokens that fall in a prefix an earlier request already sent (what a provider could
-serve from its cache with no minimum) is given per purpose. Needs the official code (``../shared/reference``
-or ``$SEMGRAD_REFERENCE``) and the BBH data; ``python -m benchmarks --cost`` prints the row.
+serve from its cache with no minimum) is given per purpose, and the calls and tokens per phase (training,
+test) and purpose. Two rows: `paper_row`, the paper's sizes (the official protocol's split of BBH navigate,
+20 training items and 230 test items, seed 0, the paper's 4 iterations), and `cost_row`'s small run (the
+first 8 items to train, the next 32 to test). Needs the official code (``../shared/reference`` or
+``$SEMGRAD_REFERENCE``) and the BBH data; ``python -m benchmarks --cost`` prints both rows.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import asyncio
 import bisect
 import json
 import random
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -171,14 +175,58 @@ def _semgrad(world: Any, train: Sequence[Any], test: Sequence[Any], iterations: 
     return calls, sum(score.value for _, score in scored) / len(scored)
 
 
+def _by_phase(calls: list[dict[str, Any]]) -> dict[str, dict[str, list[int]]]:
+    """Calls, input tokens and output tokens per phase ("train" or "test") and purpose."""
+    found: dict[str, dict[str, list[int]]] = {}
+    for call in calls:
+        row = found.setdefault(_phase(call), {}).setdefault(call["purpose"], [0, 0, 0])
+        row[0] += 1
+        row[1] += tokens(call["text"])
+        row[2] += tokens(call["reply"])
+    return found
+
+
+def _phase(call: dict[str, Any]) -> str:
+    return "test" if call["phase"] == "test" else "train"
+
+
 def cost_row(train_items: int = 8, test_items: int = 32, iterations: int = 4) -> dict[str, Any]:
-    """The cost row of BBH navigate: calls, tokens, dollars per model and prefix shares, official vs semgrad."""
-    from tests.conformance.test_official_protocol import BBH_WORLD, navigate_items
+    """The cost row of BBH navigate on its first items: calls, tokens, dollars per model and prefix shares,
+    official vs semgrad."""
+    from tests.conformance.test_official_protocol import navigate_items
 
     items = navigate_items(train_items + test_items)
-    train, test = items[:train_items], items[train_items:]
-    theirs, their_score = _official(BBH_WORLD, train, test, iterations)
-    ours, our_score = _semgrad(BBH_WORLD, train, test, iterations)
+    return _row(items[:train_items], items[train_items:], iterations)
+
+
+def paper_row(seed: int = 0) -> dict[str, Any]:
+    """The cost row at the paper's sizes: the official protocol's split of BBH navigate (`official_split_bbh`,
+    20 training items, the other 230 to test) and the paper's iterations.
+
+    The simulated world is the small run's (``BBH_WORLD``) laid on the split's training order: the first six
+    training items each need a skill, the next two are fragile, so the run has as many errors to learn from
+    as the small one (``BBH_WORLD`` names the first items of the file, of which the split trains on one)."""
+    from semgrad.tasks import load_bbh, official_split_bbh, paper_iterations
+    from tests.conformance._official import DATA
+    from tests.conformance._world import World
+    from tests.conformance.test_official_protocol import navigate_items
+
+    split = official_split_bbh(load_bbh(DATA, "navigate"), seed=seed)
+    by_key = {item.key: item for item in navigate_items(len(split.train) + len(split.test))}
+    train, test = [by_key[e.id] for e in split.train], [by_key[e.id] for e in split.test]
+    keys = [item.key for item in train]
+    world = World(needs={key: i % 3 + 1 for i, key in enumerate(keys[:6])}, fragile=frozenset(keys[6:8]))
+    row = _row(train, test, paper_iterations("bbh:navigate"), world)
+    return {**row, "split": f"official_split_bbh(seed={seed})"}
+
+
+def _row(train: Sequence[Any], test: Sequence[Any], iterations: int, world: Any = None) -> dict[str, Any]:
+    from tests.conformance.test_official_protocol import BBH_WORLD
+
+    world = BBH_WORLD if world is None else world
+    train_items, test_items = len(train), len(test)
+    theirs, their_score = _official(world, train, test, iterations)
+    ours, our_score = _semgrad(world, train, test, iterations)
     row: dict[str, Any] = {"task": "bbh:navigate", "train": train_items, "test": test_items, "iterations": iterations}
     for name, calls, marked, batch, score in (
         ("official", theirs, False, "", their_score),
@@ -193,7 +241,12 @@ def cost_row(train_items: int = 8, test_items: int = 32, iterations: int = 4) ->
             "output_tokens": sum(tokens(c["reply"]) for c in calls),
             "usd": {m: round(_bill(calls, m, marked=marked, batch=batch), 6) for m in MODELS},
             "prefix_share": _shares(calls),
+            "by_phase": _by_phase(calls),
         }
+    # The same calls made: as many per phase and purpose on both sides (and so in all).
+    row["same_calls"] = Counter((_phase(c), c["purpose"]) for c in theirs) == Counter(
+        (_phase(c), c["purpose"]) for c in ours
+    )
     row["semgrad"]["usd_batch_all"] = {m: round(_bill(ours, m, marked=True, batch="all"), 6) for m in MODELS}
     row["semgrad_over_official"] = {m: round(row["semgrad"]["usd"][m] / row["official"]["usd"][m], 3) for m in MODELS}
     row["semgrad_batch_all_over_official"] = {
@@ -203,8 +256,8 @@ def cost_row(train_items: int = 8, test_items: int = 32, iterations: int = 4) ->
 
 
 def main() -> int:
-    """Print the cost row as JSON."""
-    print(json.dumps(cost_row(), indent=1))
+    """Print the cost rows as JSON: the paper's sizes, then the small run."""
+    print(json.dumps({"paper_sizes": paper_row(), "small": cost_row()}, indent=1))
     return 0
 
 

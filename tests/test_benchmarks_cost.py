@@ -33,5 +33,6 @@ def test_a_small_cost_row_makes_the_same_calls_with_the_same_results():
     row = cost_row(train_items=8, test_items=4, iterations=1)
     ours, theirs = row["semgrad"], row["official"]
     assert ours["calls"] == theirs["calls"] and ours["test_accuracy"] == theirs["test_accuracy"]
+    assert row["same_calls"] and ours["by_phase"].keys() == theirs["by_phase"].keys()
     assert set(ours["usd"]) == set(theirs["usd"]) == set(MODELS)
     assert all(ours["prefix_share"][p] >= theirs["prefix_share"][p] for p in ("forward", "backward"))

@@ -41,16 +41,14 @@ Shown = tuple[str, str, Any]
 #: The tag a forward reply wraps its result in; what is inside flows on and is scored.
 RESULT_TAG = "result"
 FORWARD_SYSTEM = (
-    "You are one component of a larger system. Carry out your instruction using the inputs "
-    "you are given. Think it through step by step first; then give your result, which is all "
-    "the rest of the system will see, between <result> and </result>.\n\n"
+    "Follow your instruction on your inputs: reason step by step, then give your result between "
+    "<result> and </result>; only it is passed on.\n\n"
     "Instruction:\n{instruction}"
 )
 #: `FORWARD_SYSTEM` for a node not asked to reason (`Node.reason` False).
 FORWARD_SYSTEM_DIRECT = (
-    "You are one component of a larger system. Carry out your instruction using the inputs "
-    "you are given, and give your result, which is all the rest of the system will see, "
-    "between <result> and </result>.\n\n"
+    "Follow your instruction on your inputs and give your result between <result> and </result>; "
+    "only it is passed on.\n\n"
     "Instruction:\n{instruction}"
 )
 #: Appended to a forward system message for a node with a fixed `Node.output_format`.
@@ -86,7 +84,7 @@ def forward_system(instruction: str, output_format: str = "", *, reason: bool = 
     Examples:
         >>> print(forward_system("Judge the party's view.", "Reply in at most two sentences.", reason=False).content)
         ... # doctest: +ELLIPSIS
-        You are one component of a larger system. Carry out your instruction using the inputs you are given, and ...
+        Follow your instruction on your inputs and give your result between <result> and </result>; only it ...
         Instruction:
         Judge the party's view.
         <BLANKLINE>
@@ -167,16 +165,15 @@ def render_forward_repair(request: LLMRequest, reply: str, reason: str) -> LLMRe
 # --- backward -------------------------------------------------------------------------------
 
 BACKWARD_SYSTEM = (
-    "You help improve a system made of several LLM components. Given one component, the inputs "
-    "it read, the output it produced and feedback on that output, you explain how its inputs "
-    "should change so that the system's final output improves. Be specific and concise."
+    "You say how the inputs of one component of an LLM system should change so that the system's "
+    "final output improves. Be specific and brief."
 )
-_OUTPUT_AND_FEEDBACK = """It produced this output:
+_OUTPUT_AND_FEEDBACK = """Its output:
 <output>
 {output}
 </output>
 
-Feedback on that output, from the rest of the system:
+Feedback on it from the rest of the system:
 <feedback>
 {feedback}
 </feedback>
@@ -189,12 +186,11 @@ NEIGHBOR_AWARE_USER = """A component of the system has this task:
 {task}
 </task>
 
-For each of these inputs: {targets}, explain how that input should change so that the output \
-improves. Take the other inputs into account: say what this input should add, fix or leave to \
-the others. Reply with one block per input, exactly in this form:
+For each input {targets}, say how it should change so that the output improves, given the \
+other inputs: what it should add, fix or leave to them. Reply with one block per input, exactly so:
 {form}
 
-It read these inputs:
+Its inputs:
 {inputs}
 
 """ + _OUTPUT_AND_FEEDBACK.rstrip("\n")
@@ -305,7 +301,7 @@ class NeighborAwarePrompt:
     Examples:
         >>> prompt = NeighborAwarePrompt.of("Solve it.", ["hint"], [("hint", "a step")])
         >>> prompt.fill(["Add them."], "Answer: 8", "Wrong.").splitlines()[8:11]
-        ['It read these inputs:', '[1] hint (a step):', 'Add them.']
+        ['Its inputs:', '[1] hint (a step):', 'Add them.']
     """
 
     leads: tuple[str, ...]
@@ -482,10 +478,8 @@ def render_summarize(
 # --- optimizer ------------------------------------------------------------------------------
 
 OPTIMIZER_SYSTEM = (
-    "You improve one part of a system made of LLM components. You are shown the current text of "
-    "that part, how the system did with it, and feedback. You write an improved version that fixes "
-    "the problems the feedback points out and keeps what works. Write general improvements, not "
-    "answers to the particular examples."
+    "You improve one part of an LLM system: fix what the feedback points out, keep what works, and "
+    "write general improvements, not answers to the examples."
 )
 EXAMPLE_BLOCK = """<example {index}>
 Inputs:
@@ -511,10 +505,9 @@ Current text:
 {current}
 </current>
 {sections}
-{constraints}Think it through before you write: say, step by step, what went wrong and what the text \
-should change. Then write the improved text. It must not contain the word "feedback", nor anything \
-that only fits these particular examples. End your reply with the improved text inside tags, \
-exactly in this form (only the first such block is read):
+{constraints}First reason step by step about what went wrong and what the text should change. Then \
+write the improved text. It must not contain the word "feedback", nor anything that only fits \
+these examples. End with it in this form (only the first such block is read):
 <improved>
 the improved text
 </improved>"""

@@ -84,8 +84,13 @@ class World:
     hints: int = 2
 
     def find_item(self, text: str, items: Sequence[Item]) -> Item | None:
-        """The one item whose marker `text` shows (None when none or several do)."""
+        """The one item whose marker `text` shows (None when none or several do).
+
+        A marker that only shows because a longer one holds it (a question whose first line begins
+        another's: BBH navigate has five) does not count: the longer one is the item shown."""
         found = [i for i in items if i.marker in text]
+        if len(found) > 1:
+            found = [i for i in found if not any(i.marker in j.marker and i.marker != j.marker for j in found)]
         if not found:  # a prompt that shows no record but a hint's notes, which name their item
             found = [i for i in items if f"Notes ({i.key})" in text]
         return found[0] if len(found) == 1 else None

@@ -132,9 +132,9 @@ def test_forward_prompt_shows_instruction_and_labelled_inputs():
     state = forward(graph, params, {"question": "What is 3 + 4?"}, sample=0)
     request = next(r for _, r in state.emitted if r.node == "hint")
     assert request.system == (
-        "You are one component of a larger system. Carry out your instruction using the inputs you are "
-        "given. Think it through step by step first; then give your result, which is all the rest of the "
-        "system will see, between <result> and </result>.\n\nInstruction:\nHint."
+        "Follow your instruction on your inputs: reason step by step, then give your result between "
+        "<result> and </result>; only it is passed on.\n\n"
+        "Instruction:\nHint."
     )
     assert request.prompt == "[1] question (the input 'question'):\nWhat is 3 + 4?"
     assert (request.purpose, request.engine, request.sample, request.targets) == ("forward", "forward", 0, ())
