@@ -117,3 +117,16 @@ def test_a_react_agent_file_trains_in_the_simulated_world_and_sweeps(tmp_path, i
     assert swept.returncode == 0, swept.stderr
     (folder,) = [p for p in (tmp_path / "sw").iterdir() if (p / "results.json").exists()]
     assert json.loads((folder / "results.json").read_text())["tasks"][0]["graph"]["recorded"] is True
+
+
+def test_run_trains_a_python_agent_with_a_tool_under_gepa_and_pareto_sgd(tmp_path, items_file):
+    """`semgrad run react.py:agent --optimizer gepa` (and pareto-sgd) trains a @semgrad.system agent with a tool
+    offline: the run ends, its instruction is rewritten and the test score rises."""
+    (tmp_path / "react.py").write_text(REACT)
+    for optimizer in ("gepa", "pareto-sgd"):
+        result = semgrad("run", "react.py:agent", "--data", "items.jsonl", "--optimizer", optimizer,
+                         "--iterations", "3", "--out", optimizer, cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        task = json.loads((tmp_path / optimizer / "results.json").read_text())["tasks"][0]
+        assert task["accuracy"]["test"] > task["accuracy"]["initial_test"], optimizer
+        assert task["params"]["final"] != task["params"]["initial"]
