@@ -65,19 +65,22 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
-#: The counters' keys before batch calls were kept, and before hits and tokens by model were (a ledger written
-#: then still loads).
+#: The counters' keys before tool calls were kept, before batch calls were, and before hits and tokens by model
+#: were (a ledger written then still loads).
+_TOOL_KEYS = frozenset({"tool_calls", "tool_errors"})
 _BATCH_KEYS = frozenset({"batch_calls", "batch_tokens_by_model"})
 _OLD_KEYS = (
-    frozenset(empty_counters()) - _BATCH_KEYS,
-    frozenset(empty_counters()) - _BATCH_KEYS - {"hits", "tokens_by_model"},
+    frozenset(empty_counters()) - _TOOL_KEYS,
+    frozenset(empty_counters()) - _TOOL_KEYS - _BATCH_KEYS,
+    frozenset(empty_counters()) - _TOOL_KEYS - _BATCH_KEYS - {"hits", "tokens_by_model"},
 )
+_COUNTS = ("calls", "errors", "input_tokens", "output_tokens", "batch_calls", "tool_calls", "tool_errors")
 
 
 def _check_counters(value: Any) -> bool:
     if not isinstance(value, dict) or set(value) not in (set(empty_counters()), *_OLD_KEYS):
         return False
-    if not all(_is_count(value.get(k, 0)) for k in ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")):
+    if not all(_is_count(value.get(k, 0)) for k in _COUNTS):
         return False
     for key in ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits"):
         inner = value.get(key, {})
