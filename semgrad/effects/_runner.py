@@ -232,6 +232,9 @@ class Runner:
             >>> s = runner.statistics(); (s.calls, s.tool_calls, s.tool_errors)
             (0, 2, 1)
         """
+        forward = getattr(self.llm, "count_tool", None)  # a run's tally (semgrad run) keeps tool calls too
+        if callable(forward):
+            forward(tool, error=error, cache_hit=cache_hit)
         row = self._tools.get((tool, error))
         if row is None:
             row = self._tools[(tool, error)] = [0, 0, 0]

@@ -26,6 +26,7 @@ unexpected is refused with one line naming the file.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -65,26 +66,23 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
-#: The counters' key sets a ledger written before batch calls, or cached tokens, or (before both) hits and tokens
-#: by model were kept holds (a ledger written then still loads).
+#: The counters' key sets a ledger holds that was written before tool calls, batch calls or cached tokens were kept
+#: (any of them), or before all three and hits and tokens by model (a ledger written then still loads).
+_TOOL_KEYS = frozenset({"tool_calls", "tool_errors"})
 _BATCH_KEYS = frozenset({"batch_calls", "batch_tokens_by_model"})
 _CACHE_KEYS = frozenset({"prompt_cache_by_model"})
 _KEY_SETS = tuple(
-    frozenset(empty_counters()) - dropped
-    for dropped in (
-        frozenset(),
-        _BATCH_KEYS,
-        _CACHE_KEYS,
-        _BATCH_KEYS | _CACHE_KEYS,
-        _BATCH_KEYS | _CACHE_KEYS | {"hits", "tokens_by_model"},
-    )
-)
+    frozenset(empty_counters()) - frozenset().union(*dropped)
+    for n in range(4)
+    for dropped in itertools.combinations((_TOOL_KEYS, _BATCH_KEYS, _CACHE_KEYS), n)
+) + (frozenset(empty_counters()) - _TOOL_KEYS - _BATCH_KEYS - _CACHE_KEYS - {"hits", "tokens_by_model"},)
+_COUNTS = ("calls", "errors", "input_tokens", "output_tokens", "batch_calls", "tool_calls", "tool_errors")
 
 
 def _check_counters(value: Any) -> bool:
     if not isinstance(value, dict) or frozenset(value) not in _KEY_SETS:
         return False
-    if not all(_is_count(value.get(k, 0)) for k in ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")):
+    if not all(_is_count(value.get(k, 0)) for k in _COUNTS):
         return False
     for key in ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits"):
         inner = value.get(key, {})

@@ -35,6 +35,19 @@ from ._prices import price_of, token_cost
 __all__ = ["RunProgress", "dollars", "done_of_planned", "find_retries"]
 
 
+def _tools_text(tools: tuple[int, int]) -> str:
+    """The tool calls of a system written as Python, apart from the LLM calls (nothing when there were none).
+
+    Examples:
+        >>> _tools_text((3, 1)), _tools_text((0, 0))
+        (', 3 tool calls (1 failed)', '')
+    """
+    calls, failed = tools
+    if not calls:
+        return ""
+    return f", {calls:,} tool calls" + (f" ({failed:,} failed)" if failed else "")
+
+
 def find_retries(llm: Any) -> Any:
     """The `retrying` wrapper inside `llm`'s middleware stack (its ``.retries`` counts retries), or None."""
     seen = 0
@@ -171,7 +184,7 @@ class RunProgress:
             cost = self.cost if self.prices is not None and not self.unpriced else None
             return {
                 "done": self.calls, "calls": self.calls, "hits": 0, "errors": self.errors,
-                "tokens": (self.tokens_in, self.tokens_out), "cost": cost,
+                "tokens": (self.tokens_in, self.tokens_out), "cost": cost, "tools": (0, 0),
             }  # fmt: skip
         accounts = self.tally.accounts_so_far()
         total = accounts.total()
@@ -185,6 +198,7 @@ class RunProgress:
             "errors": total.errors,
             "tokens": (total.input_tokens, total.output_tokens),
             "cost": cost,
+            "tools": (total.tool_calls, total.tool_errors),  # a system's tool calls: never LLM calls
         }
 
     @property
@@ -251,7 +265,8 @@ class RunProgress:
             eta = max(0.0, (self.planned - f["done"]) * elapsed / made)
         hits = f" ({f['hits']:,} answered without a call)" if f["hits"] else ""
         return (
-            f"{done_of_planned(f['done'], self.planned)} calls{hits}, {_duration(elapsed)} elapsed, "
+            f"{done_of_planned(f['done'], self.planned)} calls{hits}{_tools_text(f['tools'])}, "
+            f"{_duration(elapsed)} elapsed, "
             f"ETA {_duration(eta)}, {self._tokens_text(f['tokens'])}{self._cost(f['cost'])}, {f['errors']} errors, "
             f"{self.retries} retries"
         )

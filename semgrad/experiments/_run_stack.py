@@ -41,7 +41,7 @@ import anyio
 import attrs
 
 from ..core import LLMError, LLMFailure, LLMRequest, LLMResponse
-from ..effects import Accounts, budgeted, cached, limited, memoized, retrying
+from ..effects import Accounts, Amount, Line, budgeted, cached, limited, memoized, retrying
 from ..effects._batching import BatchPolicy, BatchRecord, batched, has_batch_api
 from ..effects._routing import Middleware, call, identity_of
 from ._errors import SetupError
@@ -68,7 +68,7 @@ _NOT_FAILURES = ("budget", "halted")
 
 _MAPS = ("calls_by_purpose", "calls_by_engine", "errors_by_kind", "hits")
 _PAIRS = ("tokens_by_engine", "tokens_by_model", "batch_tokens_by_model", "prompt_cache_by_model")
-_INTS = ("calls", "errors", "input_tokens", "output_tokens", "batch_calls")
+_INTS = ("calls", "errors", "input_tokens", "output_tokens", "batch_calls", "tool_calls", "tool_errors")
 
 
 def empty_counters() -> dict[str, Any]:
@@ -76,7 +76,8 @@ def empty_counters() -> dict[str, Any]:
     the requests a cache or the journal (``"cache"``) or a memo (``"memo"``) answered, apart; ``batch_calls``
     and ``batch_tokens_by_model`` the calls a provider's batch answered and their tokens (of ``calls`` and
     ``tokens_by_model``), priced at half; ``prompt_cache_by_model``: of each model's input tokens,
-    ``[read from, written to]`` the provider's prompt cache.
+    ``[read from, written to]`` the provider's prompt cache; ``tool_calls`` and ``tool_errors`` the calls of a
+    system's tools (``ctx.tool``) and how many of them failed, never LLM calls (nor in ``calls``).
 
     Examples:
         >>> sorted(empty_counters())[:3]
@@ -96,6 +97,8 @@ def empty_counters() -> dict[str, Any]:
         "hits": {},
         "batch_calls": 0,
         "batch_tokens_by_model": {},
+        "tool_calls": 0,
+        "tool_errors": 0,
     }
 
 
@@ -135,6 +138,8 @@ def counters_of(accounts: Accounts) -> dict[str, Any]:
                 before[0] + amount.cached_input_tokens,
                 before[1] + amount.cache_write_tokens,
             ]
+        c["tool_calls"] += amount.tool_calls
+        c["tool_errors"] += amount.tool_errors
         for kind, n in (("cache", amount.cache_hits), ("memo", amount.memo_hits)):
             if n:
                 c["hits"][kind] = c["hits"].get(kind, 0) + n
@@ -277,6 +282,12 @@ class _Tally:
         else:
             self.accounts = self.accounts.record(request, response)
 
+    def count_tool(self, tool: str, *, error: str = "", cache_hit: bool = False) -> None:
+        """Count one tool call of a system written as Python (`Runner.count_tool` passes it on): a tool call,
+        failed when `error` names its kind, or a cache hit -- never an LLM call, never judged for fail-fast."""
+        amount = Amount(cache_hits=1) if cache_hit else Amount(tool_calls=1, tool_errors=1 if error else 0)
+        self.accounts = self.accounts.add(Line("tool", "tool", tool, error), amount)
+
     def watch_afresh(self) -> None:
         """Start the fail-fast window again (after the preflight, which has its own check)."""
         self._judged = self._failed = 0
@@ -308,6 +319,10 @@ class _MemoHits(Middleware):
         if getattr(response, "memo_hit", False) is True:
             self.tally.accounts = self.tally.accounts.record(request, response)
         return response
+
+    def count_tool(self, tool: str, *, error: str = "", cache_hit: bool = False) -> None:
+        """A tool call, counted by the tally."""
+        self.tally.count_tool(tool, error=error, cache_hit=cache_hit)
 
     def __repr__(self) -> str:
         return f"memo_hits({self.inner!r})"

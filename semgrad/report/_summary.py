@@ -316,7 +316,18 @@ def _usage_rows(results: Mapping[str, Any]) -> list[Row]:
         ]
         + _hits_row(results)
         + _batch_row(results)
+        + _tool_row(results)
     )
+
+
+def _tool_row(results: Mapping[str, Any]) -> list[Row]:
+    """The tool calls of a system written as Python (``ctx.tool``): not LLM calls, so not in the calls or cost."""
+    counters = as_mapping(results.get("counters"))
+    n, failed = counters.get("tool_calls"), counters.get("tool_errors")
+    if type(n) is not int or n <= 0:
+        return []
+    failures = f", {count(failed)} failed" if type(failed) is int and failed > 0 else ""
+    return [("Tool calls", esc(f"{count(n)} (not LLM calls{failures})"), "")]
 
 
 def _batch_row(results: Mapping[str, Any]) -> list[Row]:

@@ -117,3 +117,36 @@ def test_a_react_agent_file_trains_in_the_simulated_world_and_sweeps(tmp_path, i
     assert swept.returncode == 0, swept.stderr
     (folder,) = [p for p in (tmp_path / "sw").iterdir() if (p / "results.json").exists()]
     assert json.loads((folder / "results.json").read_text())["tasks"][0]["graph"]["recorded"] is True
+
+
+def test_run_trains_a_python_agent_with_a_tool_under_gepa_and_pareto_sgd(tmp_path, items_file):
+    """`semgrad run react.py:agent --optimizer gepa` (and pareto-sgd) trains a @semgrad.system agent with a tool
+    offline: the run ends, its instruction is rewritten and the test score rises."""
+    (tmp_path / "react.py").write_text(REACT)
+    for optimizer in ("gepa", "pareto-sgd"):
+        result = semgrad("run", "react.py:agent", "--data", "items.jsonl", "--optimizer", optimizer,
+                         "--iterations", "3", "--out", optimizer, cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        task = json.loads((tmp_path / optimizer / "results.json").read_text())["tasks"][0]
+        assert task["accuracy"]["test"] > task["accuracy"]["initial_test"], optimizer
+        assert task["params"]["final"] != task["params"]["initial"]
+
+
+def test_a_runs_tool_calls_are_in_its_results_ledger_line_and_report_never_as_llm_calls(tmp_path, items_file):
+    """`semgrad run` of an agent that calls a tool counts the tool calls in results.json's counters, the ledger,
+    the live line and the report's calls table, apart from the LLM calls."""
+    (tmp_path / "react.py").write_text(REACT)
+    result = semgrad("run", "react.py:agent", "--data", "items.jsonl", "--iterations", "1", "--out", "run",
+                     cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    counters = saved["counters"]
+    assert counters["tool_calls"] > 0 and counters["tool_errors"] == 0
+    assert "tool" not in counters["calls_by_purpose"] and counters["calls"] == sum(
+        counters["calls_by_purpose"].values()
+    )
+    assert f"{counters['tool_calls']} tool calls" in result.stdout + result.stderr
+    ledger = (tmp_path / "run" / "ledger.json").read_text()
+    assert f'["tool_calls", {counters["tool_calls"]}]' in ledger.replace(" ", "").replace(",", ", ")
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert f"Tool calls</th><td>{counters['tool_calls']} (not LLM calls)" in html

@@ -24,6 +24,7 @@ from .._program import Program, ask, gather, map_
 from .._prompts import render_examples
 from .._requests import LLMRequest, Message
 from .._sampling import merged_options
+from .._system import graph_of, is_system, occurrences
 from ._base import InstructionExample, ParamGradient, Transform
 from ._pareto import COMPONENT_CHOICES
 from ._search import ProposalTask, Propose, Proposed, pareto_search
@@ -54,14 +55,27 @@ the new text
 
 def reflection_examples(task: ProposalTask, name: str) -> tuple[InstructionExample, ...]:
     """The reflective dataset of component `name`: per minibatch example, what the component read and
-    produced (a free parameter: the system's inputs and output) and the system's feedback."""
+    produced (a free parameter: the system's inputs and output) and the system's feedback.
+
+    Each trace is read on its own graph (`graph_of`: a system recorded per sample has one per trace): a
+    component run several times in one trace (a loop's ``act#1``, ``act#2``) gives one example per
+    occurrence, and a trace of a system whose run never reached the component gives none."""
     param = task.params[name]
-    node = param.node if param.node and param.node in task.step.graph.nodes else task.step.graph.output
     found = []
     for trace, score in task.results:
-        run = trace[node]
-        inputs = run.inputs if param.node else tuple((k, trace[k].value) for k in task.step.graph.inputs)
-        found.append(InstructionExample(trace.sample, inputs, run.value, score.feedback))
+        graph = graph_of(task.step.graph, trace)
+        if not param.node:
+            inputs = tuple((k, trace[k].value) for k in graph.inputs)
+            found.append(InstructionExample(trace.sample, inputs, trace[graph.output].value, score.feedback))
+            continue
+        nodes = tuple(n for n in occurrences(graph, name, task.params) if graph[n].kind != "param")
+        if not nodes and param.node in graph.nodes:
+            nodes = (param.node,)
+        if not nodes and not is_system(task.step.graph):
+            nodes = (graph.output,)  # a static graph's parameter no node reads: the system's output
+        for node in nodes:
+            run = trace[node]
+            found.append(InstructionExample(trace.sample, run.inputs, run.value, score.feedback))
     return tuple(found)
 
 
