@@ -180,21 +180,8 @@ class Amount:
     cache_write_tokens: int = 0
 
     def __add__(self, other: Amount) -> Amount:
-        return Amount(
-            self.calls + other.calls,
-            self.errors + other.errors,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_hits + other.cache_hits,
-            self.memo_hits + other.memo_hits,
-            self.tool_calls + other.tool_calls,
-            self.tool_errors + other.tool_errors,
-            self.batch_calls + other.batch_calls,
-            self.batch_input_tokens + other.batch_input_tokens,
-            self.batch_output_tokens + other.batch_output_tokens,
-            self.cached_input_tokens + other.cached_input_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
+        # By field name, never by position: a field added in the middle cannot shift the others.
+        return Amount(*(getattr(self, name) + getattr(other, name) for name in _AMOUNT_FIELDS))
 
     def cost(self, price: tuple[float, ...]) -> float:
         """USD for these tokens at `price` (see `amount_cost`).
