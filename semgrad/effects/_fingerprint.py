@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from ..core import Example, FrozenMap, Graph, Params
-from ..core._system import SystemRef
+from ..core.programs import SystemRef
 
 __all__ = ["PARTS", "describe", "differing_parts", "run_fingerprint"]
 

@@ -35,10 +35,10 @@ import attrs
 
 from ..core import Example, FrozenMap, Graph, LLMRequest, Loss, Params, Program, Score, Trace, as_examples, gather
 from ..core._scoring import check_loss
-from ..core._system import SystemRef, merged_params
 from ..core.calls import engine_options
 from ..core.optim import Step, Transform, evaluate, mean_score
 from ..core.optim._combining import checked_update
+from ..core.programs import SystemRef, merged_params
 from ..core.scoring import normalized_match
 from ._checkpoint import encode
 from ._checkpoint import state_types as checkpoint_state_types

@@ -19,8 +19,8 @@ import attrs
 from .._files import remove_stale_temporaries
 from ..core import FrozenMap, Graph, Params
 from ..core._prompts import render_examples
-from ..core._system import SystemRef
 from ..core.optim import StageReport, Step, Transform, apply_updates
+from ..core.programs import SystemRef
 from ._checkpoint import CheckpointError, _field_types, read_checkpoint, write_checkpoint
 from ._fingerprint import PARTS, differing_parts
 from ._runner import RunStatistics

@@ -27,9 +27,8 @@ from returns.result import Failure
 
 from ..core import LLMError, LLMFailure, LLMRequest, Program, ProtocolError, Reply
 from ..core._requests import _response, _success
-from ..core._system import SystemCall
 from ..core.calls import as_reply
-from ..core.programs import Bound, Gathered, combinator
+from ..core.programs import Bound, Gathered, SystemCall, combinator
 
 __all__ = ["Driven", "drive_sync", "error_of", "innermost", "not_a_program", "reply_of"]
 

@@ -46,9 +46,8 @@ from returns.result import Failure, Success
 
 from ..core import LLMRequest, Program, ProtocolError, Reply
 from ..core._requests import _response, _success
-from ..core._system import SystemCall
 from ..core.calls import as_reply
-from ..core.programs import Done, Gathered, combinator
+from ..core.programs import Done, Gathered, SystemCall, combinator
 from ._interpret import Driven, error_of, innermost
 
 __all__ = ["WorkerPool", "cancel_requested", "cancelled_outside", "in_task_group"]

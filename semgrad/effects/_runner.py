@@ -33,8 +33,8 @@ import attrs
 from returns.result import Failure, Success
 
 from ..core import FrozenMap, LLMRequest, Program, Reply, Trace
-from ..core._system import SystemCall
 from ..core.calls import as_reply
+from ..core.programs import SystemCall
 from ._accounting import CACHE_WRITE, CACHED_INPUT, Accounts, Amount, Line
 from ._interpret import drive_sync, error_of, not_a_program
 from ._loop import run_loop

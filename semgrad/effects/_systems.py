@@ -27,8 +27,8 @@ from typing import Any
 import attrs
 
 from ..core import Graph, LLMRequest, Program, Reply, Trace
-from ..core._system import SystemCall, SystemRef
 from ..core._trace import RecordedGraph
+from ..core.programs import SystemCall, SystemRef
 from ._record import record
 from ._runner import Runner, Systems
 from ._system import PythonSystem
